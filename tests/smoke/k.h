@@ -1,0 +1,1 @@
+int LaunchK(float* p, int n);

@@ -1,0 +1,59 @@
+"""Repository rule exposing the local CUDA toolkit (KILN_CUDA_PATH, default /usr/local/cuda).
+
+When the toolkit is missing the repository still exists but `:available` is false and the CUDA
+targets fail with a message that says so, rather than Bazel failing on a missing path.
+"""
+
+def _cuda_configure_impl(repository_ctx):
+    cuda_path = repository_ctx.os.environ.get("KILN_CUDA_PATH", "/usr/local/cuda")
+    nvcc = repository_ctx.path(cuda_path + "/bin/nvcc")
+    if not nvcc.exists:
+        fail("CUDA toolkit not found at %s (set KILN_CUDA_PATH)" % cuda_path)
+    repository_ctx.symlink(cuda_path + "/include", "include")
+    repository_ctx.symlink(cuda_path + "/lib64", "lib64")
+    repository_ctx.symlink(cuda_path + "/bin", "bin")
+    if repository_ctx.path(cuda_path + "/nvvm").exists:
+        repository_ctx.symlink(cuda_path + "/nvvm", "nvvm")
+    repository_ctx.file("BUILD", """
+package(default_visibility = ["//visibility:public"])
+
+# nvcc and everything it reads (ptxas, cicc, the headers).
+filegroup(
+    name = "nvcc_files",
+    srcs = glob(["bin/**", "nvvm/**", "include/**"]),
+)
+
+filegroup(
+    name = "nvcc",
+    srcs = ["bin/nvcc"],
+)
+
+cc_library(
+    name = "cuda_headers",
+    hdrs = glob(["include/**/*.h", "include/**/*.hpp"]),
+    includes = ["include"],
+)
+
+# The CUDA runtime, linked statically so binaries need only the driver on the target machine.
+cc_library(
+    name = "cudart_static",
+    srcs = ["lib64/libcudart_static.a"],
+    linkopts = ["-ldl", "-lrt", "-lpthread"],
+    deps = [":cuda_headers"],
+)
+
+# cuBLAS is linked dynamically (no static cuBLAS in the toolkit here); the rpath finds it in the
+# toolkit's lib64 on the machine that runs the binary.
+cc_library(
+    name = "cublas",
+    srcs = ["lib64/libcublas.so", "lib64/libcublasLt.so"],
+    linkopts = ["-Wl,-rpath,%s/lib64"],
+    deps = [":cuda_headers"],
+)
+""" % cuda_path)
+
+cuda_configure = repository_rule(
+    implementation = _cuda_configure_impl,
+    environ = ["KILN_CUDA_PATH"],
+    local = True,
+)
