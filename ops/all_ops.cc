@@ -1,0 +1,34 @@
+#include "ops/all_ops.h"
+
+#include "engine/status_macros.h"
+
+namespace kiln {
+
+absl::Status RegisterAllOps(OpRegistry& registry) {
+  KILN_RETURN_IF_ERROR(RegisterGraphOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterConvolutionOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterPoolingOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterNormalizationOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterActivationOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterScaleOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterSoftmaxOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterInnerProductOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterTensorOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterEltwiseOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterLossOps(registry));
+  return absl::OkStatus();
+}
+
+const OpRegistry& DefaultOpRegistry() {
+  // Built once and never mutated afterwards: an immutable shared instance, not a registry that
+  // code registers into.
+  static const OpRegistry* const registry = [] {
+    auto* r = new OpRegistry();
+    absl::Status s = RegisterAllOps(*r);
+    KILN_CHECK(s.ok());
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace kiln

@@ -1,0 +1,30 @@
+// The one visible list of op families. Each Register*Ops adds its OpDefs to the registry.
+#ifndef KILN_OPS_ALL_OPS_H_
+#define KILN_OPS_ALL_OPS_H_
+
+#include "absl/status/status.h"
+#include "ops/op_registry.h"
+
+namespace kiln {
+
+absl::Status RegisterGraphOps(OpRegistry& registry);          // Parameter, Constant
+absl::Status RegisterConvolutionOps(OpRegistry& registry);    // Convolution, Deconvolution
+absl::Status RegisterPoolingOps(OpRegistry& registry);        // Pooling
+absl::Status RegisterNormalizationOps(OpRegistry& registry);  // LRN, BatchNorm
+absl::Status RegisterActivationOps(OpRegistry& registry);     // ReLU, PReLU, Sigmoid, ...
+absl::Status RegisterScaleOps(OpRegistry& registry);          // Scale, Bias
+absl::Status RegisterSoftmaxOps(OpRegistry& registry);        // Softmax
+absl::Status RegisterInnerProductOps(OpRegistry& registry);   // InnerProduct
+absl::Status RegisterTensorOps(OpRegistry& registry);  // Concat, Slice, Flatten, Reshape, ...
+absl::Status RegisterEltwiseOps(OpRegistry& registry);  // Eltwise
+absl::Status RegisterLossOps(OpRegistry& registry);     // SoftmaxWithLoss, Accuracy, ...
+
+// Registers every family above.
+absl::Status RegisterAllOps(OpRegistry& registry);
+
+// A registry holding every op (the common case for tools, tests and examples).
+const OpRegistry& DefaultOpRegistry();
+
+}  // namespace kiln
+
+#endif  // KILN_OPS_ALL_OPS_H_

@@ -1,0 +1,108 @@
+// LRN (Caffe semantics, across channels or within a channel) and BatchNorm.
+//
+// LRN across channels: y = x * (k + alpha/n * sum_{window over C} x^2)^-beta, the window of n
+// channels centred on c, out-of-range channels counting as 0.
+// LRN within channel: y = x * (1 + alpha * avg_{n x n window, zero-padded} x^2)^-beta, where the
+// average divides by n*n (Caffe pools x^2 with AVE, pad (n-1)/2, stride 1); k is not used.
+//
+// BatchNorm(x, mean, variance, scale_factor?) normalizes y = (x - mean) / sqrt(var + eps).
+// With use_global_stats the stored statistics are used; with the optional 1-element
+// scale_factor input they are Caffe's accumulated sums and are divided by it (0 when it is 0).
+// Without use_global_stats the batch statistics (biased variance) are used and the statistic
+// inputs are ignored by the forward pass. mode "spatial" has per-channel statistics [C];
+// "per_activation" has one per (C, spatial...) element, shaped like x without N.
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "ops/all_ops.h"
+#include "ops/shape_util.h"
+
+namespace kiln {
+
+namespace {
+
+absl::StatusOr<std::vector<TensorType>> InferLrn(const InferContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  KILN_RETURN_IF_ERROR(RequireFloat(x, "input"));
+  const std::string& region = ctx.GetString("region");
+  const int64_t n = ctx.GetInt("local_size");
+  if (n < 1 || n % 2 == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("local_size must be odd and >= 1, got ", n));
+  }
+  if (region == "across_channels") {
+    if (x.rank() < 2) return absl::InvalidArgumentError("input needs at least N and C dims");
+  } else if (region == "within_channel") {
+    if (x.rank() != 4) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "within_channel LRN needs a 4-d N,C,H,W input, got ", DimsToString(x.dims())));
+    }
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "region must be \"across_channels\" or \"within_channel\", got \"", region, "\""));
+  }
+  return std::vector<TensorType>{OutputLike(x, x.dims())};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  KILN_RETURN_IF_ERROR(RequireFloat(x, "input"));
+  if (x.rank() < 2) return absl::InvalidArgumentError("input needs at least N and C dims");
+  const std::string& mode = ctx.GetString("mode");
+  std::vector<int64_t> stat_dims;
+  if (mode == "spatial") {
+    stat_dims = {x.dim(1)};
+  } else if (mode == "per_activation") {
+    stat_dims.assign(x.dims().begin() + 1, x.dims().end());
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mode must be \"spatial\" or \"per_activation\", got \"", mode, "\""));
+  }
+  if (ctx.GetFloat("eps") <= 0) return absl::InvalidArgumentError("eps must be > 0");
+  KILN_RETURN_IF_ERROR(RequireDims(ctx.input(1), stat_dims, "mean"));
+  KILN_RETURN_IF_ERROR(RequireDims(ctx.input(2), stat_dims, "variance"));
+  if (ctx.num_inputs() == 4) KILN_RETURN_IF_ERROR(RequireDims(ctx.input(3), {1}, "scale_factor"));
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    KILN_RETURN_IF_ERROR(RequireFloat(ctx.input(i), "statistics"));
+  }
+  if (!ctx.GetBool("use_global_stats")) {
+    const int64_t m = mode == "spatial" ? x.num_elements() / std::max<int64_t>(x.dim(1), 1)
+                                        : x.dim(0);
+    if (m < 1) return absl::InvalidArgumentError("batch statistics need at least one element");
+  }
+  return std::vector<TensorType>{OutputLike(x, x.dims())};
+}
+
+}  // namespace
+
+absl::Status RegisterNormalizationOps(OpRegistry& registry) {
+  OpDef lrn;
+  lrn.name = "LRN";
+  lrn.family = "normalization";
+  lrn.input_names = {"x"};
+  lrn.attrs = {{"region", AttrKind::kString, AttrValue(std::string("across_channels"))},
+               {"local_size", AttrKind::kInt, AttrValue(int64_t{5})},
+               {"alpha", AttrKind::kFloat, AttrValue(1.0)},
+               {"beta", AttrKind::kFloat, AttrValue(0.75)},
+               {"k", AttrKind::kFloat, AttrValue(1.0)}};
+  lrn.infer_types = InferLrn;
+  lrn.differentiable = true;
+  lrn.summary = "Local response normalization, Caffe semantics (alpha divided by the window).";
+  KILN_RETURN_IF_ERROR(registry.Register(std::move(lrn)));
+
+  OpDef bn;
+  bn.name = "BatchNorm";
+  bn.family = "normalization";
+  bn.input_names = {"x", "mean", "variance", "scale_factor"};
+  bn.min_inputs = 3;
+  bn.max_inputs = 4;
+  bn.attrs = {{"eps", AttrKind::kFloat, AttrValue(1e-5)},
+              {"mode", AttrKind::kString, AttrValue(std::string("spatial"))},
+              {"use_global_stats", AttrKind::kBool, AttrValue(true)},
+              {"moving_average_fraction", AttrKind::kFloat, AttrValue(0.999)}};
+  bn.infer_types = InferBatchNorm;
+  bn.differentiable = true;
+  bn.weight_inputs = {1, 2, 3};
+  bn.summary = "Batch normalization (stored or batch statistics; Caffe's 3-blob form).";
+  return registry.Register(std::move(bn));
+}
+
+}  // namespace kiln

@@ -1,0 +1,60 @@
+#include "ops/shape_util.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln {
+
+absl::StatusOr<std::vector<int64_t>> ExpandSpatial(const std::vector<int64_t>& values,
+                                                   int num_spatial, const std::string& what) {
+  if (values.size() == 1) return std::vector<int64_t>(num_spatial, values[0]);
+  if (static_cast<int>(values.size()) == num_spatial) return values;
+  return absl::InvalidArgumentError(absl::StrCat(what, " has ", values.size(),
+                                                 " values; give 1 or one per spatial dim (",
+                                                 num_spatial, ")"));
+}
+
+std::vector<int64_t> ExpandSpatialOrDie(const std::vector<int64_t>& values, int num_spatial) {
+  auto v = ExpandSpatial(values, num_spatial, "attribute");
+  if (!v.ok()) ABSL_RAW_LOG(FATAL, "%s", std::string(v.status().message()).c_str());
+  return *v;
+}
+
+absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank, const std::string& what) {
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", axis, " is out of range for rank ", rank));
+  }
+  return static_cast<int>(a);
+}
+
+TensorType OutputLike(const TensorType& like, const std::vector<int64_t>& dims) {
+  const Layout layout = like.IsChannelsLast() && !like.IsContiguous() &&
+                                dims.size() == static_cast<size_t>(like.rank())
+                            ? Layout::kChannelsLast
+                            : Layout::kRowMajor;
+  auto t = TensorType::CreateWithLayout(like.dtype(), dims, layout);
+  if (!t.ok()) ABSL_RAW_LOG(FATAL, "OutputLike: %s", std::string(t.status().message()).c_str());
+  return *t;
+}
+
+absl::Status RequireFloat(const TensorType& t, const std::string& what) {
+  if (IsFloatingPoint(t.dtype())) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " must be f32, f16 or bf16, got ", t.ToString()));
+}
+
+absl::Status RequireDims(const TensorType& t, const std::vector<int64_t>& dims,
+                         const std::string& what) {
+  if (t.dims() == dims) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " must have shape ", DimsToString(dims),
+                                                 ", got ", DimsToString(t.dims())));
+}
+
+int64_t ProductOfDims(const std::vector<int64_t>& dims, int begin, int end) {
+  int64_t p = 1;
+  for (int i = begin; i < end; ++i) p *= dims[i];
+  return p;
+}
+
+}  // namespace kiln
