@@ -5,7 +5,7 @@
 // ignore label), "full" (all positions), "batch_size" (outer), "none" (1); never below 1.
 // labels hold outer*inner class indices (any float or i32 dtype, any shape of that count).
 // Accuracy(scores, labels): fraction of positions whose label is among the top_k scores along
-// `axis` (ties count against, as in Caffe), ignoring ignore_label positions.
+// `axis` (only strictly higher scores push the label out, as in Caffe), ignoring ignore_label positions.
 // EuclideanLoss(a, b): sum((a-b)^2) / (2 * a.dims[0]).
 // ignore_label is a list with zero or one entry: empty means no label is ignored.
 #include "absl/strings/str_cat.h"

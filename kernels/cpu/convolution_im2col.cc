@@ -1,0 +1,119 @@
+// CPU Convolution: for each image and group, unfold the input patches into a [C/g*R*S, P*Q]
+// matrix (im2col, in the workspace) and multiply by the group's [K/g, C/g*R*S] filter with
+// sgemm. Handles stride, padding, dilation and groups; 2-d, cross-correlation, NCHW f32.
+#include <cblas.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "ops/convolution_params.h"
+
+namespace kiln {
+
+namespace {
+
+class Im2colConvolution : public Kernel {
+ public:
+  explicit Im2colConvolution(const Node& node) {
+    const TensorType& x = node.input(0).type();
+    const TensorType& w = node.input(1).type();
+    const TensorType& y = node.output_types()[0];
+    params_ = *ConvolutionParams::FromAttrs(node.attrs(), 2);
+    n_ = x.dim(0);
+    c_ = x.dim(1);
+    h_ = x.dim(2);
+    w_ = x.dim(3);
+    k_ = y.dim(1);
+    p_ = y.dim(2);
+    q_ = y.dim(3);
+    r_ = w.dim(2);
+    s_ = w.dim(3);
+    has_bias_ = node.num_inputs() > 2;
+  }
+
+  size_t WorkspaceBytes() const override {
+    return static_cast<size_t>(c_ / params_.group * r_ * s_ * p_ * q_) * sizeof(float);
+  }
+
+  absl::Status Run(const KernelArgs& args) const override {
+    const float* x = static_cast<const float*>(args.inputs[0].data);
+    const float* filter = static_cast<const float*>(args.inputs[1].data);
+    const float* bias = has_bias_ ? static_cast<const float*>(args.inputs[2].data) : nullptr;
+    float* y = static_cast<float*>(args.outputs[0].data);
+    float* col = static_cast<float*>(args.workspace);
+    const int64_t g = params_.group, cg = c_ / g, kg = k_ / g, rows = cg * r_ * s_, cols = p_ * q_;
+    for (int64_t n = 0; n < n_; ++n) {
+      for (int64_t grp = 0; grp < g; ++grp) {
+        Im2col(x + (n * c_ + grp * cg) * h_ * w_, cg, col);
+        float* yg = y + (n * k_ + grp * kg) * cols;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kg),
+                    static_cast<int>(cols), static_cast<int>(rows), 1.0f,
+                    filter + grp * kg * rows, static_cast<int>(rows), col,
+                    static_cast<int>(cols), 0.0f, yg, static_cast<int>(cols));
+        if (bias != nullptr) {
+          for (int64_t k = 0; k < kg; ++k) {
+            const float b = bias[grp * kg + k];
+            for (int64_t i = 0; i < cols; ++i) yg[k * cols + i] += b;
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // Row (c, r, s) of `col` holds the input value each output pixel sees through tap (r, s).
+  void Im2col(const float* x, int64_t channels, float* col) const {
+    const int64_t sh = params_.stride[0], sw = params_.stride[1];
+    const int64_t ph = params_.pad[0], pw = params_.pad[1];
+    const int64_t dh = params_.dilation[0], dw = params_.dilation[1];
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t r = 0; r < r_; ++r) {
+        for (int64_t s = 0; s < s_; ++s) {
+          float* row = col + ((c * r_ + r) * s_ + s) * p_ * q_;
+          for (int64_t p = 0; p < p_; ++p) {
+            const int64_t ih = p * sh - ph + r * dh;
+            if (ih < 0 || ih >= h_) {
+              std::memset(row + p * q_, 0, sizeof(float) * q_);
+              continue;
+            }
+            const float* xrow = x + (c * h_ + ih) * w_;
+            for (int64_t q = 0; q < q_; ++q) {
+              const int64_t iw = q * sw - pw + s * dw;
+              row[p * q_ + q] = (iw >= 0 && iw < w_) ? xrow[iw] : 0.0f;
+            }
+          }
+        }
+      }
+    }
+  }
+
+  ConvolutionParams params_;
+  int64_t n_, c_, h_, w_, k_, p_, q_, r_, s_;
+  bool has_bias_;
+};
+
+}  // namespace
+
+absl::Status RegisterCpuConvolution(KernelRegistry& registry) {
+  KernelFactory f;
+  f.key = {"Convolution", Backend::kCpu, "f32", "nchw", "im2col_gemm"};
+  f.priority = 10;
+  f.can_implement = [](const Node& node) -> absl::Status {
+    if (node.input(0).type().rank() != 4) {
+      return absl::UnimplementedError("only 2-d convolution (4-d tensors)");
+    }
+    if (node.GetString("mode") != "cross_correlation") {
+      return absl::UnimplementedError("only cross-correlation mode");
+    }
+    return RequireDenseF32(node);
+  };
+  f.create = [](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(new Im2colConvolution(node));
+  };
+  return registry.Register(std::move(f));
+}
+
+}  // namespace kiln

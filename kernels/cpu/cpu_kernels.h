@@ -1,0 +1,21 @@
+// The fast CPU path: f32 Convolution (2-d, im2col + GEMM) and InnerProduct (GEMM) through
+// OpenBLAS, which threads the GEMMs itself.
+#ifndef KILN_KERNELS_CPU_CPU_KERNELS_H_
+#define KILN_KERNELS_CPU_CPU_KERNELS_H_
+
+#include "absl/status/status.h"
+#include "kernels/kernel_registry.h"
+
+namespace kiln {
+
+absl::Status RegisterCpuConvolution(KernelRegistry& registry);
+absl::Status RegisterCpuInnerProduct(KernelRegistry& registry);
+
+inline absl::Status RegisterCpuKernels(KernelRegistry& registry) {
+  absl::Status s = RegisterCpuConvolution(registry);
+  return s.ok() ? RegisterCpuInnerProduct(registry) : s;
+}
+
+}  // namespace kiln
+
+#endif  // KILN_KERNELS_CPU_CPU_KERNELS_H_

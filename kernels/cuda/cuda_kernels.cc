@@ -1,0 +1,232 @@
+// Wraps the CUDA launchers of cuda_launch.h as Kernels, and InnerProduct as a cuBLAS SGEMM.
+#include "kernels/cuda/cuda_kernels.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "kernels/cuda/cuda_launch.h"
+#include "ops/convolution_params.h"
+#include "ops/pooling_params.h"
+#include "ops/shape_util.h"
+
+namespace kiln {
+
+absl::Status CudaStatus(int error, const char* call, const char* file, int line) {
+  if (error == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(call, " failed at ", file, ":", line, ": ",
+                                          cudaGetErrorString(static_cast<cudaError_t>(error))));
+}
+
+namespace {
+
+const float* In(const KernelArgs& a, int i) { return static_cast<const float*>(a.inputs[i].data); }
+float* Out(const KernelArgs& a, int i = 0) { return static_cast<float*>(a.outputs[i].data); }
+
+// A Kernel whose Run is one launcher call captured at plan time.
+class LaunchKernel : public Kernel {
+ public:
+  using Fn = std::function<int(const KernelArgs&)>;
+  LaunchKernel(std::string what, Fn fn) : what_(std::move(what)), fn_(std::move(fn)) {}
+  absl::Status Run(const KernelArgs& args) const override {
+    const int error = fn_(args);
+    if (error == 0) return absl::OkStatus();
+    return absl::InternalError(absl::StrCat(what_, " launch failed: ",
+                                            cudaGetErrorString(static_cast<cudaError_t>(error))));
+  }
+
+ private:
+  std::string what_;
+  Fn fn_;
+};
+
+using CreateFn = std::function<absl::StatusOr<LaunchKernel::Fn>(const Node&)>;
+using CheckFn = std::function<absl::Status(const Node&)>;
+
+absl::Status Add(KernelRegistry& registry, const std::string& op, const std::string& layout,
+                 const std::string& algorithm, CheckFn check, CreateFn create) {
+  KernelFactory f;
+  f.key = {op, Backend::kCuda, "f32", layout, algorithm};
+  f.can_implement = [check](const Node& node) -> absl::Status {
+    KILN_RETURN_IF_ERROR(RequireDenseF32(node));
+    return check ? check(node) : absl::OkStatus();
+  };
+  const std::string name = f.key.Name();
+  f.create = [create, name](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    KILN_ASSIGN_OR_RETURN(LaunchKernel::Fn fn, create(node));
+    return std::unique_ptr<Kernel>(new LaunchKernel(name, std::move(fn)));
+  };
+  return registry.Register(std::move(f));
+}
+
+absl::Status Require2d(const Node& node) {
+  if (node.input(0).type().rank() != 4) {
+    return absl::UnimplementedError("only 2-d (4-d NCHW tensors)");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LaunchKernel::Fn> CreateConv(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(ConvolutionParams p, ConvolutionParams::FromAttrs(node.attrs(), 2));
+  const TensorType& x = node.input(0).type();
+  const TensorType& w = node.input(1).type();
+  const TensorType& y = node.output_types()[0];
+  cuda::Conv2dShape s{x.dim(0), x.dim(1), x.dim(2), x.dim(3), y.dim(1), w.dim(2), w.dim(3),
+                      y.dim(2), y.dim(3), p.group, p.stride[0], p.stride[1], p.pad[0], p.pad[1],
+                      p.dilation[0], p.dilation[1]};
+  const bool bias = node.num_inputs() > 2;
+  return [s, bias](const KernelArgs& a) {
+    return cuda::LaunchConv2dDirect(s, In(a, 0), In(a, 1), bias ? In(a, 2) : nullptr, Out(a),
+                                    a.stream);
+  };
+}
+
+absl::StatusOr<LaunchKernel::Fn> CreatePool(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(PoolingParams p, PoolingParams::Create(node.attrs(), node.input(0).type()));
+  const TensorType& x = node.input(0).type();
+  cuda::Pool2dShape s{x.dim(0) * x.dim(1), x.dim(2), x.dim(3), p.output[0], p.output[1],
+                      p.kernel[0], p.kernel[1], p.stride[0], p.stride[1], p.pad[0], p.pad[1],
+                      static_cast<int>(p.mode)};
+  return [s](const KernelArgs& a) { return cuda::LaunchPool2d(s, In(a, 0), Out(a), a.stream); };
+}
+
+absl::StatusOr<LaunchKernel::Fn> CreateLrn(const Node& node) {
+  const TensorType& x = node.input(0).type();
+  const int64_t n = x.dim(0), c = x.dim(1), inner = ProductOfDims(x.dims(), 2, x.rank());
+  const int64_t size = node.GetInt("local_size");
+  const float alpha = static_cast<float>(node.GetFloat("alpha"));
+  const float beta = static_cast<float>(node.GetFloat("beta"));
+  const float k = static_cast<float>(node.GetFloat("k"));
+  return [=](const KernelArgs& a) {
+    return cuda::LaunchLrnAcross(n, c, inner, size, alpha, beta, k, In(a, 0), Out(a), a.stream);
+  };
+}
+
+absl::StatusOr<LaunchKernel::Fn> CreateSoftmax(const Node& node) {
+  const TensorType& x = node.input(0).type();
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(node.GetInt("axis"), x.rank(), "axis"));
+  const int64_t outer = ProductOfDims(x.dims(), 0, axis), c = x.dim(axis),
+                inner = ProductOfDims(x.dims(), axis + 1, x.rank());
+  const bool log = node.GetBool("log");
+  return [=](const KernelArgs& a) {
+    return cuda::LaunchSoftmax(outer, c, inner, log, In(a, 0), Out(a), a.stream);
+  };
+}
+
+CreateFn PointwiseCreator(cuda::PointwiseOp op) {
+  return [op](const Node& node) -> absl::StatusOr<LaunchKernel::Fn> {
+    cuda::PointwiseParams p;
+    p.op = op;
+    const AttrMap& at = node.attrs();
+    auto f = [&](const char* name) { return static_cast<float>(std::get<double>(at.at(name))); };
+    switch (op) {
+      case cuda::PointwiseOp::kRelu:
+        p.a = f("negative_slope");
+        break;
+      case cuda::PointwiseOp::kElu:
+        p.a = f("alpha");
+        break;
+      case cuda::PointwiseOp::kClippedRelu:
+        p.a = f("ceiling");
+        break;
+      case cuda::PointwiseOp::kPower:
+        p.a = f("power");
+        p.b = f("scale");
+        p.c = f("shift");
+        break;
+      case cuda::PointwiseOp::kDropout:
+        p.a = f("ratio");
+        p.training = node.GetBool("training");
+        p.seed = static_cast<uint64_t>(node.GetInt("seed"));
+        break;
+      default:
+        break;
+    }
+    const int64_t n = node.input(0).type().num_elements();
+    return [p, n](const KernelArgs& a) {
+      return cuda::LaunchPointwise(p, In(a, 0), Out(a), n, a.stream);
+    };
+  };
+}
+
+// InnerProduct as one cuBLAS SGEMM on the row-major operands: cuBLAS is column-major, so it
+// computes y^T[N,M] = W[N,K]^T' * x^T[K,M] with the roles of the operands swapped.
+class CublasInnerProduct : public Kernel {
+ public:
+  explicit CublasInnerProduct(const Node& node) {
+    const TensorType& x = node.input(0).type();
+    const int axis = *NormalizeAxis(node.GetInt("axis"), x.rank(), "axis");
+    m_ = static_cast<int>(ProductOfDims(x.dims(), 0, axis));
+    k_ = static_cast<int>(ProductOfDims(x.dims(), axis, x.rank()));
+    n_ = static_cast<int>(node.output_types()[0].dims().back());
+    transpose_ = node.GetBool("transpose");
+    bias_ = node.num_inputs() > 2;
+  }
+  absl::Status Run(const KernelArgs& a) const override {
+    if (a.blas_handle == nullptr) return absl::FailedPreconditionError("no cuBLAS handle bound");
+    auto handle = static_cast<cublasHandle_t>(a.blas_handle);
+    float beta = 0.0f;
+    if (bias_) {
+      KILN_CUDA_RETURN_IF_ERROR(cuda::LaunchBroadcastRows(m_, n_, In(a, 2), Out(a), a.stream));
+      beta = 1.0f;
+    }
+    const float alpha = 1.0f;
+    cublasStatus_t s = cublasSetStream(handle, static_cast<cudaStream_t>(a.stream));
+    if (s == CUBLAS_STATUS_SUCCESS) {
+      s = cublasSgemm(handle, transpose_ ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, n_, m_, k_,
+                      &alpha, In(a, 1), transpose_ ? n_ : k_, In(a, 0), k_, &beta, Out(a), n_);
+    }
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      return absl::InternalError(absl::StrCat("cublasSgemm failed: ", cublasGetStatusString(s)));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int m_, k_, n_;
+  bool transpose_, bias_;
+};
+
+}  // namespace
+
+absl::Status RegisterCudaKernels(KernelRegistry& registry) {
+  KILN_RETURN_IF_ERROR(Add(
+      registry, "Convolution", "nchw", "direct",
+      [](const Node& node) -> absl::Status {
+        KILN_RETURN_IF_ERROR(Require2d(node));
+        if (node.GetString("mode") != "cross_correlation") {
+          return absl::UnimplementedError("only cross-correlation mode");
+        }
+        return absl::OkStatus();
+      },
+      CreateConv));
+  KILN_RETURN_IF_ERROR(Add(registry, "Pooling", "nchw", "direct", Require2d, CreatePool));
+  KILN_RETURN_IF_ERROR(Add(
+      registry, "LRN", "any", "direct",
+      [](const Node& node) -> absl::Status {
+        if (node.GetString("region") != "across_channels") {
+          return absl::UnimplementedError("only across_channels");
+        }
+        return absl::OkStatus();
+      },
+      CreateLrn));
+  KILN_RETURN_IF_ERROR(Add(registry, "Softmax", "any", "direct", nullptr, CreateSoftmax));
+  const std::pair<const char*, cuda::PointwiseOp> pointwise[] = {
+      {"ReLU", cuda::PointwiseOp::kRelu},         {"Sigmoid", cuda::PointwiseOp::kSigmoid},
+      {"TanH", cuda::PointwiseOp::kTanh},         {"ELU", cuda::PointwiseOp::kElu},
+      {"ClippedReLU", cuda::PointwiseOp::kClippedRelu}, {"AbsVal", cuda::PointwiseOp::kAbs},
+      {"Power", cuda::PointwiseOp::kPower},       {"Dropout", cuda::PointwiseOp::kDropout}};
+  for (const auto& [op, code] : pointwise) {
+    KILN_RETURN_IF_ERROR(Add(registry, op, "any", "elementwise", nullptr, PointwiseCreator(code)));
+  }
+  KernelFactory ip;
+  ip.key = {"InnerProduct", Backend::kCuda, "f32", "any", "cublas_gemm"};
+  ip.can_implement = RequireDenseF32;
+  ip.create = [](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(new CublasInnerProduct(node));
+  };
+  return registry.Register(std::move(ip));
+}
+
+}  // namespace kiln

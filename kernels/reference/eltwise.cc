@@ -1,0 +1,35 @@
+// Reference Eltwise: sum with coefficients, product, max.
+#include <algorithm>
+
+#include "kernels/reference/reference_kernel.h"
+
+namespace kiln {
+
+namespace {
+
+absl::Status Eltwise(const Node& node, const DenseArgs& a) {
+  const std::string& op = node.GetString("operation");
+  const auto& coeffs = node.GetFloats("coeffs");
+  const int64_t n = a.in_types[0].num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    double acc = op == "sum" ? 0.0 : a.in[0][i];
+    for (size_t j = 0; j < a.in.size(); ++j) {
+      const double v = a.in[j][i];
+      if (op == "sum") {
+        acc += (coeffs.empty() ? 1.0 : coeffs[j]) * v;
+      } else if (j > 0) {
+        acc = op == "prod" ? acc * v : std::max(acc, v);
+      }
+    }
+    a.out[0][i] = static_cast<float>(acc);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterReferenceEltwise(KernelRegistry& registry) {
+  return RegisterReference(registry, "Eltwise", Eltwise);
+}
+
+}  // namespace kiln

@@ -1,0 +1,102 @@
+// Reference SoftmaxWithLoss, Accuracy and EuclideanLoss (Caffe semantics).
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "kernels/reference/reference_kernel.h"
+#include "ops/shape_util.h"
+
+namespace kiln {
+
+namespace {
+
+struct LabelView {
+  int64_t outer, classes, inner;
+  bool has_ignore;
+  int64_t ignore;
+};
+
+absl::StatusOr<LabelView> Labels(const Node& node, const TensorType& scores) {
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(node.GetInt("axis"), scores.rank(), "axis"));
+  const auto& ignore = node.GetInts("ignore_label");
+  return LabelView{ProductOfDims(scores.dims(), 0, axis), scores.dim(axis),
+                   ProductOfDims(scores.dims(), axis + 1, scores.rank()), !ignore.empty(),
+                   ignore.empty() ? 0 : ignore[0]};
+}
+
+absl::Status BadLabel(const Node& node, int64_t label, int64_t classes) {
+  return absl::InvalidArgumentError(absl::StrCat("node '", node.name(), "' (", node.op(),
+                                                 "): label ", label, " is outside [0, ", classes,
+                                                 ")"));
+}
+
+absl::Status SoftmaxWithLoss(const Node& node, const DenseArgs& a) {
+  KILN_ASSIGN_OR_RETURN(LabelView v, Labels(node, a.in_types[0]));
+  double loss = 0.0;
+  int64_t valid = 0;
+  for (int64_t o = 0; o < v.outer; ++o) {
+    for (int64_t i = 0; i < v.inner; ++i) {
+      const int64_t label = static_cast<int64_t>(a.in[1][o * v.inner + i]);
+      if (v.has_ignore && label == v.ignore) continue;
+      if (label < 0 || label >= v.classes) return BadLabel(node, label, v.classes);
+      const float* x = a.in[0] + o * v.classes * v.inner + i;
+      float max = x[0];
+      for (int64_t c = 1; c < v.classes; ++c) max = std::max(max, x[c * v.inner]);
+      double sum = 0.0;
+      for (int64_t c = 0; c < v.classes; ++c) sum += std::exp(double{x[c * v.inner]} - max);
+      const double p = std::exp(double{x[label * v.inner]} - max) / sum;
+      loss -= std::log(std::max(p, double{FLT_MIN}));
+      ++valid;
+    }
+  }
+  const std::string& mode = node.GetString("normalization");
+  double normalizer = mode == "full"         ? static_cast<double>(v.outer * v.inner)
+                      : mode == "valid"      ? static_cast<double>(valid)
+                      : mode == "batch_size" ? static_cast<double>(v.outer)
+                                             : 1.0;
+  a.out[0][0] = static_cast<float>(loss / std::max(1.0, normalizer));
+  return absl::OkStatus();
+}
+
+absl::Status Accuracy(const Node& node, const DenseArgs& a) {
+  KILN_ASSIGN_OR_RETURN(LabelView v, Labels(node, a.in_types[0]));
+  const int64_t top_k = node.GetInt("top_k");
+  int64_t correct = 0, count = 0;
+  for (int64_t o = 0; o < v.outer; ++o) {
+    for (int64_t i = 0; i < v.inner; ++i) {
+      const int64_t label = static_cast<int64_t>(a.in[1][o * v.inner + i]);
+      if (v.has_ignore && label == v.ignore) continue;
+      if (label < 0 || label >= v.classes) return BadLabel(node, label, v.classes);
+      const float* x = a.in[0] + o * v.classes * v.inner + i;
+      // Correct when fewer than top_k classes score strictly higher than the label.
+      int64_t better = 0;
+      for (int64_t c = 0; c < v.classes; ++c) better += x[c * v.inner] > x[label * v.inner];
+      correct += better < top_k;
+      ++count;
+    }
+  }
+  a.out[0][0] = count == 0 ? 0.0f : static_cast<float>(static_cast<double>(correct) / count);
+  return absl::OkStatus();
+}
+
+absl::Status EuclideanLoss(const Node&, const DenseArgs& a) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < a.in_types[0].num_elements(); ++i) {
+    const double d = double{a.in[0][i]} - a.in[1][i];
+    sum += d * d;
+  }
+  a.out[0][0] = static_cast<float>(sum / (2.0 * a.in_types[0].dim(0)));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterReferenceLoss(KernelRegistry& registry) {
+  KILN_RETURN_IF_ERROR(RegisterReference(registry, "SoftmaxWithLoss", SoftmaxWithLoss));
+  KILN_RETURN_IF_ERROR(RegisterReference(registry, "Accuracy", Accuracy));
+  return RegisterReference(registry, "EuclideanLoss", EuclideanLoss);
+}
+
+}  // namespace kiln

@@ -1,0 +1,114 @@
+// Reference LRN (both regions) and BatchNorm (stored, Caffe-accumulated or batch statistics).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "kernels/reference/reference_kernel.h"
+#include "ops/shape_util.h"
+
+namespace kiln {
+
+namespace {
+
+absl::Status Lrn(const Node& node, const DenseArgs& a) {
+  const TensorType& t = a.in_types[0];
+  const int64_t size = node.GetInt("local_size");
+  const double alpha = node.GetFloat("alpha"), beta = node.GetFloat("beta"), k = node.GetFloat("k");
+  const int64_t half = (size - 1) / 2;
+  const float* x = a.in[0];
+  float* y = a.out[0];
+  if (node.GetString("region") == "across_channels") {
+    const int64_t n = t.dim(0), c = t.dim(1), inner = ProductOfDims(t.dims(), 2, t.rank());
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        for (int64_t i = 0; i < inner; ++i) {
+          double sum = 0.0;
+          for (int64_t q = std::max<int64_t>(0, ch - half); q <= std::min(c - 1, ch + half); ++q) {
+            const double v = x[(b * c + q) * inner + i];
+            sum += v * v;
+          }
+          const int64_t at = (b * c + ch) * inner + i;
+          y[at] = static_cast<float>(x[at] * std::pow(k + alpha / size * sum, -beta));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+  // within_channel: average of x^2 over a size x size window, zero-padded, divided by size^2.
+  const int64_t planes = t.dim(0) * t.dim(1), h = t.dim(2), w = t.dim(3);
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* xp = x + p * h * w;
+    for (int64_t i = 0; i < h; ++i) {
+      for (int64_t j = 0; j < w; ++j) {
+        double sum = 0.0;
+        for (int64_t u = std::max<int64_t>(0, i - half); u <= std::min(h - 1, i + half); ++u) {
+          for (int64_t v = std::max<int64_t>(0, j - half); v <= std::min(w - 1, j + half); ++v) {
+            sum += static_cast<double>(xp[u * w + v]) * xp[u * w + v];
+          }
+        }
+        const double avg = sum / static_cast<double>(size * size);
+        y[p * h * w + i * w + j] =
+            static_cast<float>(xp[i * w + j] * std::pow(1.0 + alpha * avg, -beta));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchNorm(const Node& node, const DenseArgs& a) {
+  const TensorType& t = a.in_types[0];
+  const bool spatial = node.GetString("mode") == "spatial";
+  const double eps = node.GetFloat("eps");
+  // x viewed as [n, stats, inner]: one statistic per middle index.
+  const int64_t n = t.dim(0);
+  const int64_t stats = spatial ? t.dim(1) : ProductOfDims(t.dims(), 1, t.rank());
+  const int64_t inner = spatial ? ProductOfDims(t.dims(), 2, t.rank()) : 1;
+  std::vector<double> mean(stats), var(stats);
+  if (node.GetBool("use_global_stats")) {
+    double factor = 1.0;
+    if (a.in.size() == 4) {
+      // Caffe stores running sums and their weight; a zero weight means "no statistics yet".
+      const double s = a.in[3][0];
+      factor = s == 0.0 ? 0.0 : 1.0 / s;
+    }
+    for (int64_t c = 0; c < stats; ++c) {
+      mean[c] = a.in[1][c] * factor;
+      var[c] = a.in[2][c] * factor;
+    }
+  } else {
+    const double m = static_cast<double>(n * inner);
+    for (int64_t c = 0; c < stats; ++c) {
+      double sum = 0.0, sq = 0.0;
+      for (int64_t b = 0; b < n; ++b) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const double v = a.in[0][(b * stats + c) * inner + i];
+          sum += v;
+          sq += v * v;
+        }
+      }
+      mean[c] = sum / m;
+      var[c] = std::max(0.0, sq / m - mean[c] * mean[c]);  // Biased, as Caffe normalizes.
+    }
+  }
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t c = 0; c < stats; ++c) {
+      const double inv = 1.0 / std::sqrt(var[c] + eps);
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t at = (b * stats + c) * inner + i;
+        a.out[0][at] = static_cast<float>((a.in[0][at] - mean[c]) * inv);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterReferenceNormalization(KernelRegistry& registry) {
+  KILN_RETURN_IF_ERROR(RegisterReference(registry, "LRN", Lrn));
+  return RegisterReference(registry, "BatchNorm", BatchNorm);
+}
+
+}  // namespace kiln
