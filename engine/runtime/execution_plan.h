@@ -1,0 +1,69 @@
+// ExecutionPlan: the immutable result of compiling a graph: the steps in order, the kernel chosen
+// for each node, and every value's buffer (arena + offset). One plan can be run from several
+// threads, each with its own ExecutionContext.
+#ifndef KILN_ENGINE_RUNTIME_EXECUTION_PLAN_H_
+#define KILN_ENGINE_RUNTIME_EXECUTION_PLAN_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/ir/graph.h"
+#include "kernels/kernel.h"
+
+namespace kiln {
+
+enum class Arena { kWeights, kActivations };
+
+struct BufferAssignment {
+  Arena arena = Arena::kActivations;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  TensorType type;
+};
+
+struct PlanStep {
+  const Node* node = nullptr;
+  std::string kernel_name;
+  std::unique_ptr<Kernel> kernel;
+  std::vector<int> inputs;   // Indices into ExecutionPlan::buffers().
+  std::vector<int> outputs;
+  size_t workspace_bytes = 0;
+};
+
+class ExecutionPlan {
+ public:
+  Backend backend() const { return backend_; }
+  // Why this backend: e.g. "cuda unavailable (...); using cpu".
+  const std::string& backend_reason() const { return backend_reason_; }
+  const Graph& graph() const { return *graph_; }
+  const std::vector<PlanStep>& steps() const { return steps_; }
+  const std::vector<BufferAssignment>& buffers() const { return buffers_; }
+  // Graph inputs and outputs by name -> buffer index.
+  const std::map<std::string, int>& inputs() const { return inputs_; }
+  const std::map<std::string, int>& outputs() const { return outputs_; }
+  // Constant nodes and the buffer each is uploaded into.
+  const std::vector<std::pair<const Node*, int>>& weights() const { return weights_; }
+  int64_t weights_bytes() const { return weights_bytes_; }
+  int64_t activations_bytes() const { return activations_bytes_; }
+  int64_t workspace_bytes() const { return workspace_bytes_; }
+
+  // A readable dump: backend, arenas, then one line per step with kernel and buffers.
+  std::string ToString() const;
+
+ private:
+  friend class PlanBuilder;
+  Backend backend_ = Backend::kReference;
+  std::string backend_reason_;
+  std::unique_ptr<Graph> graph_;
+  std::vector<PlanStep> steps_;
+  std::vector<BufferAssignment> buffers_;
+  std::map<std::string, int> inputs_, outputs_;
+  std::vector<std::pair<const Node*, int>> weights_;
+  int64_t weights_bytes_ = 0, activations_bytes_ = 0, workspace_bytes_ = 0;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_RUNTIME_EXECUTION_PLAN_H_

@@ -1,0 +1,66 @@
+// The `kiln` command-line program.
+//   kiln version   versions of Kiln, CUDA runtime/driver, and the devices found
+//   kiln ops       every registered op and, per backend, the kernels (dtype/layout/algorithm)
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_join.h"
+#include "engine/runtime/device.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
+#include "tools/version.h"
+
+namespace {
+
+int Version() {
+  std::printf("kiln %s\n", kiln::kVersion);
+  const kiln::CudaProbe probe = kiln::ProbeCuda();
+  std::printf("cuda runtime %d.%d, driver %d.%d\n", probe.runtime_version / 1000,
+              probe.runtime_version % 1000 / 10, probe.driver_version / 1000,
+              probe.driver_version % 1000 / 10);
+  std::printf("devices:\n  %s\n", kiln::CreateHostDevice()->Describe().c_str());
+  if (!probe.usable) {
+    std::printf("  no usable CUDA device: %s\n", probe.reason.c_str());
+    return 0;
+  }
+  for (const auto& d : probe.devices) {
+    std::printf("  cuda:%d %s (sm_%d%d, %d SMs, %.1f GiB)\n", d.ordinal, d.name.c_str(), d.major,
+                d.minor, d.multiprocessors, d.total_memory / 1073741824.0);
+  }
+  return 0;
+}
+
+int Ops() {
+  const kiln::KernelRegistry& kernels = kiln::DefaultKernelRegistry();
+  for (const kiln::OpDef* def : kiln::DefaultOpRegistry().All()) {
+    std::printf("%s  (%s)%s\n  %s\n", def->name.c_str(), def->family.c_str(),
+                def->differentiable ? " differentiable" : "", def->summary.c_str());
+    std::map<std::string, std::set<std::string>> by_backend;
+    for (const kiln::KernelFactory* f : kernels.ForOp(def->name)) {
+      by_backend[std::string(kiln::BackendName(f->key.backend))].insert(
+          f->key.dtype + "/" + f->key.layout + "/" + f->key.algorithm);
+    }
+    if (def->name == "Parameter" || def->name == "Constant") {
+      std::printf("    (bound or uploaded by the executor; no kernel)\n");
+    }
+    for (const auto& [backend, kinds] : by_backend) {
+      std::printf("    %-9s %s\n", backend.c_str(), absl::StrJoin(kinds, ", ").c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string command = argc > 1 ? argv[1] : "";
+  if (command == "version" && argc == 2) return Version();
+  if (command == "ops" && argc == 2) return Ops();
+  std::fprintf(stderr,
+               "usage: kiln <command>\n"
+               "  version   Kiln and CUDA versions, devices found\n"
+               "  ops       registered ops and the kernels each backend has\n");
+  return 2;
+}
