@@ -1,0 +1,173 @@
+// Compiler, memory planner and executor.
+#include "engine/runtime/compiler.h"
+
+#include "engine/ir/graph_builder.h"
+#include "engine/runtime/executor.h"
+#include "engine/runtime/memory_planner.h"
+#include "gtest/gtest.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
+#include "tests/util/op_test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::F32;
+using testing::RandomTensor;
+
+TEST(MemoryPlannerTest, DisjointLifetimesShareMemory) {
+  MemoryPlan plan = PlanMemory({{1000, 0, 1}, {1000, 2, 3}});
+  EXPECT_EQ(plan.offsets[0], plan.offsets[1]);
+  EXPECT_EQ(plan.arena_bytes, 1024);
+}
+
+TEST(MemoryPlannerTest, OverlappingLifetimesNeverOverlapInMemory) {
+  std::vector<BufferRequest> requests = {{300, 0, 2}, {5000, 1, 3}, {256, 2, 2}, {1, 3, 4},
+                                         {700, 0, 4}};
+  MemoryPlan plan = PlanMemory(requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(plan.offsets[i] % kBufferAlignment, 0);
+    for (size_t j = i + 1; j < requests.size(); ++j) {
+      const bool live_together = requests[i].first_step <= requests[j].last_step &&
+                                 requests[j].first_step <= requests[i].last_step;
+      const bool disjoint = plan.offsets[i] + requests[i].bytes <= plan.offsets[j] ||
+                            plan.offsets[j] + requests[j].bytes <= plan.offsets[i];
+      if (live_together) EXPECT_TRUE(disjoint) << i << " vs " << j;
+    }
+  }
+}
+
+TEST(MemoryPlannerTest, NoReuseGivesEveryBufferItsOwnRange) {
+  MemoryPlan plan = PlanMemory({{1000, 0, 1}, {1000, 2, 3}}, /*reuse=*/false);
+  EXPECT_NE(plan.offsets[0], plan.offsets[1]);
+  EXPECT_EQ(plan.arena_bytes, 2048);
+}
+
+std::unique_ptr<Graph> Chain(int length) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value v = *b.Input("x", F32({4, 64}));
+  for (int i = 0; i < length; ++i) v = *b.Op1(i % 2 ? "TanH" : "Sigmoid", {v}, {});
+  EXPECT_TRUE(b.Output("y", v).ok());
+  return b.Finish();
+}
+
+TEST(CompilerTest, ActivationReuseBoundsTheArena) {
+  auto g = Chain(10);
+  auto plan = Compile(*g, DefaultKernelRegistry(), {BackendChoice::kCpu});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // A chain needs at most three live buffers (input, one in flight, output), not eleven.
+  EXPECT_LE((*plan)->activations_bytes(), 3 * 4 * 64 * 4);
+  CompileOptions no_reuse{BackendChoice::kCpu};
+  no_reuse.reuse_activation_memory = false;
+  auto big = Compile(*g, DefaultKernelRegistry(), no_reuse);
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ((*big)->activations_bytes(), 11 * 4 * 64 * 4);
+}
+
+TEST(CompilerTest, PlanDumpNamesKernelsAndBackend) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("x", F32({2, 3, 8, 8}));
+  Value w = *b.Constant("w", RandomTensor(F32({4, 3, 3, 3}), 1));
+  ASSERT_TRUE(b.Output("y", *b.Convolution(x, w, nullptr, {}, "conv")).ok());
+  auto g = b.Finish();
+  auto plan = Compile(*g, DefaultKernelRegistry(), {BackendChoice::kCpu});
+  ASSERT_TRUE(plan.ok());
+  const std::string dump = (*plan)->ToString();
+  EXPECT_NE(dump.find("cpu.convolution.f32.nchw.im2col_gemm"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("backend cpu"), std::string::npos);
+  EXPECT_GT((*plan)->workspace_bytes(), 0);
+}
+
+TEST(CompilerTest, CpuBackendFallsBackToReferencePerNode) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("x", F32({2, 3, 8, 8}));
+  Value w = *b.Constant("w", RandomTensor(F32({4, 3, 3, 3}), 1));
+  ConvolutionOptions o;
+  Value c = *b.Convolution(x, w, nullptr, o, "conv");
+  ASSERT_TRUE(b.Output("y", *b.Op1("Pooling", {c}, {{"kernel", std::vector<int64_t>{2}}}, "pool")).ok());
+  auto plan = Compile(*b.Finish(), DefaultKernelRegistry(), {BackendChoice::kCpu});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ((*plan)->steps()[0].kernel_name, "cpu.convolution.f32.nchw.im2col_gemm");
+  EXPECT_EQ((*plan)->steps()[1].kernel_name, "reference.pooling.any.any.direct");
+}
+
+TEST(CompilerTest, WorkspaceLimitIsResourceExhausted) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("x", F32({1, 8, 16, 16}));
+  Value w = *b.Constant("w", RandomTensor(F32({8, 8, 3, 3}), 1));
+  ASSERT_TRUE(b.Output("y", *b.Convolution(x, w, nullptr, {}, "conv")).ok());
+  CompileOptions o{BackendChoice::kCpu};
+  o.workspace_limit = 1024;
+  auto plan = Compile(*b.Finish(), DefaultKernelRegistry(), o);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(plan.status().message().find("'conv'"), std::string::npos);
+}
+
+TEST(CompilerTest, GraphWithoutOutputsIsRejected) {
+  GraphBuilder b(&DefaultOpRegistry());
+  ASSERT_TRUE(b.Input("x", F32({1})).ok());
+  EXPECT_EQ(Compile(*b.Finish(), DefaultKernelRegistry()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CompilerTest, AutoWithoutGpuSaysWhyItUsesTheCpu) {
+  auto g = Chain(2);
+  auto plan = Compile(*g, DefaultKernelRegistry(), {BackendChoice::kAuto});
+  ASSERT_TRUE(plan.ok());
+  if (!ProbeCuda().usable) {
+    EXPECT_EQ((*plan)->backend(), Backend::kCpu);
+    EXPECT_NE((*plan)->backend_reason().find("cuda not used"), std::string::npos);
+  }
+}
+
+TEST(CompilerTest, ForcedCudaWithoutGpuIsAnError) {
+  if (ProbeCuda().usable) GTEST_SKIP() << "a GPU is present";
+  auto g = Chain(2);
+  EXPECT_FALSE(Compile(*g, DefaultKernelRegistry(), {BackendChoice::kCuda}).ok());
+}
+
+TEST(ExecutorTest, BindingErrorsNameTheInput) {
+  auto g = Chain(2);
+  auto plan = *Compile(*g, DefaultKernelRegistry(), {BackendChoice::kCpu});
+  auto ctx = *ExecutionContext::Create(*plan);
+  auto missing = ctx->Run({});
+  EXPECT_NE(missing.status().message().find("input 'x' is not bound"), std::string::npos);
+  auto extra = ctx->Run({{"x", RandomTensor(F32({4, 64}), 1)}, {"z", RandomTensor(F32({1}), 1)}});
+  EXPECT_NE(extra.status().message().find("'z' is not a graph input"), std::string::npos);
+  auto shape = ctx->Run({{"x", RandomTensor(F32({4, 63}), 1)}});
+  EXPECT_NE(shape.status().message().find("f32[4,63]"), std::string::npos);
+}
+
+TEST(ExecutorTest, RepeatedRunsAreDeterministicAndStridedInputsAreRelaid) {
+  auto g = Chain(3);
+  auto plan = *Compile(*g, DefaultKernelRegistry(), {BackendChoice::kCpu});
+  auto ctx = *ExecutionContext::Create(*plan, {/*poison_buffers=*/true});
+  HostTensor x = RandomTensor(F32({4, 64}), 7);
+  auto first = ctx->Run({{"x", x}});
+  auto second = ctx->Run({{"x", x}});
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->at("y").ToF32Vector(), second->at("y").ToF32Vector());
+  // The same values through a column-major binding.
+  HostTensor col(*TensorType::CreateStrided(DataType::kF32, {4, 64}, {1, 4}));
+  for (int64_t i = 0; i < 256; ++i) col.SetFloat(i, x.GetFloat(i));
+  auto third = ctx->Run({{"x", col}});
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->at("y").ToF32Vector(), first->at("y").ToF32Vector());
+}
+
+TEST(ExecutorTest, RuntimeKernelErrorNamesTheNode) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("x", F32({2, 3}));
+  Value l = *b.Input("label", F32({2}));
+  ASSERT_TRUE(b.Output("loss", *b.Op1("SoftmaxWithLoss", {x, l}, {}, "loss")).ok());
+  auto plan = *Compile(*b.Finish(), DefaultKernelRegistry(), {BackendChoice::kCpu});
+  auto ctx = *ExecutionContext::Create(*plan);
+  HostTensor labels = *HostTensor::FromF32(F32({2}), {1, 7});
+  auto r = ctx->Run({{"x", RandomTensor(F32({2, 3}), 1)}, {"label", labels}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("label 7 is outside [0, 3)"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("'loss'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln

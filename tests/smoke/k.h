@@ -1,1 +1,0 @@
-int LaunchK(float* p, int n);

@@ -1,0 +1,45 @@
+// Shared test fixtures: seeded random tensors of any layout, and a one-op graph compiled and run
+// on a chosen backend through the real compiler and executor, with poisoned buffers.
+#ifndef KILN_TESTS_UTIL_OP_TEST_UTIL_H_
+#define KILN_TESTS_UTIL_OP_TEST_UTIL_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/ir/attribute.h"
+#include "engine/ir/host_tensor.h"
+#include "engine/runtime/compiler.h"
+
+namespace kiln {
+namespace testing {
+
+// A tensor of `type` filled with uniform values in [lo, hi) from `seed`.
+HostTensor RandomTensor(const TensorType& type, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// Shorthands for dense types.
+TensorType F32(const std::vector<int64_t>& dims);
+TensorType Nhwc(const std::vector<int64_t>& dims, DataType dtype = DataType::kF32);
+
+// Builds Parameter inputs for `inputs`, one `op` node and its outputs, compiles it for
+// `backend` and runs it with poisoned buffers. Outputs are in node output order.
+absl::StatusOr<std::vector<HostTensor>> RunOp(const std::string& op,
+                                              const std::vector<HostTensor>& inputs,
+                                              const AttrMap& attrs, BackendChoice backend,
+                                              std::string* kernel_name = nullptr);
+
+// Largest |a-b| / (atol + rtol*|b|) over all elements (<= 1 means within tolerance); -1 when
+// the shapes differ, +inf when any element is NaN.
+double ToleranceRatio(const HostTensor& actual, const std::vector<double>& expected, double atol,
+                      double rtol);
+
+// Logical multi-index <-> row-major flat index helpers for independent formulas.
+std::vector<int64_t> Unflatten(int64_t flat, const std::vector<int64_t>& dims);
+int64_t Flatten(const std::vector<int64_t>& index, const std::vector<int64_t>& dims);
+
+}  // namespace testing
+}  // namespace kiln
+
+#endif  // KILN_TESTS_UTIL_OP_TEST_UTIL_H_
