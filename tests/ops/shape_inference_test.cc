@@ -1,0 +1,272 @@
+// Shape inference of every op, table-driven: each row is an op, its input shapes, attributes,
+// and either the expected output shapes or a fragment of the expected error.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/ir/graph_builder.h"
+#include "gtest/gtest.h"
+#include "ops/all_ops.h"
+#include "ops/pooling_params.h"
+
+namespace kiln {
+namespace {
+
+using Dims = std::vector<int64_t>;
+using Ints = std::vector<int64_t>;
+
+struct ShapeCase {
+  std::string label;
+  std::string op;
+  std::vector<Dims> inputs;
+  AttrMap attrs;
+  std::vector<Dims> outputs;  // Empty: an error is expected.
+  std::string error;          // Fragment of the expected error message.
+};
+
+std::string Name(const ::testing::TestParamInfo<ShapeCase>& info) { return info.param.label; }
+
+class ShapeInferenceTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(ShapeInferenceTest, Infers) {
+  const ShapeCase& c = GetParam();
+  GraphBuilder b(&DefaultOpRegistry());
+  std::vector<Value> inputs;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    auto t = TensorType::Create(DataType::kF32, c.inputs[i]);
+    ASSERT_TRUE(t.ok());
+    inputs.push_back(*b.Input(absl::StrCat("in", i), *t));
+  }
+  auto out = b.Op(c.op, inputs, c.attrs, "node");
+  if (c.outputs.empty()) {
+    ASSERT_FALSE(out.ok()) << c.label << " should fail";
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(out.status().message().find(c.error), std::string::npos)
+        << "got: " << out.status().message() << "\nwanted: " << c.error;
+    EXPECT_NE(out.status().message().find("node 'node'"), std::string::npos);
+    return;
+  }
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), c.outputs.size());
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    EXPECT_EQ((*out)[i].type().dims(), c.outputs[i]) << "output " << i;
+  }
+}
+
+AttrMap Pool(Ints kernel, Ints stride, Ints pad, const char* rounding = "ceil",
+             const char* mode = "max") {
+  return {{"kernel", kernel}, {"stride", stride}, {"pad", pad},
+          {"rounding", std::string(rounding)}, {"mode", std::string(mode)}};
+}
+
+const ShapeCase kCases[] = {
+    // Convolution: floor((in + 2p - (d(k-1)+1)) / s) + 1.
+    {"ConvAlexNetConv1", "Convolution", {{10, 3, 227, 227}, {96, 3, 11, 11}, {96}},
+     {{"stride", Ints{4}}}, {{10, 96, 55, 55}}},
+    {"ConvSamePad", "Convolution", {{1, 3, 7, 9}, {8, 3, 3, 3}}, {{"pad", Ints{1}}}, {{1, 8, 7, 9}}},
+    {"ConvPerDimAttrs", "Convolution", {{1, 3, 10, 12}, {8, 3, 3, 5}},
+     {{"stride", Ints{1, 2}}, {"pad", Ints{0, 2}}}, {{1, 8, 8, 6}}},
+    {"ConvDilation", "Convolution", {{1, 2, 9, 9}, {4, 2, 3, 3}}, {{"dilation", Ints{2}}},
+     {{1, 4, 5, 5}}},
+    {"ConvFloorsRemainder", "Convolution", {{1, 1, 8, 8}, {1, 1, 3, 3}}, {{"stride", Ints{2}}},
+     {{1, 1, 3, 3}}},
+    {"ConvGroups", "Convolution", {{2, 8, 5, 5}, {12, 2, 3, 3}}, {{"group", int64_t{4}}},
+     {{2, 12, 3, 3}}},
+    {"ConvDepthwise", "Convolution", {{1, 32, 14, 14}, {32, 1, 3, 3}},
+     {{"group", int64_t{32}}, {"pad", Ints{1}}}, {{1, 32, 14, 14}}},
+    {"Conv1d", "Convolution", {{2, 4, 20}, {6, 4, 5}}, {{"stride", Ints{3}}}, {{2, 6, 6}}},
+    {"Conv3d", "Convolution", {{1, 2, 5, 6, 7}, {3, 2, 3, 3, 3}}, {{"pad", Ints{1, 0, 1}}},
+     {{1, 3, 5, 4, 7}}},
+    {"ConvTrueConvolutionMode", "Convolution", {{1, 1, 4, 4}, {1, 1, 2, 2}},
+     {{"mode", std::string("convolution")}}, {{1, 1, 3, 3}}},
+    {"ConvBadGroupChannels", "Convolution", {{1, 6, 5, 5}, {4, 2, 3, 3}}, {{"group", int64_t{4}}},
+     {}, "group 4 must divide input channels 6"},
+    {"ConvFilterChannelMismatch", "Convolution", {{1, 3, 5, 5}, {4, 2, 3, 3}}, {}, {},
+     "channels per group"},
+    {"ConvFilterTooLarge", "Convolution", {{1, 3, 5, 5}, {4, 3, 7, 7}}, {}, {},
+     "smaller than the dilated filter"},
+    {"ConvBiasShape", "Convolution", {{1, 3, 5, 5}, {4, 3, 3, 3}, {5}}, {}, {},
+     "bias must have shape [4]"},
+    {"ConvBadAttrCount", "Convolution", {{1, 3, 5, 5}, {4, 3, 3, 3}}, {{"pad", Ints{1, 1, 1}}},
+     {}, "pad has 3 values"},
+    {"ConvZeroStride", "Convolution", {{1, 3, 5, 5}, {4, 3, 3, 3}}, {{"stride", Ints{0}}}, {},
+     "stride must be >= 1"},
+    {"ConvBadMode", "Convolution", {{1, 3, 5, 5}, {4, 3, 3, 3}}, {{"mode", std::string("fft")}},
+     {}, "mode must be"},
+    {"ConvRank2Input", "Convolution", {{3, 5}, {4, 3}}, {}, {}, "1 to 3 spatial dims"},
+    // Deconvolution: s(in-1) + d(k-1)+1 - 2p.
+    {"DeconvFcnUpsample", "Deconvolution", {{1, 21, 16, 16}, {21, 21, 4, 4}},
+     {{"stride", Ints{2}}}, {{1, 21, 34, 34}}},
+    {"DeconvPadded", "Deconvolution", {{1, 4, 5, 5}, {4, 3, 3, 3}},
+     {{"stride", Ints{2}}, {"pad", Ints{1}}}, {{1, 3, 9, 9}}},
+    {"DeconvGroups", "Deconvolution", {{1, 4, 3, 3}, {4, 2, 2, 2}}, {{"group", int64_t{2}}},
+     {{1, 4, 4, 4}}},
+    {"DeconvWrongFilter", "Deconvolution", {{1, 4, 3, 3}, {3, 2, 2, 2}}, {}, {},
+     "must start with the input channels 4"},
+    // Pooling: Caffe's ceil rounding, floor rounding, the clip rule, global.
+    {"PoolGoogLeNetCeil", "Pooling", {{1, 64, 112, 112}}, Pool({3}, {2}, {0}),
+     {{1, 64, 56, 56}}},
+    {"PoolGoogLeNetFloor", "Pooling", {{1, 64, 112, 112}}, Pool({3}, {2}, {0}, "floor"),
+     {{1, 64, 55, 55}}},
+    {"PoolCifarCeil", "Pooling", {{1, 32, 32, 32}}, Pool({3}, {2}, {0}), {{1, 32, 16, 16}}},
+    {"PoolCifarFloor", "Pooling", {{1, 32, 32, 32}}, Pool({3}, {2}, {0}, "floor"),
+     {{1, 32, 15, 15}}},
+    {"PoolAlexNet", "Pooling", {{1, 96, 55, 55}}, Pool({3}, {2}, {0}), {{1, 96, 27, 27}}},
+    {"PoolClipRuleDropsWindowInPadding", "Pooling", {{1, 1, 5, 5}},
+     Pool({2}, {2}, {1}), {{1, 1, 3, 3}}},
+    {"PoolResNetCaffe", "Pooling", {{1, 64, 112, 112}}, Pool({3}, {2}, {0}),
+     {{1, 64, 56, 56}}},
+    {"PoolPaddedCeilKeepsLastWindow", "Pooling", {{1, 64, 112, 112}}, Pool({3}, {2}, {1}),
+     {{1, 64, 57, 57}}},
+    {"PoolPaddedCeilOverhang", "Pooling", {{1, 1, 6, 6}}, Pool({3}, {2}, {1}), {{1, 1, 4, 4}}},
+    {"PoolGlobal", "Pooling", {{2, 1024, 7, 7}}, {{"global", true}, {"mode", std::string("avg")}},
+     {{2, 1024, 1, 1}}},
+    {"PoolRectangular", "Pooling", {{1, 3, 9, 12}}, Pool({3, 2}, {2, 3}, {0}), {{1, 3, 4, 5}}},
+    {"Pool1d", "Pooling", {{1, 3, 9}}, Pool({3}, {2}, {0}), {{1, 3, 4}}},
+    {"Pool3d", "Pooling", {{1, 3, 4, 6, 8}}, Pool({2}, {2}, {0}), {{1, 3, 2, 3, 4}}},
+    {"PoolPadNotBelowKernel", "Pooling", {{1, 1, 5, 5}}, Pool({2}, {1}, {2}), {},
+     "must be smaller than kernel"},
+    {"PoolMissingKernel", "Pooling", {{1, 1, 5, 5}}, {}, {}, "kernel is required"},
+    {"PoolGlobalWithPad", "Pooling", {{1, 1, 5, 5}}, {{"global", true}, {"pad", Ints{1}}}, {},
+     "global pooling needs pad 0"},
+    {"PoolBadMode", "Pooling", {{1, 1, 5, 5}}, Pool({2}, {1}, {0}, "ceil", "stochastic"), {},
+     "mode must be"},
+    {"PoolBadRounding", "Pooling", {{1, 1, 5, 5}}, Pool({2}, {1}, {0}, "round"), {},
+     "rounding must be"},
+    // LRN and BatchNorm.
+    {"LrnAcross", "LRN", {{2, 8, 5, 5}}, {{"local_size", int64_t{5}}}, {{2, 8, 5, 5}}},
+    {"LrnWithin", "LRN", {{2, 8, 5, 5}}, {{"region", std::string("within_channel")}},
+     {{2, 8, 5, 5}}},
+    {"LrnEvenSize", "LRN", {{2, 8, 5, 5}}, {{"local_size", int64_t{4}}}, {}, "must be odd"},
+    {"LrnWithinNeeds4d", "LRN", {{2, 8, 5}}, {{"region", std::string("within_channel")}}, {},
+     "4-d"},
+    {"BatchNormSpatial", "BatchNorm", {{2, 4, 3, 3}, {4}, {4}, {1}}, {}, {{2, 4, 3, 3}}},
+    {"BatchNormPerActivation", "BatchNorm", {{2, 4, 3}, {4, 3}, {4, 3}},
+     {{"mode", std::string("per_activation")}}, {{2, 4, 3}}},
+    {"BatchNormWrongStats", "BatchNorm", {{2, 4, 3, 3}, {3}, {4}}, {}, {},
+     "mean must have shape [4]"},
+    {"BatchNormBadScaleFactor", "BatchNorm", {{2, 4, 3, 3}, {4}, {4}, {2}}, {}, {},
+     "scale_factor must have shape [1]"},
+    {"BatchNormBadEps", "BatchNorm", {{2, 4}, {4}, {4}}, {{"eps", 0.0}}, {}, "eps must be > 0"},
+    // Scale, Bias, activations.
+    {"ScaleChannel", "Scale", {{2, 3, 4, 4}, {3}, {3}}, {}, {{2, 3, 4, 4}}},
+    {"ScaleTwoAxes", "Scale", {{2, 3, 4, 4}, {3, 4}}, {{"num_axes", int64_t{2}}},
+     {{2, 3, 4, 4}}},
+    {"ScaleToEnd", "Scale", {{2, 3, 4}, {3, 4}}, {{"num_axes", int64_t{-1}}}, {{2, 3, 4}}},
+    {"ScaleScalar", "Scale", {{2, 3}, {1}}, {{"num_axes", int64_t{0}}}, {{2, 3}}},
+    {"ScaleWrongShape", "Scale", {{2, 3, 4, 4}, {4}}, {}, {}, "must equal input dims [3]"},
+    {"BiasAxis2", "Bias", {{2, 3, 4}, {4}}, {{"axis", int64_t{2}}}, {{2, 3, 4}}},
+    {"ReLU", "ReLU", {{3, 5}}, {{"negative_slope", 0.1}}, {{3, 5}}},
+    {"PReLU", "PReLU", {{2, 3, 4}, {3}}, {}, {{2, 3, 4}}},
+    {"PReLUShared", "PReLU", {{2, 3, 4}, {1}}, {{"channel_shared", true}}, {{2, 3, 4}}},
+    {"PReLUWrongSlope", "PReLU", {{2, 3, 4}, {2}}, {}, {}, "slope must have shape [3]"},
+    {"Sigmoid", "Sigmoid", {{7}}, {}, {{7}}},
+    {"TanH", "TanH", {{1, 2, 3}}, {}, {{1, 2, 3}}},
+    {"ELU", "ELU", {{4, 4}}, {{"alpha", 0.5}}, {{4, 4}}},
+    {"ClippedReLU", "ClippedReLU", {{4}}, {}, {{4}}},
+    {"ClippedReLUBadCeiling", "ClippedReLU", {{4}}, {{"ceiling", -1.0}}, {}, "ceiling must be > 0"},
+    {"Power", "Power", {{4}}, {{"power", 2.0}}, {{4}}},
+    {"AbsVal", "AbsVal", {{4}}, {}, {{4}}},
+    {"Dropout", "Dropout", {{4, 5}}, {{"ratio", 0.3}}, {{4, 5}}},
+    {"DropoutBadRatio", "Dropout", {{4}}, {{"ratio", 1.0}}, {}, "ratio must be in [0, 1)"},
+    // Softmax and InnerProduct.
+    {"Softmax", "Softmax", {{2, 10}}, {}, {{2, 10}}},
+    {"SoftmaxNegativeAxis", "Softmax", {{2, 3, 4}}, {{"axis", int64_t{-1}}}, {{2, 3, 4}}},
+    {"SoftmaxBadAxis", "Softmax", {{2, 3}}, {{"axis", int64_t{2}}}, {}, "axis 2 is out of range"},
+    {"InnerProductFlattensFromAxis", "InnerProduct", {{2, 16, 5, 5}, {500, 400}, {500}}, {},
+     {{2, 500}}},
+    {"InnerProductAxis2", "InnerProduct", {{2, 3, 4}, {6, 4}}, {{"axis", int64_t{2}}},
+     {{2, 3, 6}}},
+    {"InnerProductTranspose", "InnerProduct", {{2, 8}, {8, 3}}, {{"transpose", true}}, {{2, 3}}},
+    {"InnerProductWrongK", "InnerProduct", {{2, 8}, {3, 7}}, {}, {}, "needs 8 inputs per output"},
+    // Data movement.
+    {"Concat", "Concat", {{2, 3, 4}, {2, 5, 4}}, {}, {{2, 8, 4}}},
+    {"ConcatAxis0", "Concat", {{2, 3}, {1, 3}, {4, 3}}, {{"axis", int64_t{0}}}, {{7, 3}}},
+    {"ConcatMismatch", "Concat", {{2, 3, 4}, {2, 5, 5}}, {}, {}, "does not match input 0"},
+    {"SlicePoints", "Slice", {{2, 15, 3}}, {{"slice_points", Ints{4, 10}}},
+     {{2, 4, 3}, {2, 6, 3}, {2, 5, 3}}},
+    {"SliceEqual", "Slice", {{2, 6}}, {{"num_outputs", int64_t{3}}}, {{2, 2}, {2, 2}, {2, 2}}},
+    {"SliceUneven", "Slice", {{2, 7}}, {{"num_outputs", int64_t{3}}}, {},
+     "does not split into 3 equal parts"},
+    {"SliceBadPoints", "Slice", {{2, 7}}, {{"slice_points", Ints{5, 3}}}, {},
+     "must increase strictly"},
+    {"Split", "Split", {{2, 3}}, {{"num_outputs", int64_t{3}}}, {{2, 3}, {2, 3}, {2, 3}}},
+    {"Flatten", "Flatten", {{2, 3, 4, 5}}, {}, {{2, 60}}},
+    {"FlattenRange", "Flatten", {{2, 3, 4, 5}}, {{"axis", int64_t{1}}, {"end_axis", int64_t{2}}},
+     {{2, 12, 5}}},
+    {"ReshapeInfer", "Reshape", {{2, 3, 4}}, {{"shape", Ints{0, -1}}}, {{2, 12}}},
+    {"ReshapeAxisRange", "Reshape", {{2, 12, 5}}, {{"shape", Ints{3, 4}}, {"axis", int64_t{1}},
+                                                   {"num_axes", int64_t{1}}},
+     {{2, 3, 4, 5}}},
+    {"ReshapeCountMismatch", "Reshape", {{2, 3, 4}}, {{"shape", Ints{5, 5}}}, {},
+     "holds 25 elements where 24 are replaced"},
+    {"ReshapeTwoInferred", "Reshape", {{2, 3, 4}}, {{"shape", Ints{-1, -1}}}, {},
+     "more than one -1"},
+    {"CropFcn", "Crop", {{1, 21, 44, 44}, {1, 3, 32, 32}}, {{"offset", Ints{5}}},
+     {{1, 21, 32, 32}}},
+    {"CropPerDimOffsets", "Crop", {{1, 3, 10, 10}, {1, 3, 4, 6}}, {{"offset", Ints{1, 2}}},
+     {{1, 3, 4, 6}}},
+    {"CropOutOfRange", "Crop", {{1, 3, 10, 10}, {1, 3, 8, 8}}, {{"offset", Ints{3}}}, {},
+     "exceeds input size 10"},
+    {"EltwiseSum", "Eltwise", {{2, 3}, {2, 3}, {2, 3}}, {{"coeffs", std::vector<double>{1, -1, 2}}},
+     {{2, 3}}},
+    {"EltwiseShapeMismatch", "Eltwise", {{2, 3}, {3, 2}}, {}, {}, "differs from input 0"},
+    {"EltwiseCoeffsWithMax", "Eltwise", {{2}, {2}},
+     {{"operation", std::string("max")}, {"coeffs", std::vector<double>{1, 1}}}, {},
+     "coeffs are only allowed with sum"},
+    // Losses: scalar outputs.
+    {"SoftmaxWithLoss", "SoftmaxWithLoss", {{8, 10}, {8}}, {}, {{}}},
+    {"SoftmaxWithLossSpatial", "SoftmaxWithLoss", {{2, 5, 3, 3}, {2, 1, 3, 3}}, {}, {{}}},
+    {"SoftmaxWithLossBadLabels", "SoftmaxWithLoss", {{8, 10}, {7}}, {}, {}, "must hold 8 entries"},
+    {"Accuracy", "Accuracy", {{8, 10}, {8}}, {{"top_k", int64_t{5}}}, {{}}},
+    {"AccuracyBadTopK", "Accuracy", {{8, 10}, {8}}, {{"top_k", int64_t{11}}}, {},
+     "top_k 11 must be in [1, 10]"},
+    {"EuclideanLoss", "EuclideanLoss", {{4, 3}, {4, 3}}, {}, {{}}},
+    {"EuclideanLossMismatch", "EuclideanLoss", {{4, 3}, {4, 2}}, {}, {}, "differ in element count"},
+};
+
+INSTANTIATE_TEST_SUITE_P(AllOps, ShapeInferenceTest, ::testing::ValuesIn(kCases), Name);
+
+TEST(PooledSizeTest, MatchesCaffeFormulaExhaustively) {
+  // Independent restatement of Caffe's rule over a grid of sizes.
+  for (int64_t in = 1; in <= 20; ++in) {
+    for (int64_t k = 1; k <= 5; ++k) {
+      for (int64_t s = 1; s <= 4; ++s) {
+        for (int64_t p = 0; p < k; ++p) {
+          if (in + 2 * p < k) continue;
+          const double exact = static_cast<double>(in + 2 * p - k) / s;
+          int64_t ceil_out = static_cast<int64_t>(std::ceil(exact)) + 1;
+          if (p > 0 && (ceil_out - 1) * s >= in + p) --ceil_out;
+          const int64_t floor_out = static_cast<int64_t>(std::floor(exact)) + 1;
+          EXPECT_EQ(PooledSize(in, k, s, p, true, p > 0), ceil_out);
+          EXPECT_EQ(PooledSize(in, k, s, p, false, p > 0), floor_out);
+        }
+      }
+    }
+  }
+}
+
+TEST(OpRegistryTest, EveryOpHasInferenceAndASummary) {
+  const std::vector<std::string> expected = {
+      "AbsVal", "Accuracy", "BatchNorm", "Bias", "ClippedReLU", "Concat", "Constant",
+      "Convolution", "Crop", "Deconvolution", "Dropout", "ELU", "Eltwise", "EuclideanLoss",
+      "Flatten", "InnerProduct", "LRN", "PReLU", "Parameter", "Pooling", "Power", "ReLU",
+      "Reshape", "Scale", "Sigmoid", "Slice", "Softmax", "SoftmaxWithLoss", "Split", "TanH"};
+  std::vector<std::string> names;
+  for (const OpDef* d : DefaultOpRegistry().All()) {
+    names.push_back(d->name);
+    EXPECT_TRUE(static_cast<bool>(d->infer_types)) << d->name;
+    EXPECT_FALSE(d->summary.empty()) << d->name;
+  }
+  EXPECT_EQ(names, expected);
+}
+
+TEST(OpRegistryTest, DuplicateRegistrationFails) {
+  OpRegistry r;
+  ASSERT_TRUE(RegisterActivationOps(r).ok());
+  EXPECT_EQ(RegisterActivationOps(r).code(), absl::StatusCode::kAlreadyExists);
+}
+
+}  // namespace
+}  // namespace kiln
