@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The whole GPU check in one command, for the GPU machine. Expects the portable binaries in
+# .gpu/ (made by `tools/gpu_check.sh --stage` here) and writes logs to $OUT (or /tmp).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--stage" ]; then
+  bazel build --config=portable //tests/kernels:cuda_test //tests/kernels:reference_test \
+    //examples:01_small_cnn //tools:kiln || exit 1
+  # The static OpenBLAS makes each binary ~27 MB; compressed they fit the 64 MiB carry limit.
+  rm -rf .gpu && mkdir -p .gpu
+  tar -C bazel-bin -cJf .gpu/bin.tar.xz tests/kernels/cuda_test tests/kernels/reference_test \
+    examples/01_small_cnn tools/kiln
+  exit 0
+fi
+
+out="${OUT:-/tmp/kiln-gpu}"
+mkdir -p "$out"
+bin=/tmp/kiln-bin
+mkdir -p "$bin" && tar -C "$bin" -xJf .gpu/bin.tar.xz || exit 1
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+declare -A result
+run() {
+  local name=$1
+  shift
+  "$@" >"$out/$name.log" 2>&1
+  result[$name]=$?
+}
+run kiln_version "$bin/tools/kiln" version
+run cuda_test "$bin/tests/kernels/cuda_test" --gtest_output=xml:"$out/cuda_test.xml"
+run reference_test "$bin/tests/kernels/reference_test"
+run small_cnn_auto "$bin/examples/01_small_cnn"
+run small_cnn_cuda "$bin/examples/01_small_cnn" --backend=cuda --dump
+run small_cnn_cpu "$bin/examples/01_small_cnn" --backend=cpu
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/nvidia_smi.log" 2>&1
+
+cat "$out/kiln_version.log"
+grep -E "^\[  (PASSED|FAILED|SKIPPED)|tests? from .* ran|CUDA runtime|device 0" "$out/cuda_test.log"
+grep -E "backend|probabilities|sum" "$out/small_cnn_auto.log" "$out/small_cnn_cpu.log"
+echo
+printf '%-16s %s\n' check exit
+for k in kiln_version cuda_test reference_test small_cnn_auto small_cnn_cuda small_cnn_cpu; do
+  printf '%-16s %s\n' "$k" "${result[$k]}"
+done

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what Kiln's build needs on Debian 12 (apt only; nothing is downloaded from elsewhere)
+# and checks that the CUDA toolkit is where the build expects it. Safe to run again.
+set -euo pipefail
+
+packages=(bazel-bootstrap g++ libabsl-dev libprotobuf-dev protobuf-compiler libgtest-dev
+          libgmock-dev libbenchmark-dev libopenblas-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${missing[@]}"
+fi
+
+cuda="${KILN_CUDA_PATH:-/usr/local/cuda}"
+if [ ! -x "$cuda/bin/nvcc" ]; then
+  echo "setup: no CUDA toolkit at $cuda (set KILN_CUDA_PATH to the toolkit's folder)" >&2
+  exit 1
+fi
+echo "setup: ok (bazel $(bazel --version 2>/dev/null | awk '{print $2}'), nvcc $("$cuda/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite: every test target (GPU tests skip cleanly without a GPU), then the CPU
+# tests under AddressSanitizer + UndefinedBehaviorSanitizer. Prints "N passed, N failed" last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+cache="--disk_cache=${HOME}/.cache/kiln-bazel-disk"
+jobs="--jobs=$(nproc)"
+
+status=0
+bazel test $cache $jobs //... 2>&1 | tee /tmp/kiln-test.log || status=1
+bazel test $cache $jobs --config=asan //... 2>&1 | tee /tmp/kiln-test-asan.log || status=1
+
+# Count the GoogleTest cases of the plain run from the XML reports.
+passed=0
+failed=0
+for xml in $(find -L bazel-testlogs/ -name test.xml 2>/dev/null); do
+  t=$(grep -o 'tests="[0-9]*"' "$xml" | head -1 | tr -dc 0-9)
+  f=$(grep -o 'failures="[0-9]*"' "$xml" | head -1 | tr -dc 0-9)
+  e=$(grep -o 'errors="[0-9]*"' "$xml" | head -1 | tr -dc 0-9)
+  passed=$((passed + ${t:-0} - ${f:-0} - ${e:-0}))
+  failed=$((failed + ${f:-0} + ${e:-0}))
+done
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+echo "tests: ${passed} passed, ${failed} failed"
+exit "$status"
