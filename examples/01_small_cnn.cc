@@ -35,7 +35,8 @@ absl::StatusOr<std::unique_ptr<kiln::Graph>> BuildSmallCnn(std::mt19937& rng) {
   kiln::GraphBuilder b(&kiln::DefaultOpRegistry());
   KILN_ASSIGN_OR_RETURN(auto image, TensorType::Create(DataType::kF32, {1, 3, 32, 32}));
   KILN_ASSIGN_OR_RETURN(kiln::Value x, b.Input("data", image));
-  KILN_ASSIGN_OR_RETURN(kiln::Value w1, b.Constant("conv1.weight", RandomTensor({16, 3, 5, 5}, 75, rng)));
+  KILN_ASSIGN_OR_RETURN(kiln::Value w1,
+                        b.Constant("conv1.weight", RandomTensor({16, 3, 5, 5}, 75, rng)));
   KILN_ASSIGN_OR_RETURN(kiln::Value b1, b.Constant("conv1.bias", RandomTensor({16}, 75, rng)));
   kiln::ConvolutionOptions conv;
   conv.pad = {2};
@@ -51,7 +52,8 @@ absl::StatusOr<std::unique_ptr<kiln::Graph>> BuildSmallCnn(std::mt19937& rng) {
   lrn.alpha = 1e-4;
   KILN_ASSIGN_OR_RETURN(kiln::Value n1, b.Lrn(p1, lrn, "norm1"));
   const int64_t features = 16 * 16 * 16;
-  KILN_ASSIGN_OR_RETURN(kiln::Value w2, b.Constant("fc.weight", RandomTensor({10, features}, features, rng)));
+  KILN_ASSIGN_OR_RETURN(kiln::Value w2,
+                        b.Constant("fc.weight", RandomTensor({10, features}, features, rng)));
   KILN_ASSIGN_OR_RETURN(kiln::Value b2, b.Constant("fc.bias", RandomTensor({10}, features, rng)));
   KILN_ASSIGN_OR_RETURN(kiln::Value fc, b.InnerProduct(n1, w2, &b2, "fc"));
   KILN_ASSIGN_OR_RETURN(kiln::Value prob, b.Softmax(fc, 1, "prob"));

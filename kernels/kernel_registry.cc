@@ -19,8 +19,8 @@ absl::string_view BackendName(Backend backend) {
 }
 
 std::string KernelKey::Name() const {
-  return absl::StrCat(BackendName(backend), ".", absl::AsciiStrToLower(op), ".", dtype, ".",
-                      layout, ".", algorithm);
+  return absl::StrCat(BackendName(backend), ".", absl::AsciiStrToLower(op), ".", dtype, ".", layout,
+                      ".", algorithm);
 }
 
 absl::Status RequireDenseF32(const Node& node) {

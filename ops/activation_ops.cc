@@ -69,8 +69,8 @@ absl::Status RegisterActivationOps(OpRegistry& registry) {
   std::vector<OpDef> defs;
   defs.push_back(Unary("ReLU", {{"negative_slope", AttrKind::kFloat, AttrValue(0.0)}},
                        InferSameAsInput, "max(x,0) + negative_slope*min(x,0)."));
-  OpDef prelu = Unary("PReLU", {{"channel_shared", AttrKind::kBool, AttrValue(false)}},
-                      InferPRelu, "Per-channel (or shared) learned slope for x <= 0.");
+  OpDef prelu = Unary("PReLU", {{"channel_shared", AttrKind::kBool, AttrValue(false)}}, InferPRelu,
+                      "Per-channel (or shared) learned slope for x <= 0.");
   prelu.input_names = {"x", "slope"};
   prelu.min_inputs = prelu.max_inputs = 2;
   prelu.weight_inputs = {1};

@@ -24,8 +24,8 @@ absl::StatusOr<ConvolutionParams> ConvolutionParams::FromAttrs(const AttrMap& at
   p.group = std::get<int64_t>(attrs.at("group"));
   const std::string& mode = std::get<std::string>(attrs.at("mode"));
   if (mode != "cross_correlation" && mode != "convolution") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "mode must be \"cross_correlation\" or \"convolution\", got \"", mode, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("mode must be \"cross_correlation\" or \"convolution\", got \"", mode, "\""));
   }
   p.flip_filter = mode == "convolution";
   for (int i = 0; i < num_spatial; ++i) {
@@ -53,12 +53,12 @@ absl::StatusOr<int> CheckConvInputs(const InferContext& ctx) {
   const TensorType& w = ctx.input(1);
   KILN_RETURN_IF_ERROR(RequireFloat(x, "input"));
   if (x.rank() < 3 || x.rank() > 5) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input must be N,C plus 1 to 3 spatial dims, got ", DimsToString(x.dims())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input must be N,C plus 1 to 3 spatial dims, got ", DimsToString(x.dims())));
   }
   if (w.rank() != x.rank()) {
-    return absl::InvalidArgumentError(absl::StrCat("filter ", DimsToString(w.dims()),
-                                                   " must have the input's rank ", x.rank()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("filter ", DimsToString(w.dims()), " must have the input's rank ", x.rank()));
   }
   if (w.dtype() != x.dtype()) {
     return absl::InvalidArgumentError(absl::StrCat("filter dtype ", DataTypeName(w.dtype()),
@@ -90,14 +90,13 @@ absl::StatusOr<std::vector<TensorType>> InferConvolution(const InferContext& ctx
   const TensorType& w = ctx.input(1);
   const int64_t c = x.dim(1), k = w.dim(0);
   if (c % p.group != 0 || k % p.group != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("group ", p.group,
-                                                   " must divide input channels ", c,
-                                                   " and filters ", k));
+    return absl::InvalidArgumentError(
+        absl::StrCat("group ", p.group, " must divide input channels ", c, " and filters ", k));
   }
   if (w.dim(1) != c / p.group) {
     return absl::InvalidArgumentError(absl::StrCat("filter ", DimsToString(w.dims()), " has ",
-                                                   w.dim(1), " channels per group but input ",
-                                                   c, " / group ", p.group, " = ", c / p.group));
+                                                   w.dim(1), " channels per group but input ", c,
+                                                   " / group ", p.group, " = ", c / p.group));
   }
   KILN_RETURN_IF_ERROR(CheckBias(ctx, k));
   std::vector<int64_t> out = {x.dim(0), k};
@@ -105,9 +104,9 @@ absl::StatusOr<std::vector<TensorType>> InferConvolution(const InferContext& ctx
     const int64_t extent = p.dilation[i] * (w.dim(2 + i) - 1) + 1;
     const int64_t padded = x.dim(2 + i) + 2 * p.pad[i];
     if (padded < extent) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "spatial dim ", i, ": padded input ", padded, " is smaller than the dilated filter ",
-          extent, " (no output)"));
+      return absl::InvalidArgumentError(absl::StrCat("spatial dim ", i, ": padded input ", padded,
+                                                     " is smaller than the dilated filter ", extent,
+                                                     " (no output)"));
     }
     out.push_back((padded - extent) / p.stride[i] + 1);
   }
@@ -121,8 +120,8 @@ absl::StatusOr<std::vector<TensorType>> InferDeconvolution(const InferContext& c
   const TensorType& w = ctx.input(1);
   const int64_t c = x.dim(1);
   if (w.dim(0) != c) {
-    return absl::InvalidArgumentError(absl::StrCat("filter ", DimsToString(w.dims()),
-                                                   " must start with the input channels ", c));
+    return absl::InvalidArgumentError(
+        absl::StrCat("filter ", DimsToString(w.dims()), " must start with the input channels ", c));
   }
   if (c % p.group != 0) {
     return absl::InvalidArgumentError(

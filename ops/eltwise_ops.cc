@@ -26,8 +26,8 @@ absl::StatusOr<std::vector<TensorType>> InferEltwise(const InferContext& ctx) {
   if (!coeffs.empty()) {
     if (op != "sum") return absl::InvalidArgumentError("coeffs are only allowed with sum");
     if (static_cast<int>(coeffs.size()) != ctx.num_inputs()) {
-      return absl::InvalidArgumentError(absl::StrCat(coeffs.size(), " coeffs for ",
-                                                     ctx.num_inputs(), " inputs"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(coeffs.size(), " coeffs for ", ctx.num_inputs(), " inputs"));
     }
   }
   return std::vector<TensorType>{OutputLike(x, x.dims())};

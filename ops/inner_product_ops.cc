@@ -24,9 +24,10 @@ absl::StatusOr<std::vector<TensorType>> InferInnerProduct(const InferContext& ct
   const int64_t w_k = transpose ? w.dim(0) : w.dim(1);
   const int64_t n = transpose ? w.dim(1) : w.dim(0);
   if (w_k != k) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "weight ", DimsToString(w.dims()), " needs ", k, " inputs per output (input ",
-        DimsToString(x.dims()), " flattened from axis ", axis, ")", transpose ? " [transposed]" : ""));
+    return absl::InvalidArgumentError(absl::StrCat("weight ", DimsToString(w.dims()), " needs ", k,
+                                                   " inputs per output (input ",
+                                                   DimsToString(x.dims()), " flattened from axis ",
+                                                   axis, ")", transpose ? " [transposed]" : ""));
   }
   if (ctx.num_inputs() == 3) {
     if (ctx.input(2).dtype() != x.dtype()) {

@@ -5,9 +5,9 @@
 // ignore label), "full" (all positions), "batch_size" (outer), "none" (1); never below 1.
 // labels hold outer*inner class indices (any float or i32 dtype, any shape of that count).
 // Accuracy(scores, labels): fraction of positions whose label is among the top_k scores along
-// `axis` (only strictly higher scores push the label out, as in Caffe), ignoring ignore_label positions.
-// EuclideanLoss(a, b): sum((a-b)^2) / (2 * a.dims[0]).
-// ignore_label is a list with zero or one entry: empty means no label is ignored.
+// `axis` (only strictly higher scores push the label out, as in Caffe), ignoring ignore_label
+// positions. EuclideanLoss(a, b): sum((a-b)^2) / (2 * a.dims[0]). ignore_label is a list with zero
+// or one entry: empty means no label is ignored.
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "ops/all_ops.h"
@@ -20,12 +20,12 @@ namespace {
 absl::Status CheckLabels(const InferContext& ctx, int axis) {
   const TensorType& x = ctx.input(0);
   const TensorType& labels = ctx.input(1);
-  const int64_t positions = ProductOfDims(x.dims(), 0, axis) *
-                            ProductOfDims(x.dims(), axis + 1, x.rank());
+  const int64_t positions =
+      ProductOfDims(x.dims(), 0, axis) * ProductOfDims(x.dims(), axis + 1, x.rank());
   if (labels.num_elements() != positions) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "labels ", DimsToString(labels.dims()), " must hold ", positions,
-        " entries (the dims of ", DimsToString(x.dims()), " other than axis ", axis, ")"));
+        "labels ", DimsToString(labels.dims()), " must hold ", positions, " entries (the dims of ",
+        DimsToString(x.dims()), " other than axis ", axis, ")"));
   }
   if (labels.dtype() == DataType::kU8) return absl::InvalidArgumentError("labels may not be u8");
   if (ctx.GetInts("ignore_label").size() > 1) {
@@ -43,8 +43,8 @@ absl::StatusOr<std::vector<TensorType>> InferSoftmaxWithLoss(const InferContext&
   KILN_RETURN_IF_ERROR(CheckLabels(ctx, axis));
   const std::string& norm = ctx.GetString("normalization");
   if (norm != "valid" && norm != "full" && norm != "batch_size" && norm != "none") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "normalization must be valid, full, batch_size or none, got \"", norm, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("normalization must be valid, full, batch_size or none, got \"", norm, "\""));
   }
   return std::vector<TensorType>{Scalar(x.dtype())};
 }

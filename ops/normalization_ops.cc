@@ -53,8 +53,8 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) 
   } else if (mode == "per_activation") {
     stat_dims.assign(x.dims().begin() + 1, x.dims().end());
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "mode must be \"spatial\" or \"per_activation\", got \"", mode, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("mode must be \"spatial\" or \"per_activation\", got \"", mode, "\""));
   }
   if (ctx.GetFloat("eps") <= 0) return absl::InvalidArgumentError("eps must be > 0");
   KILN_RETURN_IF_ERROR(RequireDims(ctx.input(1), stat_dims, "mean"));
@@ -64,8 +64,8 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) 
     KILN_RETURN_IF_ERROR(RequireFloat(ctx.input(i), "statistics"));
   }
   if (!ctx.GetBool("use_global_stats")) {
-    const int64_t m = mode == "spatial" ? x.num_elements() / std::max<int64_t>(x.dim(1), 1)
-                                        : x.dim(0);
+    const int64_t m =
+        mode == "spatial" ? x.num_elements() / std::max<int64_t>(x.dim(1), 1) : x.dim(0);
     if (m < 1) return absl::InvalidArgumentError("batch statistics need at least one element");
   }
   return std::vector<TensorType>{OutputLike(x, x.dims())};

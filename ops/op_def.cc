@@ -40,8 +40,7 @@ absl::StatusOr<AttrMap> NormalizeAttrs(const OpDef& def, const AttrMap& attrs) {
   for (const auto& [name, value] : attrs) {
     const AttrDef* attr_def = def.FindAttr(name);
     if (attr_def == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(def.name, ": unknown attribute '", name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(def.name, ": unknown attribute '", name, "'"));
     }
     auto coerced = CoerceAttr(value, attr_def->kind);
     if (!coerced.ok()) {
@@ -66,11 +65,10 @@ absl::StatusOr<std::vector<TensorType>> InferNodeTypes(const OpDef& def,
                                                        const AttrMap& normalized_attrs) {
   const int n = static_cast<int>(inputs.size());
   if (n < def.min_inputs || (def.max_inputs >= 0 && n > def.max_inputs)) {
-    std::string expected =
-        def.max_inputs < 0 ? absl::StrCat("at least ", def.min_inputs)
-        : def.min_inputs == def.max_inputs
-            ? absl::StrCat(def.min_inputs)
-            : absl::StrCat(def.min_inputs, " to ", def.max_inputs);
+    std::string expected = def.max_inputs < 0 ? absl::StrCat("at least ", def.min_inputs)
+                           : def.min_inputs == def.max_inputs
+                               ? absl::StrCat(def.min_inputs)
+                               : absl::StrCat(def.min_inputs, " to ", def.max_inputs);
     return absl::InvalidArgumentError(
         absl::StrCat(def.name, ": takes ", expected, " inputs, got ", n));
   }

@@ -10,7 +10,8 @@ absl::Status OpRegistry::Register(OpDef def) {
         absl::StrCat("OpRegistry: op '", def.name, "' needs a name and an InferTypes function"));
   }
   if (defs_.count(def.name)) {
-    return absl::AlreadyExistsError(absl::StrCat("OpRegistry: op '", def.name, "' registered twice"));
+    return absl::AlreadyExistsError(
+        absl::StrCat("OpRegistry: op '", def.name, "' registered twice"));
   }
   for (const AttrDef& a : def.attrs) {
     if (a.default_value.has_value() && !CoerceAttr(*a.default_value, a.kind).ok()) {

@@ -16,8 +16,7 @@ int64_t PooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad, bool
   return out;
 }
 
-absl::StatusOr<PoolingParams> PoolingParams::Create(const AttrMap& attrs,
-                                                    const TensorType& input) {
+absl::StatusOr<PoolingParams> PoolingParams::Create(const AttrMap& attrs, const TensorType& input) {
   PoolingParams p;
   const int ns = input.rank() - 2;
   const std::string& mode = std::get<std::string>(attrs.at("mode"));
@@ -28,8 +27,8 @@ absl::StatusOr<PoolingParams> PoolingParams::Create(const AttrMap& attrs,
   } else if (mode == "avg_exclude_pad") {
     p.mode = PoolingMode::kAverageExcludePad;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "mode must be \"max\", \"avg\" or \"avg_exclude_pad\", got \"", mode, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("mode must be \"max\", \"avg\" or \"avg_exclude_pad\", got \"", mode, "\""));
   }
   const std::string& rounding = std::get<std::string>(attrs.at("rounding"));
   if (rounding != "floor" && rounding != "ceil") {
@@ -63,14 +62,15 @@ absl::StatusOr<PoolingParams> PoolingParams::Create(const AttrMap& attrs,
     if (p.stride[i] < 1) return absl::InvalidArgumentError("stride must be >= 1");
     if (p.pad[i] < 0) return absl::InvalidArgumentError("pad must be >= 0");
     if (p.pad[i] >= p.kernel[i]) {
-      return absl::InvalidArgumentError(absl::StrCat("pad ", p.pad[i], " must be smaller than kernel ",
-                                                     p.kernel[i], " (spatial dim ", i, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("pad ", p.pad[i],
+                                                     " must be smaller than kernel ", p.kernel[i],
+                                                     " (spatial dim ", i, ")"));
     }
     const int64_t in = input.dim(2 + i);
     if (in + 2 * p.pad[i] < p.kernel[i]) {
       return absl::InvalidArgumentError(absl::StrCat("spatial dim ", i, ": padded input ",
-                                                     in + 2 * p.pad[i],
-                                                     " is smaller than kernel ", p.kernel[i]));
+                                                     in + 2 * p.pad[i], " is smaller than kernel ",
+                                                     p.kernel[i]));
     }
     p.output.push_back(
         PooledSize(in, p.kernel[i], p.stride[i], p.pad[i], rounding == "ceil", any_pad));
@@ -84,8 +84,8 @@ absl::StatusOr<std::vector<TensorType>> InferPooling(const InferContext& ctx) {
   const TensorType& x = ctx.input(0);
   KILN_RETURN_IF_ERROR(RequireFloat(x, "input"));
   if (x.rank() < 3 || x.rank() > 5) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input must be N,C plus 1 to 3 spatial dims, got ", DimsToString(x.dims())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input must be N,C plus 1 to 3 spatial dims, got ", DimsToString(x.dims())));
   }
   KILN_ASSIGN_OR_RETURN(PoolingParams p, PoolingParams::Create(ctx.attrs(), x));
   std::vector<int64_t> out = {x.dim(0), x.dim(1)};

@@ -25,15 +25,15 @@ absl::StatusOr<BroadcastParams> BroadcastParams::Create(const TensorType& x,
   KILN_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis, x.rank(), "axis"));
   const int n = num_axes < 0 ? x.rank() - a : static_cast<int>(num_axes);
   if (num_axes < -1 || a + n > x.rank()) {
-    return absl::InvalidArgumentError(absl::StrCat("num_axes ", num_axes, " from axis ", a,
-                                                   " exceeds rank ", x.rank()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_axes ", num_axes, " from axis ", a, " exceeds rank ", x.rank()));
   }
   const std::vector<int64_t> expected(x.dims().begin() + a, x.dims().begin() + a + n);
   if (param.dims() != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "parameter shape ", DimsToString(param.dims()), " must equal input dims ",
-        DimsToString(expected), " (axes ", a, " to ", a + n - 1, " of ", DimsToString(x.dims()),
-        ")"));
+    return absl::InvalidArgumentError(absl::StrCat("parameter shape ", DimsToString(param.dims()),
+                                                   " must equal input dims ",
+                                                   DimsToString(expected), " (axes ", a, " to ",
+                                                   a + n - 1, " of ", DimsToString(x.dims()), ")"));
   }
   b.outer = ProductOfDims(x.dims(), 0, a);
   b.channels = ProductOfDims(x.dims(), a, a + n);
@@ -48,9 +48,9 @@ absl::StatusOr<std::vector<TensorType>> InferScaleLike(const InferContext& ctx) 
   KILN_RETURN_IF_ERROR(RequireFloat(x, "input"));
   for (int i = 1; i < ctx.num_inputs(); ++i) {
     KILN_RETURN_IF_ERROR(RequireFloat(ctx.input(i), "parameter"));
-    KILN_RETURN_IF_ERROR(BroadcastParams::Create(x, ctx.input(i), ctx.GetInt("axis"),
-                                                 ctx.GetInt("num_axes"))
-                             .status());
+    KILN_RETURN_IF_ERROR(
+        BroadcastParams::Create(x, ctx.input(i), ctx.GetInt("axis"), ctx.GetInt("num_axes"))
+            .status());
   }
   if (ctx.num_inputs() == 3 && ctx.input(1).dims() != ctx.input(2).dims()) {
     return absl::InvalidArgumentError("scale and bias must have the same shape");

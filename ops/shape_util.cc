@@ -8,9 +8,8 @@ absl::StatusOr<std::vector<int64_t>> ExpandSpatial(const std::vector<int64_t>& v
                                                    int num_spatial, const std::string& what) {
   if (values.size() == 1) return std::vector<int64_t>(num_spatial, values[0]);
   if (static_cast<int>(values.size()) == num_spatial) return values;
-  return absl::InvalidArgumentError(absl::StrCat(what, " has ", values.size(),
-                                                 " values; give 1 or one per spatial dim (",
-                                                 num_spatial, ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, " has ", values.size(), " values; give 1 or one per spatial dim (", num_spatial, ")"));
 }
 
 std::vector<int64_t> ExpandSpatialOrDie(const std::vector<int64_t>& values, int num_spatial) {

@@ -52,16 +52,15 @@ absl::StatusOr<std::vector<TensorType>> InferSlice(const InferContext& ctx) {
     sizes.assign(requested, x.dim(axis) / requested);
   } else {
     if (requested != 0 && requested != static_cast<int64_t>(points.size()) + 1) {
-      return absl::InvalidArgumentError(absl::StrCat(points.size(), " slice_points give ",
-                                                     points.size() + 1, " outputs, not ",
-                                                     requested));
+      return absl::InvalidArgumentError(absl::StrCat(
+          points.size(), " slice_points give ", points.size() + 1, " outputs, not ", requested));
     }
     int64_t prev = 0;
     for (int64_t p : points) {
       if (p <= prev || p >= x.dim(axis)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "slice_points ", DimsToString(points), " must increase strictly inside (0, ",
-            x.dim(axis), ")"));
+        return absl::InvalidArgumentError(absl::StrCat("slice_points ", DimsToString(points),
+                                                       " must increase strictly inside (0, ",
+                                                       x.dim(axis), ")"));
       }
       sizes.push_back(p - prev);
       prev = p;
@@ -102,12 +101,12 @@ absl::StatusOr<std::vector<TensorType>> InferReshape(const InferContext& ctx) {
   const int64_t num_axes = ctx.GetInt("num_axes");
   const int64_t start = axis >= 0 ? axis : x.rank() + axis + 1;
   if (start < 0 || start > x.rank()) {
-    return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " is out of range for rank ",
-                                                   x.rank()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("axis ", axis, " is out of range for rank ", x.rank()));
   }
   if (num_axes < -1 || (num_axes >= 0 && start + num_axes > x.rank())) {
-    return absl::InvalidArgumentError(absl::StrCat("num_axes ", num_axes, " from axis ", start,
-                                                   " exceeds rank ", x.rank()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_axes ", num_axes, " from axis ", start, " exceeds rank ", x.rank()));
   }
   const int64_t end = num_axes == -1 ? x.rank() : start + num_axes;
   std::vector<int64_t> out(x.dims().begin(), x.dims().begin() + start);
@@ -135,15 +134,14 @@ absl::StatusOr<std::vector<TensorType>> InferReshape(const InferContext& ctx) {
   for (size_t i = start; i < start + shape.size(); ++i) known *= out[i];
   if (inferred >= 0) {
     if (known == 0 || replaced % known != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot infer -1: ", replaced,
-                                                     " elements are not a multiple of ", known));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot infer -1: ", replaced, " elements are not a multiple of ", known));
     }
     out[inferred] = replaced / known;
   } else if (known != replaced) {
-    return absl::InvalidArgumentError(absl::StrCat("shape ", DimsToString(shape), " holds ",
-                                                   known, " elements where ", replaced,
-                                                   " are replaced (input ",
-                                                   DimsToString(x.dims()), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape ", DimsToString(shape), " holds ", known, " elements where ", replaced,
+                     " are replaced (input ", DimsToString(x.dims()), ")"));
   }
   KILN_ASSIGN_OR_RETURN(TensorType t, TensorType::Create(x.dtype(), out));
   return std::vector<TensorType>{t};
@@ -168,8 +166,7 @@ absl::StatusOr<std::vector<TensorType>> InferCrop(const InferContext& ctx) {
     const int64_t off = offsets.empty() ? 0 : offsets.size() == 1 ? offsets[0] : offsets[d - axis];
     if (off < 0 || off + ref.dim(d) > x.dim(d)) {
       return absl::InvalidArgumentError(absl::StrCat("dim ", d, ": offset ", off, " + size ",
-                                                     ref.dim(d), " exceeds input size ",
-                                                     x.dim(d)));
+                                                     ref.dim(d), " exceeds input size ", x.dim(d)));
     }
     out[d] = ref.dim(d);
   }

@@ -99,8 +99,7 @@ absl::StatusOr<std::string> ConsumeNumberToken(absl::string_view* text, bool* is
     const char c = (*text)[n];
     if (absl::ascii_isdigit(c) || c == '-' || c == '+') {
       ++n;
-    } else if (c == '.' || c == 'e' || c == 'E' || c == 'n' || c == 'a' || c == 'i' ||
-               c == 'f') {
+    } else if (c == '.' || c == 'e' || c == 'E' || c == 'n' || c == 'a' || c == 'i' || c == 'f') {
       *is_float = true;
       ++n;
     } else {

@@ -37,8 +37,8 @@ absl::string_view DataTypeName(DataType dtype) {
 }
 
 absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
-  for (DataType d : {DataType::kF32, DataType::kF16, DataType::kBF16, DataType::kI32,
-                     DataType::kU8}) {
+  for (DataType d :
+       {DataType::kF32, DataType::kF16, DataType::kBF16, DataType::kI32, DataType::kU8}) {
     if (DataTypeName(d) == name) return d;
   }
   return absl::InvalidArgumentError(

@@ -75,8 +75,7 @@ absl::StatusOr<Node*> Graph::AddNode(absl::string_view op, absl::string_view nam
 }
 
 absl::StatusOr<Value> Graph::AddParameter(absl::string_view name, const TensorType& type) {
-  AttrMap attrs = {{"dtype", std::string(DataTypeName(type.dtype()))},
-                   {"shape", type.dims()}};
+  AttrMap attrs = {{"dtype", std::string(DataTypeName(type.dtype()))}, {"shape", type.dims()}};
   if (!type.IsContiguous()) attrs["strides"] = type.strides();
   KILN_ASSIGN_OR_RETURN(Node * node, AddNode("Parameter", name, {}, attrs));
   return node->output(0);
@@ -95,10 +94,10 @@ absl::StatusOr<Value> Graph::AddConstant(absl::string_view name, HostTensor data
   node->id_ = id;
   node->def_ = *def;
   node->name_ = std::move(node_name);
-  node->attrs_ = {{"dtype", std::string(DataTypeName(data.type().dtype()))},
-                  {"shape", data.type().dims()},
-                  {"strides", data.type().IsContiguous() ? std::vector<int64_t>{}
-                                                         : data.type().strides()}};
+  node->attrs_ = {
+      {"dtype", std::string(DataTypeName(data.type().dtype()))},
+      {"shape", data.type().dims()},
+      {"strides", data.type().IsContiguous() ? std::vector<int64_t>{} : data.type().strides()}};
   node->output_types_ = {data.type()};
   node->constant_ = std::make_shared<const HostTensor>(std::move(data));
   ++next_id_;
@@ -111,8 +110,8 @@ absl::Status Graph::AddOutput(absl::string_view name, Value value) {
       return absl::InvalidArgumentError(absl::StrCat("graph output '", name, "' added twice"));
     }
   }
-  if (value.node == nullptr || FindNode(value.node->name()) != value.node ||
-      value.index < 0 || value.index >= value.node->num_outputs()) {
+  if (value.node == nullptr || FindNode(value.node->name()) != value.node || value.index < 0 ||
+      value.index >= value.node->num_outputs()) {
     return absl::InvalidArgumentError(
         absl::StrCat("graph output '", name, "' is not a value of this graph"));
   }
@@ -175,10 +174,10 @@ absl::StatusOr<std::vector<Node*>> Graph::TopologicalOrder() const {
 
 absl::Status Graph::ReplaceAllUsesWith(Value from, Value to) {
   if (from.type() != to.type()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ReplaceAllUsesWith: '", from.node->name(), "' output ", from.index, " has type ",
-        from.type().ToString(), " but '", to.node->name(), "' output ", to.index, " has ",
-        to.type().ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReplaceAllUsesWith: '", from.node->name(), "' output ", from.index,
+                     " has type ", from.type().ToString(), " but '", to.node->name(), "' output ",
+                     to.index, " has ", to.type().ToString()));
   }
   for (auto& n : nodes_) {
     if (n.get() == to.node) continue;  // The replacement may itself read `from`.

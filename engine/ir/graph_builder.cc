@@ -11,10 +11,8 @@ GraphBuilder::GraphBuilder(Graph* graph) : graph_(graph) {}
 
 std::unique_ptr<Graph> GraphBuilder::Finish() { return std::move(owned_); }
 
-absl::StatusOr<std::vector<Value>> GraphBuilder::Op(absl::string_view op,
-                                                    std::vector<Value> inputs,
-                                                    const AttrMap& attrs,
-                                                    absl::string_view name) {
+absl::StatusOr<std::vector<Value>> GraphBuilder::Op(absl::string_view op, std::vector<Value> inputs,
+                                                    const AttrMap& attrs, absl::string_view name) {
   KILN_ASSIGN_OR_RETURN(Node * node, graph_->AddNode(op, name, std::move(inputs), attrs));
   std::vector<Value> outputs;
   for (int i = 0; i < node->num_outputs(); ++i) outputs.push_back(node->output(i));

@@ -61,8 +61,7 @@ class GraphBuilder {
 
   // Convolution with filter (and bias unless it is null) already added as values.
   absl::StatusOr<Value> Convolution(Value x, Value filter, const Value* bias,
-                                    const ConvolutionOptions& options,
-                                    absl::string_view name = "");
+                                    const ConvolutionOptions& options, absl::string_view name = "");
   absl::StatusOr<Value> Pooling(Value x, const PoolingOptions& options,
                                 absl::string_view name = "");
   absl::StatusOr<Value> Lrn(Value x, const LrnOptions& options, absl::string_view name = "");

@@ -42,7 +42,8 @@ void StoreFromFloat(void* base, DataType dtype, int64_t offset, float value) {
   }
 }
 
-HostTensor::HostTensor(const TensorType& type) : type_(type), storage_(std::make_shared<Storage>()) {
+HostTensor::HostTensor(const TensorType& type)
+    : type_(type), storage_(std::make_shared<Storage>()) {
   storage_->bytes = static_cast<size_t>(type.span_bytes());
   storage_->blocks.resize((storage_->bytes + 63) / 64);
   if (!storage_->blocks.empty()) std::memset(storage_->data(), 0, storage_->blocks.size() * 64);

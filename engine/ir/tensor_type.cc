@@ -63,15 +63,14 @@ absl::StatusOr<TensorType> TensorType::Create(DataType dtype, absl::Span<const i
   return t;
 }
 
-absl::StatusOr<TensorType> TensorType::CreateStrided(DataType dtype,
-                                                     absl::Span<const int64_t> dims,
+absl::StatusOr<TensorType> TensorType::CreateStrided(DataType dtype, absl::Span<const int64_t> dims,
                                                      absl::Span<const int64_t> strides) {
   absl::Status s = ValidateDims(dims);
   if (!s.ok()) return s;
   if (strides.size() != dims.size()) {
     return absl::InvalidArgumentError(absl::StrCat("strides ", DimsToString(strides), " have rank ",
-                                                   strides.size(), " but dims ",
-                                                   DimsToString(dims), " have rank ", dims.size()));
+                                                   strides.size(), " but dims ", DimsToString(dims),
+                                                   " have rank ", dims.size()));
   }
   int64_t span = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -100,10 +99,9 @@ absl::StatusOr<TensorType> TensorType::CreateStrided(DataType dtype,
   int64_t extent = 1;
   for (int i : order) {
     if (strides[i] < extent) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("strides ", DimsToString(strides), " over dims ", DimsToString(dims),
-                       " overlap: dim ", i, " has stride ", strides[i],
-                       " but the faster dims span ", extent, " elements"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "strides ", DimsToString(strides), " over dims ", DimsToString(dims), " overlap: dim ", i,
+          " has stride ", strides[i], " but the faster dims span ", extent, " elements"));
     }
     extent = strides[i] * dims[i];
   }
@@ -119,8 +117,8 @@ absl::StatusOr<TensorType> TensorType::CreateWithLayout(DataType dtype,
                                                         Layout layout) {
   if (layout == Layout::kRowMajor) return Create(dtype, dims);
   if (dims.size() != 4 && dims.size() != 5) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "channels-last layout needs a 4-d or 5-d shape, got ", DimsToString(dims)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("channels-last layout needs a 4-d or 5-d shape, got ", DimsToString(dims)));
   }
   // Physical order N, spatial..., C: compute strides of that permutation.
   std::vector<int> physical = {0};

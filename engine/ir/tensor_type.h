@@ -35,8 +35,7 @@ class TensorType {
                                                   absl::Span<const int64_t> strides);
 
   // A dense tensor of logical N,C,(D,)H,W dims stored channels-last (NHWC / NDHWC) or row-major.
-  static absl::StatusOr<TensorType> CreateWithLayout(DataType dtype,
-                                                     absl::Span<const int64_t> dims,
+  static absl::StatusOr<TensorType> CreateWithLayout(DataType dtype, absl::Span<const int64_t> dims,
                                                      Layout layout);
 
   // Parses the text form written by ToString().
@@ -53,7 +52,9 @@ class TensorType {
   int64_t num_elements() const;
   // Elements a buffer must hold: 1 + the largest offset (0 when any dim is 0).
   int64_t span_elements() const;
-  int64_t span_bytes() const { return span_elements() * static_cast<int64_t>(DataTypeSize(dtype_)); }
+  int64_t span_bytes() const {
+    return span_elements() * static_cast<int64_t>(DataTypeSize(dtype_));
+  }
 
   // Dense row-major: strides are exactly those Create() would give.
   bool IsContiguous() const;

@@ -64,14 +64,13 @@ std::string PrintGraph(const Graph& graph, const PrintOptions& options) {
     }
     for (const TensorType& t : node->output_types()) types.push_back(t.ToString());
     absl::StrAppend(&out, "%", n, " = ", node->op(), " ", AttrValueToString(node->name()), " (",
-                    absl::StrJoin(inputs, ", "), ") {", absl::StrJoin(attrs, ", "), "} : ",
-                    absl::StrJoin(types, ", "));
+                    absl::StrJoin(inputs, ", "), ") {", absl::StrJoin(attrs, ", "),
+                    "} : ", absl::StrJoin(types, ", "));
     if (node->constant() != nullptr) {
       if (options.print_constant_values) {
         absl::StrAppend(&out, " = ", ConstantValues(*node->constant()));
       } else {
-        absl::StrAppend(&out, " = <", node->constant()->type().num_elements(),
-                        " values elided>");
+        absl::StrAppend(&out, " = <", node->constant()->type().num_elements(), " values elided>");
       }
     }
     out += "\n";
@@ -93,8 +92,7 @@ class LineParser {
 
   absl::Status Error(absl::string_view message) const {
     return absl::InvalidArgumentError(absl::StrCat("graph text: line ", line_number_, ", column ",
-                                                   line_.size() - rest_.size() + 1, ": ",
-                                                   message));
+                                                   line_.size() - rest_.size() + 1, ": ", message));
   }
   void SkipSpace() { rest_ = absl::StripLeadingAsciiWhitespace(rest_); }
   bool Consume(absl::string_view token) {

@@ -34,9 +34,9 @@ absl::Status VerifyNode(const Graph& graph, const Node& node) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": constant has no data"));
     }
     if (node.num_outputs() != 1 || node.constant()->type() != node.output_types()[0]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": data type ", node.constant()->type().ToString(),
-                       " differs from the output type"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": data type ",
+                                                     node.constant()->type().ToString(),
+                                                     " differs from the output type"));
     }
     if (node.constant()->size_bytes() < node.constant()->type().span_bytes()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": data is smaller than its type"));
@@ -50,8 +50,8 @@ absl::Status VerifyNode(const Graph& graph, const Node& node) {
     std::string stored, inferred;
     for (const auto& t : node.output_types()) absl::StrAppend(&stored, t.ToString(), " ");
     for (const auto& t : *types) absl::StrAppend(&inferred, t.ToString(), " ");
-    return absl::InvalidArgumentError(absl::StrCat(where, ": stored output types ", stored,
-                                                   "differ from inferred ", inferred));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": stored output types ", stored, "differ from inferred ", inferred));
   }
   return absl::OkStatus();
 }

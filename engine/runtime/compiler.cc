@@ -76,7 +76,8 @@ class PlanBuilder {
       if (n->op() == "Constant") plan->weights_.emplace_back(n, buffer_of[n->output(0)]);
       if (n->op() == "Parameter") plan->inputs_[n->name()] = buffer_of[n->output(0)];
     }
-    for (const GraphOutput& o : plan->graph_->outputs()) plan->outputs_[o.name] = buffer_of[o.value];
+    for (const GraphOutput& o : plan->graph_->outputs())
+      plan->outputs_[o.name] = buffer_of[o.value];
 
     for (Node* n : compute) {
       const Backend kernel_backend = backend;
@@ -96,8 +97,8 @@ class PlanBuilder {
       step.workspace_bytes = (*kernel)->WorkspaceBytes();
       if (static_cast<int64_t>(step.workspace_bytes) > options.workspace_limit) {
         return absl::ResourceExhaustedError(absl::StrCat(
-            "compile: node '", n->name(), "' (", step.kernel_name, ") needs ",
-            step.workspace_bytes, " workspace bytes, over the limit of ", options.workspace_limit));
+            "compile: node '", n->name(), "' (", step.kernel_name, ") needs ", step.workspace_bytes,
+            " workspace bytes, over the limit of ", options.workspace_limit));
       }
       step.kernel = *std::move(kernel);
       for (const Value& v : n->inputs()) step.inputs.push_back(buffer_of[v]);
@@ -141,8 +142,8 @@ class PlanBuilder {
     plan->activations_bytes_ = memory.arena_bytes;
     for (const auto& [node, b] : plan->weights_) {
       plan->buffers_[b].offset = plan->weights_bytes_;
-      plan->weights_bytes_ += (plan->buffers_[b].bytes + kBufferAlignment - 1) /
-                              kBufferAlignment * kBufferAlignment;
+      plan->weights_bytes_ +=
+          (plan->buffers_[b].bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
     }
     return plan;
   }
@@ -157,25 +158,26 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> Compile(const Graph& graph,
 std::string ExecutionPlan::ToString() const {
   std::string out = absl::StrFormat(
       "plan: backend %s (%s)\narenas: weights %d B, activations %d B, workspace %d B\n",
-      BackendName(backend_), backend_reason_, weights_bytes_, activations_bytes_,
-      workspace_bytes_);
+      BackendName(backend_), backend_reason_, weights_bytes_, activations_bytes_, workspace_bytes_);
   auto buffer = [&](int b) {
     const BufferAssignment& a = buffers_[b];
-    return absl::StrFormat("%s@%s+%d", a.type.ToString(),
-                           a.arena == Arena::kWeights ? "w" : "a", a.offset);
+    return absl::StrFormat("%s@%s+%d", a.type.ToString(), a.arena == Arena::kWeights ? "w" : "a",
+                           a.offset);
   };
-  for (const auto& [name, b] : inputs_) absl::StrAppend(&out, "input ", name, ": ", buffer(b), "\n");
+  for (const auto& [name, b] : inputs_)
+    absl::StrAppend(&out, "input ", name, ": ", buffer(b), "\n");
   for (size_t i = 0; i < steps_.size(); ++i) {
     const PlanStep& s = steps_[i];
     std::vector<std::string> ins, outs;
     for (int b : s.inputs) ins.push_back(buffer(b));
     for (int b : s.outputs) outs.push_back(buffer(b));
-    absl::StrAppend(&out, absl::StrFormat("step %d: %s '%s' [%s] (%s) -> (%s) ws=%d\n", i,
-                                          s.node->op(), s.node->name(), s.kernel_name,
-                                          absl::StrJoin(ins, ", "), absl::StrJoin(outs, ", "),
-                                          s.workspace_bytes));
+    absl::StrAppend(&out,
+                    absl::StrFormat("step %d: %s '%s' [%s] (%s) -> (%s) ws=%d\n", i, s.node->op(),
+                                    s.node->name(), s.kernel_name, absl::StrJoin(ins, ", "),
+                                    absl::StrJoin(outs, ", "), s.workspace_bytes));
   }
-  for (const auto& [name, b] : outputs_) absl::StrAppend(&out, "output ", name, ": ", buffer(b), "\n");
+  for (const auto& [name, b] : outputs_)
+    absl::StrAppend(&out, "output ", name, ": ", buffer(b), "\n");
   return out;
 }
 

@@ -15,9 +15,9 @@ absl::Status CudaError(cudaError_t e, const char* call, int line) {
                                           ": ", cudaGetErrorString(e)));
 }
 
-#define KILN_CUDA_CALL(call)                                    \
-  do {                                                          \
-    const cudaError_t kiln_e_ = (call);                         \
+#define KILN_CUDA_CALL(call)                                                \
+  do {                                                                      \
+    const cudaError_t kiln_e_ = (call);                                     \
     if (kiln_e_ != cudaSuccess) return CudaError(kiln_e_, #call, __LINE__); \
   } while (0)
 
@@ -119,8 +119,8 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCudaDevice(int ordinal) {
   CudaProbe probe = ProbeCuda();
   if (!probe.usable) return absl::UnavailableError(probe.reason);
   if (ordinal < 0 || ordinal >= static_cast<int>(probe.devices.size())) {
-    return absl::InvalidArgumentError(absl::StrCat("cuda:", ordinal, " does not exist (",
-                                                   probe.devices.size(), " devices)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cuda:", ordinal, " does not exist (", probe.devices.size(), " devices)"));
   }
   KILN_CUDA_CALL(cudaSetDevice(ordinal));
   cudaStream_t stream = nullptr;

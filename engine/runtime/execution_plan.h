@@ -27,7 +27,7 @@ struct PlanStep {
   const Node* node = nullptr;
   std::string kernel_name;
   std::unique_ptr<Kernel> kernel;
-  std::vector<int> inputs;   // Indices into ExecutionPlan::buffers().
+  std::vector<int> inputs;  // Indices into ExecutionPlan::buffers().
   std::vector<int> outputs;
   size_t workspace_bytes = 0;
 };

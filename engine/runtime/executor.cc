@@ -60,8 +60,8 @@ absl::StatusOr<std::map<std::string, HostTensor>> ExecutionContext::Run(
     const HostTensor& given = it->second;
     if (given.type().dims() != want.dims() || given.type().dtype() != want.dtype()) {
       return absl::InvalidArgumentError(absl::StrCat("run: input '", name, "' is ",
-                                                     given.type().ToString(), " but the graph needs ",
-                                                     want.ToString()));
+                                                     given.type().ToString(),
+                                                     " but the graph needs ", want.ToString()));
     }
     if (given.type().strides() == want.strides()) {
       KILN_RETURN_IF_ERROR(device_->CopyToDevice(Address(buffer), given.data(),
@@ -82,9 +82,9 @@ absl::StatusOr<std::map<std::string, HostTensor>> ExecutionContext::Run(
     args.workspace_bytes = static_cast<size_t>(plan_.workspace_bytes());
     args.stream = device_->stream();
     args.blas_handle = device_->blas_handle();
-    KILN_RETURN_IF_ERROR(Annotate(step.kernel->Run(args),
-                                  absl::StrCat("run: node '", step.node->name(), "' (",
-                                               step.kernel_name, ")")));
+    KILN_RETURN_IF_ERROR(
+        Annotate(step.kernel->Run(args),
+                 absl::StrCat("run: node '", step.node->name(), "' (", step.kernel_name, ")")));
   }
   KILN_RETURN_IF_ERROR(Annotate(device_->Synchronize(), "run"));
   std::map<std::string, HostTensor> outputs;

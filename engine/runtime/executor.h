@@ -23,8 +23,8 @@ struct ContextOptions {
 class ExecutionContext {
  public:
   // Creates the device the plan's backend needs, allocates its arenas and uploads the weights.
-  static absl::StatusOr<std::unique_ptr<ExecutionContext>> Create(const ExecutionPlan& plan,
-                                                                  const ContextOptions& options = {});
+  static absl::StatusOr<std::unique_ptr<ExecutionContext>> Create(
+      const ExecutionPlan& plan, const ContextOptions& options = {});
   ~ExecutionContext();
   ExecutionContext(const ExecutionContext&) = delete;
   ExecutionContext& operator=(const ExecutionContext&) = delete;

@@ -6,7 +6,9 @@
 namespace kiln {
 
 namespace {
-int64_t Align(int64_t n) { return (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
+int64_t Align(int64_t n) {
+  return (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+}
 bool Overlaps(const BufferRequest& a, const BufferRequest& b) {
   return a.first_step <= b.last_step && b.first_step <= a.last_step;
 }
@@ -27,7 +29,8 @@ MemoryPlan PlanMemory(const std::vector<BufferRequest>& requests, bool reuse) {
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (size_t j : placed) {
       if (!reuse || Overlaps(requests[i], requests[j])) {
-        busy.emplace_back(plan.offsets[j], plan.offsets[j] + Align(std::max<int64_t>(requests[j].bytes, 1)));
+        busy.emplace_back(plan.offsets[j],
+                          plan.offsets[j] + Align(std::max<int64_t>(requests[j].bytes, 1)));
       }
     }
     std::sort(busy.begin(), busy.end());

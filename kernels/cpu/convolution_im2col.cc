@@ -49,9 +49,9 @@ class Im2colConvolution : public Kernel {
         Im2col(x + (n * c_ + grp * cg) * h_ * w_, cg, col);
         float* yg = y + (n * k_ + grp * kg) * cols;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kg),
-                    static_cast<int>(cols), static_cast<int>(rows), 1.0f,
-                    filter + grp * kg * rows, static_cast<int>(rows), col,
-                    static_cast<int>(cols), 0.0f, yg, static_cast<int>(cols));
+                    static_cast<int>(cols), static_cast<int>(rows), 1.0f, filter + grp * kg * rows,
+                    static_cast<int>(rows), col, static_cast<int>(cols), 0.0f, yg,
+                    static_cast<int>(cols));
         if (bias != nullptr) {
           for (int64_t k = 0; k < kg; ++k) {
             const float b = bias[grp * kg + k];

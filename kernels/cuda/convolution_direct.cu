@@ -9,8 +9,8 @@ namespace cuda {
 namespace {
 
 __global__ void Conv2dDirectKernel(Conv2dShape s, const float* __restrict__ x,
-                                   const float* __restrict__ filter,
-                                   const float* __restrict__ bias, float* __restrict__ y) {
+                                   const float* __restrict__ filter, const float* __restrict__ bias,
+                                   float* __restrict__ y) {
   const int64_t total = s.n * s.k * s.p * s.q;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {

@@ -32,8 +32,8 @@ class LaunchKernel : public Kernel {
   absl::Status Run(const KernelArgs& args) const override {
     const int error = fn_(args);
     if (error == 0) return absl::OkStatus();
-    return absl::InternalError(absl::StrCat(what_, " launch failed: ",
-                                            cudaGetErrorString(static_cast<cudaError_t>(error))));
+    return absl::InternalError(absl::StrCat(
+        what_, " launch failed: ", cudaGetErrorString(static_cast<cudaError_t>(error))));
   }
 
  private:
@@ -72,9 +72,9 @@ absl::StatusOr<LaunchKernel::Fn> CreateConv(const Node& node) {
   const TensorType& x = node.input(0).type();
   const TensorType& w = node.input(1).type();
   const TensorType& y = node.output_types()[0];
-  cuda::Conv2dShape s{x.dim(0), x.dim(1), x.dim(2), x.dim(3), y.dim(1), w.dim(2), w.dim(3),
-                      y.dim(2), y.dim(3), p.group, p.stride[0], p.stride[1], p.pad[0], p.pad[1],
-                      p.dilation[0], p.dilation[1]};
+  cuda::Conv2dShape s{x.dim(0), x.dim(1), x.dim(2),      x.dim(3),     y.dim(1),    w.dim(2),
+                      w.dim(3), y.dim(2), y.dim(3),      p.group,      p.stride[0], p.stride[1],
+                      p.pad[0], p.pad[1], p.dilation[0], p.dilation[1]};
   const bool bias = node.num_inputs() > 2;
   return [s, bias](const KernelArgs& a) {
     return cuda::LaunchConv2dDirect(s, In(a, 0), In(a, 1), bias ? In(a, 2) : nullptr, Out(a),
@@ -85,9 +85,9 @@ absl::StatusOr<LaunchKernel::Fn> CreateConv(const Node& node) {
 absl::StatusOr<LaunchKernel::Fn> CreatePool(const Node& node) {
   KILN_ASSIGN_OR_RETURN(PoolingParams p, PoolingParams::Create(node.attrs(), node.input(0).type()));
   const TensorType& x = node.input(0).type();
-  cuda::Pool2dShape s{x.dim(0) * x.dim(1), x.dim(2), x.dim(3), p.output[0], p.output[1],
-                      p.kernel[0], p.kernel[1], p.stride[0], p.stride[1], p.pad[0], p.pad[1],
-                      static_cast<int>(p.mode)};
+  cuda::Pool2dShape s{x.dim(0) * x.dim(1), x.dim(2),    x.dim(3),    p.output[0],
+                      p.output[1],         p.kernel[0], p.kernel[1], p.stride[0],
+                      p.stride[1],         p.pad[0],    p.pad[1],    static_cast<int>(p.mode)};
   return [s](const KernelArgs& a) { return cuda::LaunchPool2d(s, In(a, 0), Out(a), a.stream); };
 }
 
@@ -213,10 +213,14 @@ absl::Status RegisterCudaKernels(KernelRegistry& registry) {
       CreateLrn));
   KILN_RETURN_IF_ERROR(Add(registry, "Softmax", "any", "direct", nullptr, CreateSoftmax));
   const std::pair<const char*, cuda::PointwiseOp> pointwise[] = {
-      {"ReLU", cuda::PointwiseOp::kRelu},         {"Sigmoid", cuda::PointwiseOp::kSigmoid},
-      {"TanH", cuda::PointwiseOp::kTanh},         {"ELU", cuda::PointwiseOp::kElu},
-      {"ClippedReLU", cuda::PointwiseOp::kClippedRelu}, {"AbsVal", cuda::PointwiseOp::kAbs},
-      {"Power", cuda::PointwiseOp::kPower},       {"Dropout", cuda::PointwiseOp::kDropout}};
+      {"ReLU", cuda::PointwiseOp::kRelu},
+      {"Sigmoid", cuda::PointwiseOp::kSigmoid},
+      {"TanH", cuda::PointwiseOp::kTanh},
+      {"ELU", cuda::PointwiseOp::kElu},
+      {"ClippedReLU", cuda::PointwiseOp::kClippedRelu},
+      {"AbsVal", cuda::PointwiseOp::kAbs},
+      {"Power", cuda::PointwiseOp::kPower},
+      {"Dropout", cuda::PointwiseOp::kDropout}};
   for (const auto& [op, code] : pointwise) {
     KILN_RETURN_IF_ERROR(Add(registry, op, "any", "elementwise", nullptr, PointwiseCreator(code)));
   }

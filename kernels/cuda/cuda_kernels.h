@@ -14,11 +14,11 @@ absl::Status RegisterCudaKernels(KernelRegistry& registry);
 // not cudaSuccess.
 absl::Status CudaStatus(int error, const char* call, const char* file, int line);
 
-#define KILN_CUDA_RETURN_IF_ERROR(call)                                         \
-  do {                                                                          \
-    const int kiln_cuda_error_ = static_cast<int>(call);                        \
-    if (kiln_cuda_error_ != 0)                                                  \
-      return ::kiln::CudaStatus(kiln_cuda_error_, #call, __FILE__, __LINE__);   \
+#define KILN_CUDA_RETURN_IF_ERROR(call)                                       \
+  do {                                                                        \
+    const int kiln_cuda_error_ = static_cast<int>(call);                      \
+    if (kiln_cuda_error_ != 0)                                                \
+      return ::kiln::CudaStatus(kiln_cuda_error_, #call, __FILE__, __LINE__); \
   } while (0)
 
 }  // namespace kiln

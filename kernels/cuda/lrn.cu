@@ -38,8 +38,8 @@ int LaunchLrnAcross(int64_t n, int64_t c, int64_t inner, int64_t local_size, flo
   const int threads = 256;
   const int64_t blocks = (total + threads - 1) / threads;
   LrnAcrossKernel<<<static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8), threads, 0,
-                    static_cast<cudaStream_t>(stream)>>>(n, c, inner, local_size, alpha, beta, k,
-                                                         x, y);
+                    static_cast<cudaStream_t>(stream)>>>(n, c, inner, local_size, alpha, beta, k, x,
+                                                         y);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -43,7 +43,7 @@ __global__ void PointwiseKernel(PointwiseParams p, const float* __restrict__ x,
         r = powf(p.c + p.b * v, p.a);
         break;
       case PointwiseOp::kDropout:
-        r = !p.training ? v
+        r = !p.training                                          ? v
             : DropoutKeep(p.seed, static_cast<uint64_t>(i), p.a) ? v / (1.0f - p.a)
                                                                  : 0.0f;
         break;
@@ -85,8 +85,7 @@ __global__ void BroadcastRowsKernel(int64_t m, int64_t n, const float* __restric
 int LaunchPointwise(const PointwiseParams& params, const float* x, float* y, int64_t n,
                     void* stream) {
   if (n == 0) return 0;
-  PointwiseKernel<<<GridFor(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(params, x, y,
-                                                                                   n);
+  PointwiseKernel<<<GridFor(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(params, x, y, n);
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -101,7 +100,7 @@ int LaunchSoftmax(int64_t outer, int64_t c, int64_t inner, bool log, const float
 int LaunchBroadcastRows(int64_t m, int64_t n, const float* bias, float* y, void* stream) {
   if (m * n == 0) return 0;
   BroadcastRowsKernel<<<GridFor(m * n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(m, n,
-                                                                                           bias, y);
+                                                                                          bias, y);
   return static_cast<int>(cudaGetLastError());
 }
 

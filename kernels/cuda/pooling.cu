@@ -1,7 +1,7 @@
 // 2-d pooling: one thread per output element.
-#include <cfloat>
-
 #include <cuda_runtime.h>
+
+#include <cfloat>
 
 #include "kernels/cuda/cuda_launch.h"
 
@@ -18,7 +18,8 @@ __global__ void Pool2dKernel(Pool2dShape s, const float* __restrict__ x, float* 
     const int64_t p = (i / s.q) % s.p;
     const int64_t plane = i / (s.q * s.p);
     const int64_t h0 = p * s.stride_h - s.pad_h, w0 = q * s.stride_w - s.pad_w;
-    const int64_t h1 = min(h0 + s.kernel_h, s.h + s.pad_h), w1 = min(w0 + s.kernel_w, s.w + s.pad_w);
+    const int64_t h1 = min(h0 + s.kernel_h, s.h + s.pad_h),
+                  w1 = min(w0 + s.kernel_w, s.w + s.pad_w);
     const int64_t padded_count = (h1 - h0) * (w1 - w0);
     const int64_t hs = max(h0, int64_t{0}), ws = max(w0, int64_t{0});
     const int64_t he = min(h1, s.h), we = min(w1, s.w);

@@ -10,7 +10,9 @@ namespace {
 
 constexpr size_t kAlign = 256;
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-size_t DenseBytes(const TensorType& t) { return AlignUp(static_cast<size_t>(t.num_elements()) * 4); }
+size_t DenseBytes(const TensorType& t) {
+  return AlignUp(static_cast<size_t>(t.num_elements()) * 4);
+}
 
 // Visits every element of `type` in logical row-major order with its physical offset.
 template <typename Fn>

@@ -31,9 +31,8 @@ absl::Status Affine(const Node& node, const DenseArgs& a, bool has_scale) {
 }  // namespace
 
 absl::Status RegisterReferenceScale(KernelRegistry& registry) {
-  KILN_RETURN_IF_ERROR(RegisterReference(registry, "Scale", [](const Node& n, const DenseArgs& a) {
-    return Affine(n, a, true);
-  }));
+  KILN_RETURN_IF_ERROR(RegisterReference(
+      registry, "Scale", [](const Node& n, const DenseArgs& a) { return Affine(n, a, true); }));
   return RegisterReference(registry, "Bias",
                            [](const Node& n, const DenseArgs& a) { return Affine(n, a, false); });
 }

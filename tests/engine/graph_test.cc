@@ -32,7 +32,8 @@ std::unique_ptr<Graph> SmallGraph() {
   pool.ceil_rounding = true;
   Value p = *b.Pooling(r, pool, "pool");
   Value n = *b.Lrn(p, {}, "lrn");
-  std::vector<Value> halves = *b.Op("Slice", {n}, {{"axis", int64_t{1}}, {"num_outputs", int64_t{2}}}, "slice");
+  std::vector<Value> halves =
+      *b.Op("Slice", {n}, {{"axis", int64_t{1}}, {"num_outputs", int64_t{2}}}, "slice");
   Value fw = *b.Constant("fw", RandomTensor(F32({5, 2 * 4 * 4}), 3));
   Value fc = *b.InnerProduct(halves[1], fw, nullptr, "fc");
   Value prob = *b.Softmax(fc, 1, "prob");
@@ -44,7 +45,8 @@ std::unique_ptr<Graph> SmallGraph() {
 TEST(GraphBuilderTest, ShapesAreInferredAtEveryCall) {
   auto g = SmallGraph();
   EXPECT_EQ(g->FindNode("conv")->output_types()[0].dims(), (std::vector<int64_t>{2, 4, 9, 9}));
-  EXPECT_EQ(g->FindNode("pool")->output_types()[0].dims(), (std::vector<int64_t>{2, 4, 4, 4}));  // ceil((9-3)/2)+1
+  EXPECT_EQ(g->FindNode("pool")->output_types()[0].dims(),
+            (std::vector<int64_t>{2, 4, 4, 4}));  // ceil((9-3)/2)+1
   EXPECT_EQ(g->FindNode("slice")->num_outputs(), 2);
   EXPECT_EQ(g->FindNode("prob")->output_types()[0].dims(), (std::vector<int64_t>{2, 5}));
   EXPECT_TRUE(VerifyGraph(*g).ok());
@@ -135,8 +137,8 @@ TEST(TextFormatTest, PrintParsePrintIsIdentical) {
 
 TEST(TextFormatTest, RoundTripKeepsConstantsBitExact) {
   GraphBuilder b(Registry());
-  Value x = *b.Input("data", *TensorType::CreateWithLayout(DataType::kF16, {1, 2, 3, 3},
-                                                          Layout::kChannelsLast));
+  Value x = *b.Input(
+      "data", *TensorType::CreateWithLayout(DataType::kF16, {1, 2, 3, 3}, Layout::kChannelsLast));
   HostTensor w = RandomTensor(*TensorType::Create(DataType::kF16, {2, 2, 1, 1}), 5);
   HostTensor labels(*TensorType::Create(DataType::kI32, {3}));
   labels.data_as<int32_t>()[0] = 2147483647;
@@ -188,18 +190,20 @@ TEST(TextFormatTest, WrongWrittenTypeIsRejected) {
 }
 
 TEST(TextFormatTest, MalformedLinesAreRejected) {
-  for (const char* bad : {"%0 = ", "%0 = ReLU", "%a = ReLU \"r\" () {} : f32[1]",
-                          "%0 = Parameter \"x\" () {dtype=\"f32\", shape=[1,3]} : f32[1,3] junk",
-                          "output \"y\" = %0", "%0 = Constant \"c\" () {} : f32[2] = [1]",
-                          "%0 = Parameter \"x\" () {shape=[1], shape=[2], dtype=\"f32\"} : f32[1]"}) {
+  for (const char* bad :
+       {"%0 = ", "%0 = ReLU", "%a = ReLU \"r\" () {} : f32[1]",
+        "%0 = Parameter \"x\" () {dtype=\"f32\", shape=[1,3]} : f32[1,3] junk", "output \"y\" = %0",
+        "%0 = Constant \"c\" () {} : f32[2] = [1]",
+        "%0 = Parameter \"x\" () {shape=[1], shape=[2], dtype=\"f32\"} : f32[1]"}) {
     EXPECT_FALSE(ParseGraph(bad, Registry()).ok()) << bad;
   }
 }
 
 TEST(TextFormatTest, CommentsAndBlankLinesAreSkipped) {
-  auto g = ParseGraph("# a graph\n\n%0 = Parameter \"x\" () {dtype=\"f32\", shape=[2]} : f32[2]\n"
-                      "output \"x\" = %0\n",
-                      Registry());
+  auto g = ParseGraph(
+      "# a graph\n\n%0 = Parameter \"x\" () {dtype=\"f32\", shape=[2]} : f32[2]\n"
+      "output \"x\" = %0\n",
+      Registry());
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ((*g)->num_nodes(), 1);
 }
@@ -248,9 +252,9 @@ TEST(GraphTest, CloneIsIndependentAndEqual) {
   auto copy = g->Clone();
   EXPECT_EQ(PrintGraph(*copy), PrintGraph(*g));
   copy->RemoveDeadNodes();
-  ASSERT_TRUE(copy->ReplaceAllUsesWith(copy->FindNode("relu")->output(0),
-                                       copy->FindNode("conv")->output(0))
-                  .ok());
+  ASSERT_TRUE(
+      copy->ReplaceAllUsesWith(copy->FindNode("relu")->output(0), copy->FindNode("conv")->output(0))
+          .ok());
   EXPECT_NE(PrintGraph(*copy), PrintGraph(*g));
   EXPECT_TRUE(VerifyGraph(*g).ok());
 }

@@ -1,7 +1,6 @@
 // Compiler, memory planner and executor.
-#include "engine/runtime/compiler.h"
-
 #include "engine/ir/graph_builder.h"
+#include "engine/runtime/compiler.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/memory_planner.h"
 #include "gtest/gtest.h"
@@ -22,8 +21,8 @@ TEST(MemoryPlannerTest, DisjointLifetimesShareMemory) {
 }
 
 TEST(MemoryPlannerTest, OverlappingLifetimesNeverOverlapInMemory) {
-  std::vector<BufferRequest> requests = {{300, 0, 2}, {5000, 1, 3}, {256, 2, 2}, {1, 3, 4},
-                                         {700, 0, 4}};
+  std::vector<BufferRequest> requests = {
+      {300, 0, 2}, {5000, 1, 3}, {256, 2, 2}, {1, 3, 4}, {700, 0, 4}};
   MemoryPlan plan = PlanMemory(requests);
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_EQ(plan.offsets[i] % kBufferAlignment, 0);
@@ -84,7 +83,8 @@ TEST(CompilerTest, CpuBackendFallsBackToReferencePerNode) {
   Value w = *b.Constant("w", RandomTensor(F32({4, 3, 3, 3}), 1));
   ConvolutionOptions o;
   Value c = *b.Convolution(x, w, nullptr, o, "conv");
-  ASSERT_TRUE(b.Output("y", *b.Op1("Pooling", {c}, {{"kernel", std::vector<int64_t>{2}}}, "pool")).ok());
+  ASSERT_TRUE(
+      b.Output("y", *b.Op1("Pooling", {c}, {{"kernel", std::vector<int64_t>{2}}}, "pool")).ok());
   auto plan = Compile(*b.Finish(), DefaultKernelRegistry(), {BackendChoice::kCpu});
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ((*plan)->steps()[0].kernel_name, "cpu.convolution.f32.nchw.im2col_gemm");
@@ -165,7 +165,8 @@ TEST(ExecutorTest, RuntimeKernelErrorNamesTheNode) {
   HostTensor labels = *HostTensor::FromF32(F32({2}), {1, 7});
   auto r = ctx->Run({{"x", RandomTensor(F32({2, 3}), 1)}, {"label", labels}});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("label 7 is outside [0, 3)"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("label 7 is outside [0, 3)"), std::string::npos)
+      << r.status();
   EXPECT_NE(r.status().message().find("'loss'"), std::string::npos);
 }
 

@@ -36,10 +36,9 @@ TEST(TensorTypeTest, ChannelsLast5d) {
 }
 
 TEST(TensorTypeTest, ChannelsLastNeeds4or5Dims) {
-  EXPECT_EQ(TensorType::CreateWithLayout(DataType::kF32, {2, 3}, Layout::kChannelsLast)
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      TensorType::CreateWithLayout(DataType::kF32, {2, 3}, Layout::kChannelsLast).status().code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 TEST(TensorTypeTest, SubRegionOfLargerBuffer) {
@@ -102,8 +101,8 @@ TEST(TensorTypeTest, EmptyTensorHasNoSpan) {
 }
 
 TEST(TensorTypeTest, TextRoundTrip) {
-  for (const char* text : {"f32[2,3,4]", "bf16[1,3,4,4]{48,1,12,3}", "i32[]", "u8[7]",
-                           "f16[2,3]{10,1}"}) {
+  for (const char* text :
+       {"f32[2,3,4]", "bf16[1,3,4,4]{48,1,12,3}", "i32[]", "u8[7]", "f16[2,3]{10,1}"}) {
     auto t = TensorType::Parse(text);
     ASSERT_TRUE(t.ok()) << text << ": " << t.status();
     EXPECT_EQ(t->ToString(), text);
@@ -127,13 +126,14 @@ TEST(DataTypeTest, SizesAndNames) {
 }
 
 TEST(DataTypeTest, HalfConversionIsExactOnRepresentableValues) {
-  for (float v : {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.9604645e-08f, 0.333251953125f}) {
+  for (float v :
+       {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.9604645e-08f, 0.333251953125f}) {
     EXPECT_EQ(HalfToFloat(FloatToHalf(v)), v) << v;
   }
 }
 
 TEST(DataTypeTest, HalfRoundsToNearestEvenAndSaturatesToInf) {
-  EXPECT_EQ(HalfToFloat(FloatToHalf(1.0f + 1.0f / 4096)), 1.0f);           // Halfway: to even.
+  EXPECT_EQ(HalfToFloat(FloatToHalf(1.0f + 1.0f / 4096)), 1.0f);                // Halfway: to even.
   EXPECT_EQ(HalfToFloat(FloatToHalf(1.0f + 3.0f / 4096)), 1.0f + 1.0f / 1024);  // Up.
   EXPECT_TRUE(std::isinf(HalfToFloat(FloatToHalf(70000.0f))));
   EXPECT_TRUE(std::isnan(HalfToFloat(FloatToHalf(std::nanf("")))));

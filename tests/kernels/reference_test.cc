@@ -113,7 +113,9 @@ TEST_P(ReferenceConvTest, MatchesDirectFormula) {
   HostTensor b = RandomTensor(*TensorType::Create(c.dtype, {c.w[0]}), 13);
   std::vector<HostTensor> in = {x, w};
   if (c.bias) in.push_back(b);
-  AttrMap attrs = {{"stride", c.stride}, {"pad", c.pad}, {"dilation", c.dilation},
+  AttrMap attrs = {{"stride", c.stride},
+                   {"pad", c.pad},
+                   {"dilation", c.dilation},
                    {"group", c.group},
                    {"mode", std::string(c.flip ? "convolution" : "cross_correlation")}};
   auto out = RunReference("Convolution", in, attrs);
@@ -129,19 +131,140 @@ std::string ConvName(const ::testing::TestParamInfo<ConvCase>& i) { return i.par
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ReferenceConvTest,
     ::testing::Values(
-        ConvCase{"Basic3x3", {2, 3, 7, 9}, {4, 3, 3, 3}, {1}, {0}, {1}, 1, true, false, false, DataType::kF32},
-        ConvCase{"StridePad", {1, 3, 11, 10}, {5, 3, 5, 3}, {2, 3}, {2, 1}, {1}, 1, true, false, false, DataType::kF32},
-        ConvCase{"Dilated", {1, 2, 13, 13}, {3, 2, 3, 3}, {1}, {2}, {2}, 1, false, false, false, DataType::kF32},
-        ConvCase{"Groups", {2, 6, 7, 7}, {9, 2, 3, 3}, {1}, {1}, {1}, 3, true, false, false, DataType::kF32},
-        ConvCase{"Depthwise", {1, 5, 9, 8}, {5, 1, 3, 3}, {2}, {1}, {1}, 5, true, false, false, DataType::kF32},
-        ConvCase{"TrueConvolution", {1, 2, 6, 7}, {3, 2, 3, 2}, {1}, {1}, {1}, 1, false, true, false, DataType::kF32},
-        ConvCase{"Nhwc", {2, 3, 7, 5}, {4, 3, 3, 3}, {1}, {1}, {1}, 1, true, false, true, DataType::kF32},
-        ConvCase{"Conv1d", {2, 3, 17}, {4, 3, 5}, {2}, {2}, {1}, 1, true, false, false, DataType::kF32},
-        ConvCase{"Conv3d", {1, 2, 5, 6, 7}, {3, 2, 3, 2, 3}, {1, 2, 1}, {1, 0, 1}, {1}, 1, true, false, false, DataType::kF32},
-        ConvCase{"Conv3dNdhwc", {1, 3, 4, 5, 3}, {2, 3, 2, 2, 2}, {1}, {1}, {1}, 1, false, false, true, DataType::kF32},
-        ConvCase{"F16", {1, 3, 7, 7}, {4, 3, 3, 3}, {1}, {1}, {1}, 1, true, false, false, DataType::kF16},
-        ConvCase{"BF16Nhwc", {1, 4, 6, 6}, {4, 2, 3, 3}, {1}, {0}, {1}, 2, true, false, true, DataType::kBF16},
-        ConvCase{"OneByOne", {3, 8, 5, 5}, {7, 8, 1, 1}, {1}, {0}, {1}, 1, true, false, false, DataType::kF32}),
+        ConvCase{"Basic3x3",
+                 {2, 3, 7, 9},
+                 {4, 3, 3, 3},
+                 {1},
+                 {0},
+                 {1},
+                 1,
+                 true,
+                 false,
+                 false,
+                 DataType::kF32},
+        ConvCase{"StridePad",
+                 {1, 3, 11, 10},
+                 {5, 3, 5, 3},
+                 {2, 3},
+                 {2, 1},
+                 {1},
+                 1,
+                 true,
+                 false,
+                 false,
+                 DataType::kF32},
+        ConvCase{"Dilated",
+                 {1, 2, 13, 13},
+                 {3, 2, 3, 3},
+                 {1},
+                 {2},
+                 {2},
+                 1,
+                 false,
+                 false,
+                 false,
+                 DataType::kF32},
+        ConvCase{"Groups",
+                 {2, 6, 7, 7},
+                 {9, 2, 3, 3},
+                 {1},
+                 {1},
+                 {1},
+                 3,
+                 true,
+                 false,
+                 false,
+                 DataType::kF32},
+        ConvCase{"Depthwise",
+                 {1, 5, 9, 8},
+                 {5, 1, 3, 3},
+                 {2},
+                 {1},
+                 {1},
+                 5,
+                 true,
+                 false,
+                 false,
+                 DataType::kF32},
+        ConvCase{"TrueConvolution",
+                 {1, 2, 6, 7},
+                 {3, 2, 3, 2},
+                 {1},
+                 {1},
+                 {1},
+                 1,
+                 false,
+                 true,
+                 false,
+                 DataType::kF32},
+        ConvCase{"Nhwc",
+                 {2, 3, 7, 5},
+                 {4, 3, 3, 3},
+                 {1},
+                 {1},
+                 {1},
+                 1,
+                 true,
+                 false,
+                 true,
+                 DataType::kF32},
+        ConvCase{
+            "Conv1d", {2, 3, 17}, {4, 3, 5}, {2}, {2}, {1}, 1, true, false, false, DataType::kF32},
+        ConvCase{"Conv3d",
+                 {1, 2, 5, 6, 7},
+                 {3, 2, 3, 2, 3},
+                 {1, 2, 1},
+                 {1, 0, 1},
+                 {1},
+                 1,
+                 true,
+                 false,
+                 false,
+                 DataType::kF32},
+        ConvCase{"Conv3dNdhwc",
+                 {1, 3, 4, 5, 3},
+                 {2, 3, 2, 2, 2},
+                 {1},
+                 {1},
+                 {1},
+                 1,
+                 false,
+                 false,
+                 true,
+                 DataType::kF32},
+        ConvCase{"F16",
+                 {1, 3, 7, 7},
+                 {4, 3, 3, 3},
+                 {1},
+                 {1},
+                 {1},
+                 1,
+                 true,
+                 false,
+                 false,
+                 DataType::kF16},
+        ConvCase{"BF16Nhwc",
+                 {1, 4, 6, 6},
+                 {4, 2, 3, 3},
+                 {1},
+                 {0},
+                 {1},
+                 2,
+                 true,
+                 false,
+                 true,
+                 DataType::kBF16},
+        ConvCase{"OneByOne",
+                 {3, 8, 5, 5},
+                 {7, 8, 1, 1},
+                 {1},
+                 {0},
+                 {1},
+                 1,
+                 true,
+                 false,
+                 false,
+                 DataType::kF32}),
     ConvName);
 
 // ---- Deconvolution: defined as the adjoint of convolution. ----
@@ -151,8 +274,8 @@ TEST(ReferenceDeconvTest, IsTheAdjointOfConvolution) {
   for (int64_t group : {1, 2}) {
     HostTensor x = RandomTensor(F32({2, 4, 5, 6}), 21);
     HostTensor w = RandomTensor(F32({4, 3, 3, 2}), 22);  // [C_in, K/group, R, S]
-    AttrMap attrs = {{"stride", Ints{2, 3}}, {"pad", Ints{1, 0}}, {"dilation", Ints{1, 2}},
-                     {"group", group}};
+    AttrMap attrs = {
+        {"stride", Ints{2, 3}}, {"pad", Ints{1, 0}}, {"dilation", Ints{1, 2}}, {"group", group}};
     auto dx = RunReference("Deconvolution", {x, w}, attrs);
     ASSERT_EQ(dx.size(), 1u);
     HostTensor y = RandomTensor(dx[0].type(), 23);
@@ -162,8 +285,10 @@ TEST(ReferenceDeconvTest, IsTheAdjointOfConvolution) {
     ASSERT_EQ(cy.size(), 1u);
     ASSERT_EQ(cy[0].type().dims(), x.type().dims());
     double lhs = 0, rhs = 0;
-    for (int64_t i = 0; i < y.type().num_elements(); ++i) lhs += double{dx[0].GetFloat(i)} * y.GetFloat(i);
-    for (int64_t i = 0; i < x.type().num_elements(); ++i) rhs += double{x.GetFloat(i)} * cy[0].GetFloat(i);
+    for (int64_t i = 0; i < y.type().num_elements(); ++i)
+      lhs += double{dx[0].GetFloat(i)} * y.GetFloat(i);
+    for (int64_t i = 0; i < x.type().num_elements(); ++i)
+      rhs += double{x.GetFloat(i)} * cy[0].GetFloat(i);
     EXPECT_NEAR(lhs, rhs, 1e-3 * std::max(1.0, std::fabs(rhs))) << "group " << group;
   }
 }
@@ -228,8 +353,11 @@ TEST_P(ReferencePoolTest, MatchesWindowFormula) {
   const PoolCase& c = GetParam();
   HostTensor x = RandomTensor(c.nhwc ? Nhwc(c.x) : F32(c.x), 41);
   auto out = RunReference("Pooling", {x},
-                          {{"kernel", c.kernel}, {"stride", c.stride}, {"pad", c.pad},
-                           {"mode", c.mode}, {"rounding", c.rounding}});
+                          {{"kernel", c.kernel},
+                           {"stride", c.stride},
+                           {"pad", c.pad},
+                           {"mode", c.mode},
+                           {"rounding", c.rounding}});
   ASSERT_EQ(out.size(), 1u);
   ExpectClose(out[0], PoolFormula(x, c, out[0].type().dims()));
 }
@@ -238,13 +366,14 @@ std::string PoolName(const ::testing::TestParamInfo<PoolCase>& i) { return i.par
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ReferencePoolTest,
-    ::testing::Values(PoolCase{"MaxCeil", {2, 3, 9, 11}, {3}, {2}, {0}, "max", "ceil", false},
-                      PoolCase{"MaxPadded", {1, 2, 8, 7}, {3}, {2}, {1}, "max", "ceil", false},
-                      PoolCase{"AvgCaffePadded", {1, 2, 7, 7}, {3}, {2}, {1}, "avg", "ceil", false},
-                      PoolCase{"AvgExcludePad", {1, 2, 7, 8}, {3}, {2}, {1}, "avg_exclude_pad", "floor", false},
-                      PoolCase{"AvgFloorNhwc", {2, 5, 9, 9}, {2, 3}, {2, 1}, {0}, "avg", "floor", true},
-                      PoolCase{"Max1d", {2, 3, 13}, {4}, {3}, {1}, "max", "ceil", false},
-                      PoolCase{"Avg3d", {1, 2, 5, 6, 7}, {2}, {2}, {0, 1, 1}, "avg", "ceil", false}),
+    ::testing::Values(
+        PoolCase{"MaxCeil", {2, 3, 9, 11}, {3}, {2}, {0}, "max", "ceil", false},
+        PoolCase{"MaxPadded", {1, 2, 8, 7}, {3}, {2}, {1}, "max", "ceil", false},
+        PoolCase{"AvgCaffePadded", {1, 2, 7, 7}, {3}, {2}, {1}, "avg", "ceil", false},
+        PoolCase{"AvgExcludePad", {1, 2, 7, 8}, {3}, {2}, {1}, "avg_exclude_pad", "floor", false},
+        PoolCase{"AvgFloorNhwc", {2, 5, 9, 9}, {2, 3}, {2, 1}, {0}, "avg", "floor", true},
+        PoolCase{"Max1d", {2, 3, 13}, {4}, {3}, {1}, "max", "ceil", false},
+        PoolCase{"Avg3d", {1, 2, 5, 6, 7}, {2}, {2}, {0, 1, 1}, "avg", "ceil", false}),
     PoolName);
 
 TEST(ReferencePoolTest, GlobalAverage) {
@@ -266,7 +395,8 @@ TEST(ReferenceLrnTest, AcrossChannelsCaffeFormula) {
   HostTensor x = RandomTensor(Nhwc({2, 7, 3, 4}), 51);
   const double alpha = 0.3, beta = 0.75, k = 2.0;
   const int64_t n = 5;
-  auto out = RunReference("LRN", {x}, {{"local_size", n}, {"alpha", alpha}, {"beta", beta}, {"k", k}});
+  auto out =
+      RunReference("LRN", {x}, {{"local_size", n}, {"alpha", alpha}, {"beta", beta}, {"k", k}});
   ASSERT_EQ(out.size(), 1u);
   const Dims dims = {2, 7, 3, 4};
   std::vector<double> expected;
@@ -287,9 +417,12 @@ TEST(ReferenceLrnTest, AcrossChannelsCaffeFormula) {
 TEST(ReferenceLrnTest, WithinChannelCaffeFormula) {
   HostTensor x = RandomTensor(F32({1, 2, 5, 6}), 52);
   const double alpha = 0.5, beta = 0.75;
-  auto out = RunReference("LRN", {x}, {{"local_size", int64_t{3}}, {"alpha", alpha},
-                                       {"beta", beta}, {"k", 7.0},  // k is ignored here.
-                                       {"region", std::string("within_channel")}});
+  auto out = RunReference("LRN", {x},
+                          {{"local_size", int64_t{3}},
+                           {"alpha", alpha},
+                           {"beta", beta},
+                           {"k", 7.0},  // k is ignored here.
+                           {"region", std::string("within_channel")}});
   ASSERT_EQ(out.size(), 1u);
   const Dims dims = {1, 2, 5, 6};
   std::vector<double> expected;
@@ -391,19 +524,33 @@ INSTANTIATE_TEST_SUITE_P(
     Ops, ReferencePointwiseTest,
     ::testing::Values(
         PointwiseCase{"ReLU", {}, [](double x) { return x > 0 ? x : 0; }, DataType::kF32},
-        PointwiseCase{"ReLU", {{"negative_slope", 0.1}}, [](double x) { return x > 0 ? x : 0.1 * x; }, DataType::kF16},
-        PointwiseCase{"Sigmoid", {}, [](double x) { return 1 / (1 + std::exp(-x)); }, DataType::kF32},
+        PointwiseCase{"ReLU",
+                      {{"negative_slope", 0.1}},
+                      [](double x) { return x > 0 ? x : 0.1 * x; },
+                      DataType::kF16},
+        PointwiseCase{
+            "Sigmoid", {}, [](double x) { return 1 / (1 + std::exp(-x)); }, DataType::kF32},
         PointwiseCase{"TanH", {}, [](double x) { return std::tanh(x); }, DataType::kBF16},
-        PointwiseCase{"ELU", {{"alpha", 0.7}}, [](double x) { return x > 0 ? x : 0.7 * (std::exp(x) - 1); }, DataType::kF32},
-        PointwiseCase{"ClippedReLU", {{"ceiling", 1.5}}, [](double x) { return std::min(std::max(x, 0.0), 1.5); }, DataType::kF32},
-        PointwiseCase{"Power", {{"power", 2.0}, {"scale", 0.5}, {"shift", 1.0}}, [](double x) { return std::pow(1 + 0.5 * x, 2); }, DataType::kF32},
+        PointwiseCase{"ELU",
+                      {{"alpha", 0.7}},
+                      [](double x) { return x > 0 ? x : 0.7 * (std::exp(x) - 1); },
+                      DataType::kF32},
+        PointwiseCase{"ClippedReLU",
+                      {{"ceiling", 1.5}},
+                      [](double x) { return std::min(std::max(x, 0.0), 1.5); },
+                      DataType::kF32},
+        PointwiseCase{"Power",
+                      {{"power", 2.0}, {"scale", 0.5}, {"shift", 1.0}},
+                      [](double x) { return std::pow(1 + 0.5 * x, 2); },
+                      DataType::kF32},
         PointwiseCase{"AbsVal", {}, [](double x) { return std::fabs(x); }, DataType::kF16},
         PointwiseCase{"Dropout", {{"ratio", 0.4}}, [](double x) { return x; }, DataType::kF32}),
     PointwiseName);
 
 TEST(ReferenceDropoutTest, TrainingScalesKeptElementsAndDropsTheRest) {
   HostTensor x = RandomTensor(F32({40, 50}), 72, 0.5, 1.5);
-  auto out = RunReference("Dropout", {x}, {{"ratio", 0.25}, {"training", true}, {"seed", int64_t{9}}});
+  auto out =
+      RunReference("Dropout", {x}, {{"ratio", 0.25}, {"training", true}, {"seed", int64_t{9}}});
   ASSERT_EQ(out.size(), 1u);
   int64_t kept = 0;
   std::vector<double> expected;
@@ -521,10 +668,10 @@ TEST(ReferenceTensorOpsTest, ConcatThenSliceRoundTrips) {
 TEST(ReferenceTensorOpsTest, SplitFlattenReshapeKeepLogicalOrder) {
   HostTensor x = RandomTensor(Nhwc({2, 3, 2, 2}), 113);
   const std::vector<double> logical = Doubles(x);
-  for (const auto& [op, attrs] : std::vector<std::pair<std::string, AttrMap>>{
-           {"Split", {{"num_outputs", int64_t{2}}}},
-           {"Flatten", {}},
-           {"Reshape", {{"shape", Ints{4, -1}}}}}) {
+  for (const auto& [op, attrs] :
+       std::vector<std::pair<std::string, AttrMap>>{{"Split", {{"num_outputs", int64_t{2}}}},
+                                                    {"Flatten", {}},
+                                                    {"Reshape", {{"shape", Ints{4, -1}}}}}) {
     auto out = RunReference(op, {x}, attrs);
     ASSERT_FALSE(out.empty()) << op;
     for (const HostTensor& o : out) ExpectClose(o, logical);
@@ -555,8 +702,9 @@ TEST(ReferenceEltwiseTest, SumProdMax) {
     std::vector<double> expected;
     for (int64_t i = 0; i < 21; ++i) {
       const double x = a.GetFloat(i), y = b2.GetFloat(i), z = c.GetFloat(i);
-      expected.push_back(op == "sum" ? 0.5 * x - 2 * y + z : op == "prod" ? x * y * z
-                                                                           : std::max({x, y, z}));
+      expected.push_back(op == "sum"    ? 0.5 * x - 2 * y + z
+                         : op == "prod" ? x * y * z
+                                        : std::max({x, y, z}));
     }
     ExpectClose(out[0], expected);
   }
@@ -590,9 +738,9 @@ TEST(ReferenceLossTest, SoftmaxWithLossNormalizationsAndIgnoreLabel) {
 }
 
 TEST(ReferenceLossTest, AccuracyTopK) {
-  HostTensor x = *HostTensor::FromF32(F32({3, 4}), {0.1f, 0.5f, 0.3f, 0.1f,  //
-                                                   0.9f, 0.0f, 0.05f, 0.05f,  //
-                                                   0.2f, 0.2f, 0.3f, 0.3f});
+  HostTensor x = *HostTensor::FromF32(F32({3, 4}), {0.1f, 0.5f, 0.3f, 0.1f,    //
+                                                    0.9f, 0.0f, 0.05f, 0.05f,  //
+                                                    0.2f, 0.2f, 0.3f, 0.3f});
   HostTensor labels = *HostTensor::FromF32(F32({3}), {2, 0, 0});
   auto top1 = RunReference("Accuracy", {x, labels}, {});
   auto top2 = RunReference("Accuracy", {x, labels}, {{"top_k", int64_t{2}}});

@@ -22,7 +22,9 @@ HostTensor RandomTensor(const TensorType& type, uint32_t seed, float lo, float h
   return t;
 }
 
-TensorType F32(const std::vector<int64_t>& dims) { return *TensorType::Create(DataType::kF32, dims); }
+TensorType F32(const std::vector<int64_t>& dims) {
+  return *TensorType::Create(DataType::kF32, dims);
+}
 
 TensorType Nhwc(const std::vector<int64_t>& dims, DataType dtype) {
   return *TensorType::CreateWithLayout(dtype, dims, Layout::kChannelsLast);
