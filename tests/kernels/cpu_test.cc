@@ -24,20 +24,13 @@ class CpuVsReferenceTest : public ::testing::TestWithParam<CpuCase> {};
 
 TEST_P(CpuVsReferenceTest, Agrees) {
   const CpuCase& c = GetParam();
-  std::vector<HostTensor> in;
-  for (size_t i = 0; i < c.inputs.size(); ++i)
-    in.push_back(RandomTensor(F32(c.inputs[i]), 200 + i));
   std::string kernel;
-  auto fast = testing::RunOp(c.op, in, c.attrs, BackendChoice::kCpu, &kernel);
-  auto ref = testing::RunOp(c.op, in, c.attrs, BackendChoice::kReference);
-  ASSERT_TRUE(fast.ok()) << fast.status();
-  ASSERT_TRUE(ref.ok()) << ref.status();
+  auto ratio = testing::CompareWithReference(c.op, c.inputs, c.attrs, BackendChoice::kCpu, 200,
+                                             1e-4, 1e-4, &kernel);
+  ASSERT_TRUE(ratio.ok()) << ratio.status();
   EXPECT_EQ(kernel, c.expected_kernel);
-  std::vector<double> expected;
-  for (float v : (*ref)[0].ToF32Vector()) expected.push_back(v);
-  const double ratio = testing::ToleranceRatio((*fast)[0], expected, 1e-4, 1e-4);
-  EXPECT_GE(ratio, 0);
-  EXPECT_LE(ratio, 1.0);
+  EXPECT_GE(*ratio, 0) << "element count differs";
+  EXPECT_LE(*ratio, 1.0) << "worst error / tolerance";
 }
 
 std::string Name(const ::testing::TestParamInfo<CpuCase>& i) { return i.param.label; }
@@ -45,48 +38,30 @@ std::string Name(const ::testing::TestParamInfo<CpuCase>& i) { return i.param.la
 const char kConv[] = "cpu.convolution.f32.nchw.im2col_gemm";
 const char kIp[] = "cpu.innerproduct.f32.any.gemm";
 
+// One case per line reads better than the formatter's layout.
+// clang-format off
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CpuVsReferenceTest,
     ::testing::Values(
         CpuCase{"Conv3x3", "Convolution", {{2, 3, 13, 11}, {8, 3, 3, 3}, {8}}, {}, kConv},
-        CpuCase{"ConvStridePad",
-                "Convolution",
-                {{1, 5, 17, 19}, {7, 5, 5, 5}, {7}},
-                {{"stride", Ints{2}}, {"pad", Ints{2}}},
-                kConv},
-        CpuCase{"ConvDilated",
-                "Convolution",
-                {{1, 4, 15, 15}, {6, 4, 3, 3}},
-                {{"dilation", Ints{2, 3}}, {"pad", Ints{1}}},
-                kConv},
-        CpuCase{"ConvGroups",
-                "Convolution",
-                {{2, 6, 9, 9}, {9, 2, 3, 3}, {9}},
-                {{"group", int64_t{3}}, {"pad", Ints{1}}},
-                kConv},
-        CpuCase{"ConvDepthwise",
-                "Convolution",
-                {{1, 8, 10, 10}, {8, 1, 3, 3}},
-                {{"group", int64_t{8}}, {"stride", Ints{2}}},
-                kConv},
+        CpuCase{"ConvStridePad", "Convolution", {{1, 5, 17, 19}, {7, 5, 5, 5}, {7}},
+                {{"stride", Ints{2}}, {"pad", Ints{2}}}, kConv},
+        CpuCase{"ConvDilated", "Convolution", {{1, 4, 15, 15}, {6, 4, 3, 3}},
+                {{"dilation", Ints{2, 3}}, {"pad", Ints{1}}}, kConv},
+        CpuCase{"ConvGroups", "Convolution", {{2, 6, 9, 9}, {9, 2, 3, 3}, {9}},
+                {{"group", int64_t{3}}, {"pad", Ints{1}}}, kConv},
+        CpuCase{"ConvDepthwise", "Convolution", {{1, 8, 10, 10}, {8, 1, 3, 3}},
+                {{"group", int64_t{8}}, {"stride", Ints{2}}}, kConv},
         CpuCase{"Conv1x1", "Convolution", {{3, 16, 7, 7}, {5, 16, 1, 1}}, {}, kConv},
-        CpuCase{"ConvRectangular",
-                "Convolution",
-                {{1, 3, 12, 9}, {4, 3, 5, 2}, {4}},
-                {{"stride", Ints{3, 1}}, {"pad", Ints{1, 0}}},
-                kConv},
+        CpuCase{"ConvRectangular", "Convolution", {{1, 3, 12, 9}, {4, 3, 5, 2}, {4}},
+                {{"stride", Ints{3, 1}}, {"pad", Ints{1, 0}}}, kConv},
         CpuCase{"InnerProduct", "InnerProduct", {{7, 3, 5, 5}, {11, 75}, {11}}, {}, kIp},
-        CpuCase{"InnerProductTranspose",
-                "InnerProduct",
-                {{5, 13}, {13, 9}},
-                {{"transpose", true}},
-                kIp},
-        CpuCase{"InnerProductAxis2",
-                "InnerProduct",
-                {{2, 3, 10}, {4, 10}, {4}},
-                {{"axis", int64_t{2}}},
-                kIp}),
+        CpuCase{"InnerProductTranspose", "InnerProduct", {{5, 13}, {13, 9}},
+                {{"transpose", true}}, kIp},
+        CpuCase{"InnerProductAxis2", "InnerProduct", {{2, 3, 10}, {4, 10}, {4}},
+                {{"axis", int64_t{2}}}, kIp}),
     Name);
+// clang-format on
 
 TEST(CpuKernelSelectionTest, NonDenseInputsFallBackToReference) {
   // An NHWC input is not the CPU GEMM kernel's contract: the plan uses the reference kernel.

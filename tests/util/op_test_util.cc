@@ -61,6 +61,22 @@ absl::StatusOr<std::vector<HostTensor>> RunOp(const std::string& op,
   return out;
 }
 
+absl::StatusOr<double> CompareWithReference(const std::string& op,
+                                            const std::vector<std::vector<int64_t>>& input_dims,
+                                            const AttrMap& attrs, BackendChoice backend,
+                                            uint32_t seed, double atol, double rtol,
+                                            std::string* kernel_name) {
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < input_dims.size(); ++i) {
+    inputs.push_back(RandomTensor(F32(input_dims[i]), seed + static_cast<uint32_t>(i)));
+  }
+  KILN_ASSIGN_OR_RETURN(auto actual, RunOp(op, inputs, attrs, backend, kernel_name));
+  KILN_ASSIGN_OR_RETURN(auto reference, RunOp(op, inputs, attrs, BackendChoice::kReference));
+  std::vector<double> expected;
+  for (float v : reference[0].ToF32Vector()) expected.push_back(v);
+  return ToleranceRatio(actual[0], expected, atol, rtol);
+}
+
 double ToleranceRatio(const HostTensor& actual, const std::vector<double>& expected, double atol,
                       double rtol) {
   if (actual.type().num_elements() != static_cast<int64_t>(expected.size())) return -1;

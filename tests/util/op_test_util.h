@@ -30,6 +30,14 @@ absl::StatusOr<std::vector<HostTensor>> RunOp(const std::string& op,
                                               const AttrMap& attrs, BackendChoice backend,
                                               std::string* kernel_name = nullptr);
 
+// Runs `op` on `backend` and on the reference backend with the same seeded random f32 inputs
+// of `input_dims`, and returns ToleranceRatio of the first output against the reference.
+absl::StatusOr<double> CompareWithReference(const std::string& op,
+                                            const std::vector<std::vector<int64_t>>& input_dims,
+                                            const AttrMap& attrs, BackendChoice backend,
+                                            uint32_t seed, double atol, double rtol,
+                                            std::string* kernel_name);
+
 // Largest |a-b| / (atol + rtol*|b|) over all elements (<= 1 means within tolerance); -1 when
 // the shapes differ, +inf when any element is NaN.
 double ToleranceRatio(const HostTensor& actual, const std::vector<double>& expected, double atol,
