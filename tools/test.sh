@@ -11,15 +11,19 @@ bazel test $cache $jobs //... 2>&1 | tee /tmp/kiln-test.log || status=1
 bazel test $cache $jobs --config=asan //... 2>&1 | tee /tmp/kiln-test-asan.log || status=1
 
 # Count the GoogleTest cases of the plain run from the XML reports.
+# (GPU tests skip without a GPU and are counted as skipped.)
 passed=0
 failed=0
+skipped=0
 for xml in $(find -L bazel-testlogs/ -name test.xml 2>/dev/null); do
   t=$(grep -o 'tests="[0-9]*"' "$xml" | head -1 | tr -dc 0-9)
   f=$(grep -o 'failures="[0-9]*"' "$xml" | head -1 | tr -dc 0-9)
   e=$(grep -o 'errors="[0-9]*"' "$xml" | head -1 | tr -dc 0-9)
-  passed=$((passed + ${t:-0} - ${f:-0} - ${e:-0}))
+  s=$(grep -c 'result="skipped"' "$xml")
+  passed=$((passed + ${t:-0} - ${f:-0} - ${e:-0} - ${s:-0}))
   failed=$((failed + ${f:-0} + ${e:-0}))
+  skipped=$((skipped + ${s:-0}))
 done
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
-echo "tests: ${passed} passed, ${failed} failed"
+echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
 exit "$status"
