@@ -46,7 +46,7 @@ void BM_Convolution(benchmark::State& state, kiln::BackendChoice backend) {
     benchmark::DoNotOptimize(out);
   }
   const double flops = 2.0 * n * k * hw * hw * c * 9;
-  state.counters["GFLOP/s"] =
+  state.counters["GFLOP"] =
       benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
   state.SetLabel((*plan)->steps()[0].kernel_name);
 }
