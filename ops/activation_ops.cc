@@ -52,15 +52,7 @@ absl::StatusOr<std::vector<TensorType>> InferElu(const InferContext& ctx) {
 
 OpDef Unary(const std::string& name, std::vector<AttrDef> attrs, InferTypesFn infer,
             const std::string& summary) {
-  OpDef def;
-  def.name = name;
-  def.family = "activation";
-  def.input_names = {"x"};
-  def.attrs = std::move(attrs);
-  def.infer_types = std::move(infer);
-  def.differentiable = true;
-  def.summary = summary;
-  return def;
+  return MakeOpDef(name, "activation", std::move(attrs), std::move(infer), summary);
 }
 
 }  // namespace

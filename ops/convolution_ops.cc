@@ -145,31 +145,22 @@ absl::StatusOr<std::vector<TensorType>> InferDeconvolution(const InferContext& c
 }  // namespace
 
 absl::Status RegisterConvolutionOps(OpRegistry& registry) {
-  OpDef conv;
-  conv.name = "Convolution";
-  conv.family = "convolution";
-  conv.input_names = {"x", "filter", "bias"};
-  conv.min_inputs = 2;
-  conv.max_inputs = 3;
-  conv.attrs = ConvAttrs();
-  conv.infer_types = InferConvolution;
-  conv.differentiable = true;
-  conv.weight_inputs = {1, 2};
-  conv.summary = "N-d convolution (1-3 spatial dims), stride/pad/dilation/groups, optional bias.";
-  KILN_RETURN_IF_ERROR(registry.Register(std::move(conv)));
-
-  OpDef deconv;
-  deconv.name = "Deconvolution";
-  deconv.family = "convolution";
-  deconv.input_names = {"x", "filter", "bias"};
-  deconv.min_inputs = 2;
-  deconv.max_inputs = 3;
-  deconv.attrs = ConvAttrs();
-  deconv.infer_types = InferDeconvolution;
-  deconv.differentiable = true;
-  deconv.weight_inputs = {1, 2};
-  deconv.summary = "Transposed convolution (Caffe's Deconvolution), filter [C, K/group, R...].";
-  return registry.Register(std::move(deconv));
+  const std::pair<const char*, InferTypesFn> directions[] = {{"Convolution", InferConvolution},
+                                                             {"Deconvolution", InferDeconvolution}};
+  for (const auto& [name, infer] : directions) {
+    const bool forward = std::string(name) == "Convolution";
+    OpDef def = MakeOpDef(name, "convolution", ConvAttrs(), infer,
+                          forward ? "N-d convolution (1-3 spatial dims), stride/pad/dilation/"
+                                    "groups, optional bias."
+                                  : "Transposed convolution (Caffe's Deconvolution), filter "
+                                    "[C, K/group, R...].");
+    def.input_names = {"x", "filter", "bias"};
+    def.min_inputs = 2;
+    def.max_inputs = 3;
+    def.weight_inputs = {1, 2};
+    KILN_RETURN_IF_ERROR(registry.Register(std::move(def)));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kiln

@@ -35,6 +35,19 @@ const AttrDef* OpDef::FindAttr(absl::string_view attr_name) const {
   return nullptr;
 }
 
+OpDef MakeOpDef(std::string name, std::string family, std::vector<AttrDef> attrs,
+                InferTypesFn infer, std::string summary) {
+  OpDef def;
+  def.name = std::move(name);
+  def.family = std::move(family);
+  def.input_names = {"x"};
+  def.attrs = std::move(attrs);
+  def.infer_types = std::move(infer);
+  def.differentiable = true;
+  def.summary = std::move(summary);
+  return def;
+}
+
 absl::StatusOr<AttrMap> NormalizeAttrs(const OpDef& def, const AttrMap& attrs) {
   AttrMap out;
   for (const auto& [name, value] : attrs) {

@@ -74,6 +74,11 @@ struct OpDef {
   const AttrDef* FindAttr(absl::string_view attr_name) const;
 };
 
+// A differentiable one-input ("x") OpDef; callers adjust ports and weight inputs afterwards.
+// Most families start from this.
+OpDef MakeOpDef(std::string name, std::string family, std::vector<AttrDef> attrs,
+                InferTypesFn infer, std::string summary);
+
 // Checks `attrs` against `def` (unknown names, wrong kinds, missing required) and returns the
 // map completed with defaults and coerced to the declared kinds.
 absl::StatusOr<AttrMap> NormalizeAttrs(const OpDef& def, const AttrMap& attrs);

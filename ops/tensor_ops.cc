@@ -175,16 +175,9 @@ absl::StatusOr<std::vector<TensorType>> InferCrop(const InferContext& ctx) {
 
 OpDef Def(const std::string& name, int min_inputs, int max_inputs, std::vector<AttrDef> attrs,
           InferTypesFn infer, const std::string& summary) {
-  OpDef def;
-  def.name = name;
-  def.family = "tensor";
-  def.input_names = {"x"};
+  OpDef def = MakeOpDef(name, "tensor", std::move(attrs), std::move(infer), summary);
   def.min_inputs = min_inputs;
   def.max_inputs = max_inputs;
-  def.attrs = std::move(attrs);
-  def.infer_types = std::move(infer);
-  def.differentiable = true;
-  def.summary = summary;
   return def;
 }
 
