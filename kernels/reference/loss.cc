@@ -1,4 +1,5 @@
-// Reference SoftmaxWithLoss, Accuracy and EuclideanLoss (Caffe semantics).
+// Reference SoftmaxWithLoss, Accuracy, EuclideanLoss, SigmoidCrossEntropyLoss and ContrastiveLoss
+// (Caffe semantics).
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -91,12 +92,62 @@ absl::Status EuclideanLoss(const Node&, const DenseArgs& a) {
   return absl::OkStatus();
 }
 
+absl::Status SigmoidCrossEntropyLoss(const Node& node, const DenseArgs& a) {
+  const auto& ignore = node.GetInts("ignore_label");
+  const int64_t n = a.in_types[0].num_elements();
+  double sum = 0.0;
+  int64_t valid = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double t = a.in[1][i];
+    if (!ignore.empty() && t == static_cast<double>(ignore[0])) continue;
+    const double x = a.in[0][i];
+    // log(1 + exp(-|x|)) form: exact for both signs without overflow.
+    sum -= x * (t - (x >= 0 ? 1.0 : 0.0)) - std::log1p(std::exp(-std::fabs(x)));
+    ++valid;
+  }
+  const std::string& norm = node.GetString("normalization");
+  double normalizer = 1.0;
+  if (norm == "full") normalizer = static_cast<double>(n);
+  if (norm == "valid") normalizer = static_cast<double>(valid);
+  if (norm == "batch_size") normalizer = static_cast<double>(a.in_types[0].dim(0));
+  a.out[0][0] = static_cast<float>(sum / std::max(normalizer, 1.0));
+  return absl::OkStatus();
+}
+
+absl::Status ContrastiveLoss(const Node& node, const DenseArgs& a) {
+  const int64_t rows = a.in_types[0].dim(0);
+  const int64_t width = a.in_types[0].num_elements() / rows;
+  const double margin = node.GetFloat("margin");
+  const bool legacy = node.GetBool("legacy_version");
+  double sum = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double d2 = 0.0;
+    for (int64_t j = 0; j < width; ++j) {
+      const double d = double{a.in[0][r * width + j]} - a.in[1][r * width + j];
+      d2 += d * d;
+    }
+    if (a.in[2][r] != 0.0f) {
+      sum += d2;
+    } else if (legacy) {
+      sum += std::max(margin - d2, 0.0);
+    } else {
+      const double gap = std::max(margin - std::sqrt(d2), 0.0);
+      sum += gap * gap;
+    }
+  }
+  a.out[0][0] = static_cast<float>(sum / (2.0 * static_cast<double>(rows)));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RegisterReferenceLoss(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReference(registry, "SoftmaxWithLoss", SoftmaxWithLoss));
   KILN_RETURN_IF_ERROR(RegisterReference(registry, "Accuracy", Accuracy));
-  return RegisterReference(registry, "EuclideanLoss", EuclideanLoss);
+  KILN_RETURN_IF_ERROR(RegisterReference(registry, "EuclideanLoss", EuclideanLoss));
+  KILN_RETURN_IF_ERROR(
+      RegisterReference(registry, "SigmoidCrossEntropyLoss", SigmoidCrossEntropyLoss));
+  return RegisterReference(registry, "ContrastiveLoss", ContrastiveLoss);
 }
 
 }  // namespace kiln

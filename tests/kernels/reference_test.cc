@@ -634,5 +634,46 @@ TEST(ReferenceLossTest, EuclideanLoss) {
   ExpectClose(out[0], {s / 8});
 }
 
+TEST(ReferenceLossTest, SigmoidCrossEntropyLoss) {
+  HostTensor x = *HostTensor::FromF32(F32({2, 3}), {-30.0f, 0.0f, 2.0f, 1.5f, -0.5f, 40.0f});
+  HostTensor t = *HostTensor::FromF32(F32({2, 3}), {0.0f, 1.0f, 0.25f, 1.0f, -1.0f, 1.0f});
+  // Direct formula in double: -(t log s + (1-t) log(1-s)), with s = sigmoid(x).
+  auto term = [](double xv, double tv) {
+    const double s = 1.0 / (1.0 + std::exp(-xv));
+    const double log_s = xv > 0 ? -std::log1p(std::exp(-xv)) : xv - std::log1p(std::exp(xv));
+    const double log_1s = xv > 0 ? -xv - std::log1p(std::exp(-xv)) : -std::log1p(std::exp(xv));
+    (void)s;
+    return -(tv * log_s + (1 - tv) * log_1s);
+  };
+  double all = 0, kept = 0;
+  for (int i = 0; i < 6; ++i) {
+    const double v = term(x.GetFloat(i), t.GetFloat(i));
+    all += v;
+    if (t.GetFloat(i) != -1.0f) kept += v;
+  }
+  auto batch = RunReference("SigmoidCrossEntropyLoss", {x, t}, {});
+  ASSERT_EQ(batch.size(), 1u);
+  ExpectClose(batch[0], {all / 2});
+  auto valid = RunReference("SigmoidCrossEntropyLoss", {x, t},
+                            {{"ignore_label", Ints{-1}}, {"normalization", std::string("valid")}});
+  ASSERT_EQ(valid.size(), 1u);
+  ExpectClose(valid[0], {kept / 5});
+}
+
+TEST(ReferenceLossTest, ContrastiveLossBothVersions) {
+  HostTensor a = *HostTensor::FromF32(F32({3, 2}), {0, 0, 1, 1, 0.1f, 0});
+  HostTensor b = *HostTensor::FromF32(F32({3, 2}), {3, 4, 1, 2, 0.4f, 0.4f});
+  HostTensor sim = *HostTensor::FromF32(F32({3}), {1, 0, 0});
+  // Row distances: 5 (similar), 1 (dissimilar), 0.5 (dissimilar); margin 2.
+  const double modern = (25.0 + 1.0 + 1.5 * 1.5) / 6.0;
+  const double legacy = (25.0 + 1.0 + (2.0 - 0.25)) / 6.0;
+  auto m = RunReference("ContrastiveLoss", {a, b, sim}, {{"margin", 2.0}});
+  auto l =
+      RunReference("ContrastiveLoss", {a, b, sim}, {{"margin", 2.0}, {"legacy_version", true}});
+  ASSERT_EQ(m.size() + l.size(), 2u);
+  ExpectClose(m[0], {modern});
+  ExpectClose(l[0], {legacy});
+}
+
 }  // namespace
 }  // namespace kiln

@@ -229,6 +229,12 @@ const ShapeCase kCases[] = {
      "top_k 11 must be in [1, 10]"},
     {"EuclideanLoss", "EuclideanLoss", {{4, 3}, {4, 3}}, {}, {{}}},
     {"EuclideanLossMismatch", "EuclideanLoss", {{4, 3}, {4, 2}}, {}, {}, "differ in element count"},
+    {"SigmoidCrossEntropyLoss", "SigmoidCrossEntropyLoss", {{4, 784}, {4, 1, 28, 28}}, {}, {{}}},
+    {"SigmoidCrossEntropyLossCount", "SigmoidCrossEntropyLoss", {{4, 784}, {4, 783}}, {}, {},
+     "as many elements as logits"},
+    {"ContrastiveLoss", "ContrastiveLoss", {{8, 2}, {8, 2}, {8}}, {}, {{}}},
+    {"ContrastiveLossShapes", "ContrastiveLoss", {{8, 2}, {8, 3}, {8}}, {}, {}, "differ in shape"},
+    {"ContrastiveLossSimilar", "ContrastiveLoss", {{8, 2}, {8, 2}, {7}}, {}, {}, "one entry per row"},
 };
 // clang-format on
 
@@ -255,12 +261,14 @@ TEST(PooledSizeTest, MatchesCaffeFormulaExhaustively) {
 
 TEST(OpRegistryTest, EveryOpHasInferenceAndASummary) {
   const std::vector<std::string> expected = {
-      "AbsVal",       "Accuracy", "BatchNorm",       "Bias",          "ClippedReLU",
-      "Concat",       "Constant", "Convolution",     "Crop",          "Deconvolution",
-      "Dropout",      "ELU",      "Eltwise",         "EuclideanLoss", "Flatten",
-      "InnerProduct", "LRN",      "PReLU",           "Parameter",     "Pooling",
-      "Power",        "ReLU",     "Reshape",         "Scale",         "Sigmoid",
-      "Slice",        "Softmax",  "SoftmaxWithLoss", "Split",         "TanH"};
+      "AbsVal",        "Accuracy",     "BatchNorm",   "Bias",
+      "ClippedReLU",   "Concat",       "Constant",    "ContrastiveLoss",
+      "Convolution",   "Crop",         "Deconvolution", "Dropout",
+      "ELU",           "Eltwise",      "EuclideanLoss", "Flatten",
+      "InnerProduct",  "LRN",          "PReLU",       "Parameter",
+      "Pooling",       "Power",        "ReLU",        "Reshape",
+      "Scale",         "Sigmoid",      "SigmoidCrossEntropyLoss", "Slice",
+      "Softmax",       "SoftmaxWithLoss", "Split",    "TanH"};
   std::vector<std::string> names;
   for (const OpDef* d : DefaultOpRegistry().All()) {
     names.push_back(d->name);
