@@ -1,6 +1,8 @@
 // The `kiln` command-line program.
 //   kiln version   versions of Kiln, CUDA runtime/driver, and the devices found
 //   kiln ops       every registered op and, per backend, the kernels (dtype/layout/algorithm)
+//   kiln info      a Caffe model's layers, shapes and parameter counts (text or --json)
+//   kiln run       a forward pass of a Caffe model on .npy inputs
 #include <cstdio>
 #include <map>
 #include <set>
@@ -10,6 +12,7 @@
 #include "engine/runtime/device.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
+#include "tools/caffe_commands.h"
 #include "tools/version.h"
 
 namespace {
@@ -58,9 +61,16 @@ int main(int argc, char** argv) {
   const std::string command = argc > 1 ? argv[1] : "";
   if (command == "version" && argc == 2) return Version();
   if (command == "ops" && argc == 2) return Ops();
+  if (command == "info") return kiln::InfoCommand(argc, argv);
+  if (command == "run") return kiln::RunCommand(argc, argv);
   std::fprintf(stderr,
                "usage: kiln <command>\n"
                "  version   Kiln and CUDA versions, devices found\n"
-               "  ops       registered ops and the kernels each backend has\n");
+               "  ops       registered ops and the kernels each backend has\n"
+               "  info      --model F [--weights W] [--phase train|test] [--stage S] [--level N]\n"
+               "            [--input-shape NAME=D0,D1,...] [--json]\n"
+               "  run       --model F (--weights W | --fill-seed S) --input NAME=X.npy ...\n"
+               "            [--output NAME=Y.npy ...] [--save-weights OUT.caffemodel]\n"
+               "            [--device cpu|cuda|reference] [--phase ...] [--input-shape ...]\n");
   return 2;
 }

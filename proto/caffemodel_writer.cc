@@ -1,0 +1,50 @@
+#include "proto/caffemodel_writer.h"
+
+#include <climits>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "proto/blob_convert.h"
+#include "proto/caffe_io.h"
+
+namespace kiln {
+
+absl::StatusOr<caffe::NetParameter> ModelToNetParameter(const CaffeModel& model) {
+  caffe::NetParameter net = model.net;
+  std::map<std::string, const CaffeLayer*> by_name;
+  for (const CaffeLayer& layer : model.layers) by_name[layer.name] = &layer;
+  for (caffe::LayerParameter& layer : *net.mutable_layer()) {
+    layer.clear_blobs();
+    auto it = by_name.find(layer.name());
+    if (it == by_name.end()) {
+      return absl::InternalError(absl::StrCat("writer: layer '", layer.name(), "' not imported"));
+    }
+    for (int index : it->second->params) {
+      const CaffeParam& param = model.params[index];
+      TensorToBlob(ParamTensor(model, param), param.shape, *layer.add_blobs());
+    }
+  }
+  return net;
+}
+
+absl::StatusOr<std::string> SerializeCaffemodel(const CaffeModel& model) {
+  KILN_ASSIGN_OR_RETURN(caffe::NetParameter net, ModelToNetParameter(model));
+  const size_t size = net.ByteSizeLong();
+  if (size > static_cast<size_t>(INT_MAX)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "writer: the .caffemodel would be ", size, " bytes, over protobuf's 2 GiB limit"));
+  }
+  std::string bytes;
+  if (!net.SerializeToString(&bytes)) {
+    return absl::InternalError("writer: protobuf serialization failed");
+  }
+  return bytes;
+}
+
+absl::Status WriteCaffemodel(const CaffeModel& model, const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(std::string bytes, SerializeCaffemodel(model));
+  return WriteFileBytes(path, bytes);
+}
+
+}  // namespace kiln
