@@ -1,7 +1,6 @@
 #include "proto/caffemodel_writer.h"
 
 #include <climits>
-#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
@@ -12,15 +11,13 @@ namespace kiln {
 
 absl::StatusOr<caffe::NetParameter> ModelToNetParameter(const CaffeModel& model) {
   caffe::NetParameter net = model.net;
-  std::map<std::string, const CaffeLayer*> by_name;
-  for (const CaffeLayer& layer : model.layers) by_name[layer.name] = &layer;
-  for (caffe::LayerParameter& layer : *net.mutable_layer()) {
+  if (net.layer_size() != static_cast<int>(model.layers.size())) {
+    return absl::InternalError("writer: the model's layers do not match its net definition");
+  }
+  for (int i = 0; i < net.layer_size(); ++i) {
+    caffe::LayerParameter& layer = *net.mutable_layer(i);
     layer.clear_blobs();
-    auto it = by_name.find(layer.name());
-    if (it == by_name.end()) {
-      return absl::InternalError(absl::StrCat("writer: layer '", layer.name(), "' not imported"));
-    }
-    for (int index : it->second->params) {
+    for (int index : model.layers[i].params) {
       const CaffeParam& param = model.params[index];
       TensorToBlob(ParamTensor(model, param), param.shape, *layer.add_blobs());
     }

@@ -158,13 +158,8 @@ class Importer {
       }
     }
     model_.graph = std::make_unique<Graph>(&registry_);
-    std::set<std::string> layer_names;
+    // Caffe allows two layers of one name (weights then go to both); so do we.
     for (const caffe::LayerParameter& layer : model_.net.layer()) {
-      if (!layer_names.insert(layer.name()).second) {
-        return absl::InvalidArgumentError(absl::StrCat("import: layer '", layer.name(),
-                                                       "' (", layer.type(),
-                                                       "): a second layer has this name"));
-      }
       KILN_RETURN_IF_ERROR(ImportLayer(layer));
     }
     // Outputs: the blobs whose latest value no layer read, in the order they were produced.
@@ -290,7 +285,7 @@ absl::StatusOr<Value> Importer::MakeParam(const caffe::LayerParameter& layer, Ca
       param.source = "shared";
       record.params.push_back(static_cast<int>(model_.params.size()));
       model_.params.push_back(param);
-      return model_.graph->FindNode(owner.node)->output(0);
+      return model_.graph->FindNode(param.node)->output(0);
     }
   }
 
