@@ -13,6 +13,7 @@
 #include "engine/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/text_format.h"
 #include "proto/wire_scan.h"
 
@@ -44,6 +45,18 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
   int column_ = 0;
   std::string message_;
 };
+
+// protobuf logs (to stderr) when a proto2 string field holds bytes that are not UTF-8, and
+// parses on. Caffe files are data, not text we rely on, so the log line would only be noise on
+// the user's terminal; Kiln reports problems through Status. Installed once, process-wide.
+void SilenceProtobufLogging() {
+  static const bool silenced = [] {
+    google::protobuf::SetLogHandler([](google::protobuf::LogLevel, const char*, int,
+                                       const std::string&) {});
+    return true;
+  }();
+  (void)silenced;
+}
 
 }  // namespace
 
@@ -100,6 +113,7 @@ absl::Status ParseTextMessage(absl::string_view text, absl::string_view origin,
   if (text.size() > static_cast<size_t>(INT_MAX)) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": text file over 2 GiB"));
   }
+  SilenceProtobufLogging();
   FirstErrorCollector errors;
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
@@ -120,6 +134,7 @@ absl::Status ParseBinaryMessage(absl::string_view bytes, absl::string_view origi
     return absl::InvalidArgumentError(absl::StrCat(
         origin, ": ", bytes.size(), " bytes is over protobuf's 2 GiB limit for one message"));
   }
+  SilenceProtobufLogging();
   message.Clear();
   google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(bytes.data()),
                                                 static_cast<int>(bytes.size()));

@@ -37,6 +37,9 @@ struct CaffeImportOptions {
   const caffe::NetParameter* weights = nullptr;
   ParamInit init = ParamInit::kFillers;
   uint64_t fill_seed = 1;
+  // Largest parameter blob accepted, in elements. Caffe cannot store more than 2^31 values in
+  // one blob; a smaller cap keeps untrusted files (and fuzzers) from exhausting memory.
+  int64_t max_param_elements = int64_t{1} << 31;
 };
 
 // One parameter blob of one layer.

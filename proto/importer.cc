@@ -260,7 +260,14 @@ absl::StatusOr<Value> Importer::MakeParam(const caffe::LayerParameter& layer, Ca
     param.share_name = spec.name();
   }
   int64_t count = 1;
-  for (int64_t d : shape) count *= d;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && count > options_.max_param_elements / d)) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(where, role, " blob ", DimsToString(shape), " has more than ",
+                       options_.max_param_elements, " elements"));
+    }
+    count *= d;
+  }
   if (learnable) record.learnable_count += count;
   const std::vector<int64_t>& dims = kiln_shape.empty() ? shape : kiln_shape;
 
