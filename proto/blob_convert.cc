@@ -33,10 +33,10 @@ absl::Status BlobToTensor(const caffe::BlobProto& blob, const std::vector<int64_
     }
   }
   if (!matches) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": the weights have shape ", DimsToString(declared),
-        IsLegacy(blob) ? " (legacy num/channels/height/width)" : "", ", the net needs ",
-        DimsToString(expected)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": the weights have shape ", DimsToString(declared),
+                     IsLegacy(blob) ? " (legacy num/channels/height/width)" : "",
+                     ", the net needs ", DimsToString(expected)));
   }
   int64_t count = 1;
   for (int64_t d : expected) count *= d;

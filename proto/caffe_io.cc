@@ -51,8 +51,8 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
 // the user's terminal; Kiln reports problems through Status. Installed once, process-wide.
 void SilenceProtobufLogging() {
   static const bool silenced = [] {
-    google::protobuf::SetLogHandler([](google::protobuf::LogLevel, const char*, int,
-                                       const std::string&) {});
+    google::protobuf::SetLogHandler(
+        [](google::protobuf::LogLevel, const char*, int, const std::string&) {});
     return true;
   }();
   (void)silenced;
@@ -73,8 +73,8 @@ absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
   if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot be opened"));
   std::string bytes(static_cast<size_t>(info.st_size), '\0');
   if (!bytes.empty() && !in.read(&bytes[0], static_cast<std::streamsize>(bytes.size()))) {
-    return absl::InternalError(absl::StrCat(path, ": read failed after ", in.gcount(), " of ",
-                                            bytes.size(), " bytes"));
+    return absl::InternalError(
+        absl::StrCat(path, ": read failed after ", in.gcount(), " of ", bytes.size(), " bytes"));
   }
   return bytes;
 }
@@ -121,8 +121,8 @@ absl::Status ParseTextMessage(absl::string_view text, absl::string_view origin,
   const bool ok = parser.ParseFromString(std::string(text), &message);
   if (ok) return absl::OkStatus();
   if (!errors.has_error()) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": not a valid ",
-                                                   message.GetDescriptor()->name(), " text"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": not a valid ", message.GetDescriptor()->name(), " text"));
   }
   return absl::InvalidArgumentError(absl::StrCat(origin, ":", errors.line() + 1, ":",
                                                  errors.column() + 1, ": ", errors.message()));
@@ -141,20 +141,19 @@ absl::Status ParseBinaryMessage(absl::string_view bytes, absl::string_view origi
   stream.SetTotalBytesLimit(INT_MAX);
   if (message.ParsePartialFromCodedStream(&stream) && stream.ConsumedEntireMessage()) {
     if (!message.IsInitialized()) {
-      return absl::InvalidArgumentError(absl::StrCat(origin, ": missing required fields ",
-                                                     message.InitializationErrorString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": missing required fields ", message.InitializationErrorString()));
     }
     return absl::OkStatus();
   }
   absl::Status where = ScanWireFormat(bytes, *message.GetDescriptor());
   if (!where.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": not a valid binary ",
-                                                   message.GetDescriptor()->name(), ": ",
-                                                   where.message()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": not a valid binary ", message.GetDescriptor()->name(), ": ", where.message()));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      origin, ": not a valid binary ", message.GetDescriptor()->name(),
-      " (the wire format is intact; a value is out of range for its field)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(origin, ": not a valid binary ", message.GetDescriptor()->name(),
+                   " (the wire format is intact; a value is out of range for its field)"));
 }
 
 absl::StatusOr<caffe::NetParameter> ParseNetParameter(absl::string_view bytes,

@@ -45,16 +45,16 @@ struct CaffeImportOptions {
 // One parameter blob of one layer.
 struct CaffeParam {
   std::string layer;
-  int index = 0;            // position in the layer's blobs
-  std::string node;         // the Constant node holding it
+  int index = 0;               // position in the layer's blobs
+  std::string node;            // the Constant node holding it
   std::vector<int64_t> shape;  // Caffe's blob shape (what a .caffemodel stores)
-  bool learnable = false;   // weights/biases (not BatchNorm statistics)
+  bool learnable = false;      // weights/biases (not BatchNorm statistics)
   // From the layer's ParamSpec (defaults when absent).
   float lr_mult = 1.0f;
   float decay_mult = 1.0f;
-  std::string share_name;   // non-empty: shared with every param of that name
-  int shared_with = -1;     // index of the first param of that name, or -1
-  std::string source;       // "weights", "net file", "filler <type>", "zeros", "shared"
+  std::string share_name;  // non-empty: shared with every param of that name
+  int shared_with = -1;    // index of the first param of that name, or -1
+  std::string source;      // "weights", "net file", "filler <type>", "zeros", "shared"
 };
 
 struct CaffeTop {
@@ -68,28 +68,28 @@ struct CaffeLayer {
   std::string type;
   std::vector<std::string> nodes;  // the Kiln nodes made for it (none for Input/Data/Silence)
   std::vector<CaffeTop> tops;
-  std::vector<int> params;         // indices into CaffeModel::params
-  int64_t learnable_count = 0;     // elements in its learnable blobs
+  std::vector<int> params;      // indices into CaffeModel::params
+  int64_t learnable_count = 0;  // elements in its learnable blobs
 };
 
 // A graph input made from an Input or data layer.
 struct CaffeInput {
-  std::string name;                 // the top blob: what the user binds
-  std::string node;                 // the graph Parameter (the blob name unless that was taken)
+  std::string name;  // the top blob: what the user binds
+  std::string node;  // the graph Parameter (the blob name unless that was taken)
   std::string layer;
   std::string layer_type;
   std::vector<int64_t> dims;
-  std::string shape_from;           // "file" or "user"
+  std::string shape_from;                    // "file" or "user"
   caffe::TransformationParameter transform;  // preprocessing Caffe would apply (data layers)
 };
 
 struct CaffeModel {
   std::unique_ptr<Graph> graph;
-  caffe::NetParameter net;          // upgraded to V2 and filtered for the chosen state
-  std::vector<CaffeLayer> layers;   // one per kept layer, in file order
+  caffe::NetParameter net;         // upgraded to V2 and filtered for the chosen state
+  std::vector<CaffeLayer> layers;  // one per kept layer, in file order
   std::vector<CaffeParam> params;
   std::vector<CaffeInput> inputs;
-  std::vector<std::string> outputs; // blobs no layer consumes, in production order
+  std::vector<std::string> outputs;  // blobs no layer consumes, in production order
 
   // Elements in all learnable blobs, counted per layer (a shared blob counts in each layer).
   int64_t LearnableParams() const;

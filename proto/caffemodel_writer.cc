@@ -29,8 +29,8 @@ absl::StatusOr<std::string> SerializeCaffemodel(const CaffeModel& model) {
   KILN_ASSIGN_OR_RETURN(caffe::NetParameter net, ModelToNetParameter(model));
   const size_t size = net.ByteSizeLong();
   if (size > static_cast<size_t>(INT_MAX)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "writer: the .caffemodel would be ", size, " bytes, over protobuf's 2 GiB limit"));
+    return absl::ResourceExhaustedError(absl::StrCat("writer: the .caffemodel would be ", size,
+                                                     " bytes, over protobuf's 2 GiB limit"));
   }
   std::string bytes;
   if (!net.SerializeToString(&bytes)) {

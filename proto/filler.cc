@@ -70,7 +70,8 @@ absl::Status FillBlob(const caffe::FillerParameter& filler, uint64_t seed, absl:
   } else if (kind == "uniform") {
     if (filler.max() < filler.min()) return error("max < min");
     for (int64_t i = 0; i < count; ++i) {
-      out[i] = static_cast<float>(filler.min() + (filler.max() - filler.min()) * Uniform01(seed, i));
+      out[i] =
+          static_cast<float>(filler.min() + (filler.max() - filler.min()) * Uniform01(seed, i));
     }
   } else if (kind == "gaussian") {
     if (filler.std() < 0) return error("std < 0");
@@ -113,8 +114,7 @@ absl::Status FillBlob(const caffe::FillerParameter& filler, uint64_t seed, absl:
     for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(std * StandardNormal(seed, i));
   } else if (kind == "bilinear") {
     if (type.rank() != 4 || type.dim(2) != type.dim(3)) {
-      return error(absl::StrCat("needs a 4-d blob with square kernels, got ",
-                                type.ToString()));
+      return error(absl::StrCat("needs a 4-d blob with square kernels, got ", type.ToString()));
     }
     const int64_t k = type.dim(3);
     const int64_t f = (k + 1) / 2;

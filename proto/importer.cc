@@ -262,9 +262,9 @@ absl::StatusOr<Value> Importer::MakeParam(const caffe::LayerParameter& layer, Ca
   int64_t count = 1;
   for (int64_t d : shape) {
     if (d < 0 || (d > 0 && count > options_.max_param_elements / d)) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(where, role, " blob ", DimsToString(shape), " has more than ",
-                       options_.max_param_elements, " elements"));
+      return absl::ResourceExhaustedError(absl::StrCat(where, role, " blob ", DimsToString(shape),
+                                                       " has more than ",
+                                                       options_.max_param_elements, " elements"));
     }
     count *= d;
   }
@@ -277,15 +277,14 @@ absl::StatusOr<Value> Importer::MakeParam(const caffe::LayerParameter& layer, Ca
     if (shared != param_by_share_name_.end()) {
       const CaffeParam& owner = model_.params[shared->second];
       if (owner.shape != shape) {
-        const bool permissive =
-            layer.param(index).share_mode() == caffe::ParamSpec::PERMISSIVE;
+        const bool permissive = layer.param(index).share_mode() == caffe::ParamSpec::PERMISSIVE;
         return absl::Status(
             permissive ? absl::StatusCode::kUnimplemented : absl::StatusCode::kInvalidArgument,
-            absl::StrCat(where, "param '", param.share_name, "' is shared with layer '",
-                         owner.layer, "' whose blob is ", DimsToString(owner.shape),
-                         ", but this layer needs ", DimsToString(shape),
-                         permissive ? " (PERMISSIVE sharing of different shapes is not supported)"
-                                    : ""));
+            absl::StrCat(
+                where, "param '", param.share_name, "' is shared with layer '", owner.layer,
+                "' whose blob is ", DimsToString(owner.shape), ", but this layer needs ",
+                DimsToString(shape),
+                permissive ? " (PERMISSIVE sharing of different shapes is not supported)" : ""));
       }
       param.node = owner.node;
       param.shared_with = shared->second;
@@ -312,8 +311,8 @@ absl::StatusOr<Value> Importer::MakeParam(const caffe::LayerParameter& layer, Ca
     if (index < source_layer->blobs_size()) blob = &source_layer->blobs(index);
   }
   if (blob != nullptr) {
-    KILN_RETURN_IF_ERROR(BlobToTensor(*blob, shape, absl::StrCat(where, role, " blob ", index),
-                                      tensor));
+    KILN_RETURN_IF_ERROR(
+        BlobToTensor(*blob, shape, absl::StrCat(where, role, " blob ", index), tensor));
   } else if (options_.init == ParamInit::kFillers) {
     HostTensor caffe_view = tensor;
     if (!kiln_shape.empty()) {
@@ -361,9 +360,8 @@ absl::StatusOr<Value> Importer::MakeInput(const caffe::LayerParameter& layer,
     input.shape_from = "user";
   } else {
     return absl::InvalidArgumentError(absl::StrCat(where, "the shape of top '", input.name,
-                                                   "' is unknown: ", hint,
-                                                   " (kiln: --input-shape ", input.name,
-                                                   "=D0,D1,...)"));
+                                                   "' is unknown: ", hint, " (kiln: --input-shape ",
+                                                   input.name, "=D0,D1,...)"));
   }
   for (int64_t d : input.dims) {
     if (d <= 0) {
@@ -374,8 +372,8 @@ absl::StatusOr<Value> Importer::MakeInput(const caffe::LayerParameter& layer,
   }
   absl::StatusOr<TensorType> type = TensorType::Create(DataType::kF32, input.dims);
   if (!type.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, "top '", input.name, "': ",
-                                                   type.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "top '", input.name, "': ", type.status().message()));
   }
   input.node = UniqueName(input.name);
   absl::StatusOr<Value> value = model_.graph->AddParameter(input.node, *type);
@@ -397,8 +395,8 @@ absl::Status Importer::ImportLayer(const caffe::LayerParameter& layer) {
   for (const std::string& name : layer.bottom()) {
     auto it = current_.find(name);
     if (it == current_.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, "bottom '", name, "' names no blob produced by an earlier layer"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "bottom '", name, "' names no blob produced by an earlier layer"));
     }
     bottoms.push_back(it->second);
   }
@@ -425,14 +423,12 @@ absl::Status Importer::ImportLayer(const caffe::LayerParameter& layer) {
         source->blobs_size(), " blobs for this layer, which needs ", builder.expected_params()));
   }
   if (layer.param_size() > builder.expected_params()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, layer.param_size(),
-                                                   " param specs for ", builder.expected_params(),
-                                                   " parameter blobs"));
+    return absl::InvalidArgumentError(absl::StrCat(where, layer.param_size(), " param specs for ",
+                                                   builder.expected_params(), " parameter blobs"));
   }
   if (layer.loss_weight_size() > layer.top_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, layer.loss_weight_size(),
-                                                   " loss_weight values for ", layer.top_size(),
-                                                   " tops"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, layer.loss_weight_size(), " loss_weight values for ", layer.top_size(), " tops"));
   }
   for (const Value& v : bottoms) consumed_.insert(v);
   for (int t = 0; t < layer.top_size(); ++t) {

@@ -26,8 +26,10 @@ caffe::FillerParameter ConstantFiller(float value) {
 absl::Status NeedBottoms(LayerBuilder& b, int min, int max) {
   const int n = static_cast<int>(b.bottoms().size());
   if (n < min || (max >= 0 && n > max)) {
-    return b.Invalid(absl::StrCat("takes ", min == max ? absl::StrCat(min) : absl::StrCat(min, "..", max < 0 ? "" : absl::StrCat(max)),
-                                  " bottom(s), got ", n));
+    return b.Invalid(absl::StrCat(
+        "takes ",
+        min == max ? absl::StrCat(min) : absl::StrCat(min, "..", max < 0 ? "" : absl::StrCat(max)),
+        " bottom(s), got ", n));
   }
   return absl::OkStatus();
 }
@@ -35,8 +37,10 @@ absl::Status NeedBottoms(LayerBuilder& b, int min, int max) {
 absl::Status NeedTops(LayerBuilder& b, int min, int max) {
   const int n = b.layer().top_size();
   if (n < min || (max >= 0 && n > max)) {
-    return b.Invalid(absl::StrCat("takes ", min == max ? absl::StrCat(min) : absl::StrCat(min, "..", max < 0 ? "" : absl::StrCat(max)),
-                                  " top(s), got ", n));
+    return b.Invalid(absl::StrCat(
+        "takes ",
+        min == max ? absl::StrCat(min) : absl::StrCat(min, "..", max < 0 ? "" : absl::StrCat(max)),
+        " top(s), got ", n));
   }
   return absl::OkStatus();
 }
@@ -69,8 +73,8 @@ absl::StatusOr<Ints> SpatialValues(LayerBuilder& b, const char* name,
   }
   if (repeated.size() == 1) return Ints(spatial, repeated.Get(0));
   if (repeated.size() != spatial) {
-    return b.Invalid(absl::StrCat(repeated.size(), " ", name, " values for ", spatial,
-                                  " spatial dims"));
+    return b.Invalid(
+        absl::StrCat(repeated.size(), " ", name, " values for ", spatial, " spatial dims"));
   }
   return Ints(repeated.begin(), repeated.end());
 }
@@ -87,18 +91,18 @@ absl::Status Convolution(LayerBuilder& b) {
   const TensorType& x = b.bottoms()[0].type();
   const int spatial = x.rank() - 2;
   if (spatial < 1) return b.Invalid(absl::StrCat("input ", x.ToString(), " has no spatial dims"));
-  KILN_ASSIGN_OR_RETURN(Ints kernel,
-                        SpatialValues(b, "kernel_size", p.kernel_size(), p.has_kernel_h(),
-                                      p.kernel_h(), p.has_kernel_w(), p.kernel_w(), spatial, 0,
-                                      /*required=*/true));
+  KILN_ASSIGN_OR_RETURN(
+      Ints kernel, SpatialValues(b, "kernel_size", p.kernel_size(), p.has_kernel_h(), p.kernel_h(),
+                                 p.has_kernel_w(), p.kernel_w(), spatial, 0,
+                                 /*required=*/true));
   KILN_ASSIGN_OR_RETURN(Ints stride,
                         SpatialValues(b, "stride", p.stride(), p.has_stride_h(), p.stride_h(),
                                       p.has_stride_w(), p.stride_w(), spatial, 1, false));
   KILN_ASSIGN_OR_RETURN(Ints pad, SpatialValues(b, "pad", p.pad(), p.has_pad_h(), p.pad_h(),
                                                 p.has_pad_w(), p.pad_w(), spatial, 0, false));
   if (p.dilation_size() > 1 && p.dilation_size() != spatial) {
-    return b.Invalid(absl::StrCat(p.dilation_size(), " dilation values for ", spatial,
-                                  " spatial dims"));
+    return b.Invalid(
+        absl::StrCat(p.dilation_size(), " dilation values for ", spatial, " spatial dims"));
   }
   Ints dilation(spatial, p.dilation_size() == 0 ? 1 : p.dilation(0));
   if (p.dilation_size() == spatial) dilation.assign(p.dilation().begin(), p.dilation().end());
@@ -123,12 +127,10 @@ absl::Status Convolution(LayerBuilder& b) {
     KILN_ASSIGN_OR_RETURN(Value bias, b.Param(1, {outputs}, p.bias_filler(), true, "bias"));
     inputs.push_back(bias);
   }
-  KILN_ASSIGN_OR_RETURN(Node * node,
-                        b.AddNode(deconv ? "Deconvolution" : "Convolution", "", inputs,
-                                  {{"stride", stride},
-                                   {"pad", pad},
-                                   {"dilation", dilation},
-                                   {"group", group}}));
+  KILN_ASSIGN_OR_RETURN(
+      Node * node,
+      b.AddNode(deconv ? "Deconvolution" : "Convolution", "", inputs,
+                {{"stride", stride}, {"pad", pad}, {"dilation", dilation}, {"group", group}}));
   b.SetTops({node->output(0)});
   return absl::OkStatus();
 }
@@ -142,9 +144,14 @@ absl::Status Pooling(LayerBuilder& b) {
   if (x.rank() != 4) return b.Invalid(absl::StrCat("input ", x.ToString(), " must be 4-d"));
   std::string mode;
   switch (p.pool()) {
-    case caffe::PoolingParameter::MAX: mode = "max"; break;
-    case caffe::PoolingParameter::AVE: mode = "avg"; break;
-    default: return b.Unsupported("pooling_param.pool STOCHASTIC");
+    case caffe::PoolingParameter::MAX:
+      mode = "max";
+      break;
+    case caffe::PoolingParameter::AVE:
+      mode = "avg";
+      break;
+    default:
+      return b.Unsupported("pooling_param.pool STOCHASTIC");
   }
   const bool has_kernel = p.has_kernel_size() || p.has_kernel_h() || p.has_kernel_w();
   if (p.global_pooling()) {
@@ -165,17 +172,19 @@ absl::Status Pooling(LayerBuilder& b) {
     return b.Invalid("give stride or stride_h/stride_w, not both");
   }
   if (p.has_stride_h() != p.has_stride_w()) return b.Invalid("give both stride_h and stride_w");
-  const Ints kernel = p.global_pooling() ? Ints{x.dim(2), x.dim(3)}
+  const Ints kernel = p.global_pooling()    ? Ints{x.dim(2), x.dim(3)}
                       : p.has_kernel_size() ? Ints{p.kernel_size(), p.kernel_size()}
                                             : Ints{p.kernel_h(), p.kernel_w()};
-  const Ints pad = p.has_pad_h() || p.has_pad_w() ? Ints{p.pad_h(), p.pad_w()} : Ints{p.pad(), p.pad()};
+  const Ints pad =
+      p.has_pad_h() || p.has_pad_w() ? Ints{p.pad_h(), p.pad_w()} : Ints{p.pad(), p.pad()};
   const Ints stride =
       p.has_stride_h() ? Ints{p.stride_h(), p.stride_w()} : Ints{p.stride(), p.stride()};
   for (int d = 0; d < 2; ++d) {
     if (kernel[d] <= 0) return b.Invalid("kernel size must be > 0");
     if (stride[d] <= 0) return b.Invalid("stride must be > 0");
     if (pad[d] >= kernel[d]) {
-      return b.Invalid(absl::StrCat("pad ", pad[d], " must be smaller than the kernel ", kernel[d]));
+      return b.Invalid(
+          absl::StrCat("pad ", pad[d], " must be smaller than the kernel ", kernel[d]));
     }
   }
   if (p.global_pooling() && (pad != Ints{0, 0} || stride != Ints{1, 1})) {
@@ -228,11 +237,11 @@ absl::Status BatchNorm(LayerBuilder& b) {
   KILN_ASSIGN_OR_RETURN(Value mean, b.Param(0, {channels}, zero, false, "mean"));
   KILN_ASSIGN_OR_RETURN(Value variance, b.Param(1, {channels}, zero, false, "variance"));
   KILN_ASSIGN_OR_RETURN(Value factor, b.Param(2, {1}, zero, false, "scale_factor"));
-  KILN_ASSIGN_OR_RETURN(Node * node,
-                        b.AddNode("BatchNorm", "", {b.bottoms()[0], mean, variance, factor},
-                                  {{"eps", double{p.eps()}},
-                                   {"use_global_stats", global},
-                                   {"moving_average_fraction", double{p.moving_average_fraction()}}}));
+  KILN_ASSIGN_OR_RETURN(
+      Node * node, b.AddNode("BatchNorm", "", {b.bottoms()[0], mean, variance, factor},
+                             {{"eps", double{p.eps()}},
+                              {"use_global_stats", global},
+                              {"moving_average_fraction", double{p.moving_average_fraction()}}}));
   b.SetTops({node->output(0)});
   return absl::OkStatus();
 }
@@ -244,8 +253,8 @@ absl::StatusOr<Ints> CoveredDims(LayerBuilder& b, const TensorType& x, int64_t a
   if (a < 0 || a > x.rank()) return b.Invalid(absl::StrCat("axis ", axis, " out of range"));
   const int64_t n = num_axes < 0 ? x.rank() - a : num_axes;
   if (num_axes < -1 || a + n > x.rank()) {
-    return b.Invalid(absl::StrCat("num_axes ", num_axes, " from axis ", a, " exceeds rank ",
-                                  x.rank()));
+    return b.Invalid(
+        absl::StrCat("num_axes ", num_axes, " from axis ", a, " exceeds rank ", x.rank()));
   }
   return Ints(x.dims().begin() + a, x.dims().begin() + a + n);
 }
@@ -268,16 +277,17 @@ absl::Status Scale(LayerBuilder& b) {
     KILN_ASSIGN_OR_RETURN(shape, CoveredDims(b, x, p.axis(), p.num_axes()));
     b.ExpectParams(p.bias_term() ? 2 : 1);
     KILN_ASSIGN_OR_RETURN(
-        Value scale,
-        b.Param(next_blob++, shape, p.has_filler() ? p.filler() : ConstantFiller(1), true, "scale"));
+        Value scale, b.Param(next_blob++, shape, p.has_filler() ? p.filler() : ConstantFiller(1),
+                             true, "scale"));
     inputs.push_back(scale);
   }
   if (p.bias_term()) {
     KILN_ASSIGN_OR_RETURN(Value bias, b.Param(next_blob, shape, p.bias_filler(), true, "bias"));
     inputs.push_back(bias);
   }
-  KILN_ASSIGN_OR_RETURN(Node * node, b.AddNode("Scale", "", inputs,
-                                               {{"axis", int64_t{p.axis()}}, {"num_axes", num_axes}}));
+  KILN_ASSIGN_OR_RETURN(
+      Node * node,
+      b.AddNode("Scale", "", inputs, {{"axis", int64_t{p.axis()}}, {"num_axes", num_axes}}));
   b.SetTops({node->output(0)});
   return absl::OkStatus();
 }
@@ -297,8 +307,9 @@ absl::Status Bias(LayerBuilder& b) {
     b.ExpectParams(1);
     KILN_ASSIGN_OR_RETURN(bias, b.Param(0, shape, p.filler(), true, "bias"));
   }
-  KILN_ASSIGN_OR_RETURN(Node * node, b.AddNode("Bias", "", {b.bottoms()[0], bias},
-                                               {{"axis", int64_t{p.axis()}}, {"num_axes", num_axes}}));
+  KILN_ASSIGN_OR_RETURN(Node * node,
+                        b.AddNode("Bias", "", {b.bottoms()[0], bias},
+                                  {{"axis", int64_t{p.axis()}}, {"num_axes", num_axes}}));
   b.SetTops({node->output(0)});
   return absl::OkStatus();
 }
@@ -316,9 +327,9 @@ absl::Status Prelu(LayerBuilder& b) {
   b.ExpectParams(1);
   // Caffe stores a shared slope as a 0-axis blob; the op takes it as [1].
   const Ints caffe_shape = p.channel_shared() ? Ints{} : Ints{x.dim(1)};
-  KILN_ASSIGN_OR_RETURN(Value slope, b.Param(0, caffe_shape,
-                                             p.has_filler() ? p.filler() : ConstantFiller(0.25f),
-                                             true, "slope", Ints{p.channel_shared() ? 1 : x.dim(1)}));
+  KILN_ASSIGN_OR_RETURN(Value slope,
+                        b.Param(0, caffe_shape, p.has_filler() ? p.filler() : ConstantFiller(0.25f),
+                                true, "slope", Ints{p.channel_shared() ? 1 : x.dim(1)}));
   KILN_ASSIGN_OR_RETURN(Node * node, b.AddNode("PReLU", "", {b.bottoms()[0], slope},
                                                {{"channel_shared", p.channel_shared()}}));
   b.SetTops({node->output(0)});
@@ -333,9 +344,9 @@ absl::Status Elu(LayerBuilder& b) {
 }
 absl::Status Power(LayerBuilder& b) {
   const caffe::PowerParameter& p = b.layer().power_param();
-  return Simple(b, "Power", {{"power", double{p.power()}},
-                             {"scale", double{p.scale()}},
-                             {"shift", double{p.shift()}}});
+  return Simple(
+      b, "Power",
+      {{"power", double{p.power()}}, {"scale", double{p.scale()}}, {"shift", double{p.shift()}}});
 }
 
 absl::Status Dropout(LayerBuilder& b) {
@@ -353,10 +364,14 @@ absl::Status Softmax(LayerBuilder& b) {
 std::string Normalization(const caffe::LossParameter& p, const char* fallback) {
   if (p.has_normalization()) {
     switch (p.normalization()) {
-      case caffe::LossParameter::FULL: return "full";
-      case caffe::LossParameter::VALID: return "valid";
-      case caffe::LossParameter::BATCH_SIZE: return "batch_size";
-      case caffe::LossParameter::NONE: return "none";
+      case caffe::LossParameter::FULL:
+        return "full";
+      case caffe::LossParameter::VALID:
+        return "valid";
+      case caffe::LossParameter::BATCH_SIZE:
+        return "batch_size";
+      case caffe::LossParameter::NONE:
+        return "none";
     }
   }
   if (p.has_normalize()) return p.normalize() ? "valid" : "batch_size";
@@ -379,8 +394,8 @@ absl::Status SoftmaxWithLoss(LayerBuilder& b) {
                                    {"normalization", Normalization(loss, "valid")}}));
   std::vector<Value> tops = {node->output(0)};
   if (b.layer().top_size() == 2) {
-    KILN_ASSIGN_OR_RETURN(Node * prob, b.AddNode("Softmax", "prob", {b.bottoms()[0]},
-                                                 {{"axis", axis}}));
+    KILN_ASSIGN_OR_RETURN(Node * prob,
+                          b.AddNode("Softmax", "prob", {b.bottoms()[0]}, {{"axis", axis}}));
     tops.push_back(prob->output(0));
   }
   b.SetTops(tops);
@@ -391,10 +406,10 @@ absl::Status SigmoidCrossEntropyLoss(LayerBuilder& b) {
   KILN_RETURN_IF_ERROR(NeedBottoms(b, 2, 2));
   KILN_RETURN_IF_ERROR(NeedTops(b, 1, 1));
   const caffe::LossParameter& loss = b.layer().loss_param();
-  KILN_ASSIGN_OR_RETURN(Node * node, b.AddNode("SigmoidCrossEntropyLoss", "",
-                                               {b.bottoms()[0], b.bottoms()[1]},
-                                               {{"ignore_label", IgnoreLabel(loss)},
-                                                {"normalization", Normalization(loss, "batch_size")}}));
+  KILN_ASSIGN_OR_RETURN(Node * node,
+                        b.AddNode("SigmoidCrossEntropyLoss", "", {b.bottoms()[0], b.bottoms()[1]},
+                                  {{"ignore_label", IgnoreLabel(loss)},
+                                   {"normalization", Normalization(loss, "batch_size")}}));
   b.SetTops({node->output(0)});
   return absl::OkStatus();
 }
@@ -413,10 +428,9 @@ absl::Status ContrastiveLoss(LayerBuilder& b) {
   KILN_RETURN_IF_ERROR(NeedBottoms(b, 3, 3));
   KILN_RETURN_IF_ERROR(NeedTops(b, 1, 1));
   const caffe::ContrastiveLossParameter& p = b.layer().contrastive_loss_param();
-  KILN_ASSIGN_OR_RETURN(Node * node,
-                        b.AddNode("ContrastiveLoss", "", b.bottoms(),
-                                  {{"margin", double{p.margin()}},
-                                   {"legacy_version", p.legacy_version()}}));
+  KILN_ASSIGN_OR_RETURN(Node * node, b.AddNode("ContrastiveLoss", "", b.bottoms(),
+                                               {{"margin", double{p.margin()}},
+                                                {"legacy_version", p.legacy_version()}}));
   b.SetTops({node->output(0)});
   return absl::OkStatus();
 }
@@ -440,7 +454,8 @@ absl::Status InnerProduct(LayerBuilder& b) {
   }
   const TensorType& x = b.bottoms()[0].type();
   const int64_t axis = p.axis() < 0 ? p.axis() + x.rank() : p.axis();
-  if (axis < 0 || axis >= x.rank()) return b.Invalid(absl::StrCat("axis ", p.axis(), " out of range"));
+  if (axis < 0 || axis >= x.rank())
+    return b.Invalid(absl::StrCat("axis ", p.axis(), " out of range"));
   int64_t k = 1;
   for (int d = static_cast<int>(axis); d < x.rank(); ++d) k *= x.dim(d);
   const int64_t n = p.num_output();
@@ -452,9 +467,9 @@ absl::Status InnerProduct(LayerBuilder& b) {
     KILN_ASSIGN_OR_RETURN(Value bias, b.Param(1, {n}, p.bias_filler(), true, "bias"));
     inputs.push_back(bias);
   }
-  KILN_ASSIGN_OR_RETURN(Node * node, b.AddNode("InnerProduct", "", inputs,
-                                               {{"axis", int64_t{p.axis()}},
-                                                {"transpose", p.transpose()}}));
+  KILN_ASSIGN_OR_RETURN(Node * node,
+                        b.AddNode("InnerProduct", "", inputs,
+                                  {{"axis", int64_t{p.axis()}}, {"transpose", p.transpose()}}));
   b.SetTops({node->output(0)});
   return absl::OkStatus();
 }
@@ -478,14 +493,15 @@ absl::Status Slice(LayerBuilder& b) {
   const int64_t axis = p.has_slice_dim() ? int64_t{p.slice_dim()} : int64_t{p.axis()};
   const int tops = b.layer().top_size();
   if (p.slice_point_size() > 0 && p.slice_point_size() != tops - 1) {
-    return b.Invalid(absl::StrCat(p.slice_point_size(), " slice points for ", tops,
-                                  " tops (need ", tops - 1, ")"));
+    return b.Invalid(absl::StrCat(p.slice_point_size(), " slice points for ", tops, " tops (need ",
+                                  tops - 1, ")"));
   }
-  KILN_ASSIGN_OR_RETURN(Node * node,
-                        b.AddNode("Slice", "", {b.bottoms()[0]},
-                                  {{"axis", axis},
-                                   {"slice_points", Ints(p.slice_point().begin(), p.slice_point().end())},
-                                   {"num_outputs", int64_t{tops}}}));
+  KILN_ASSIGN_OR_RETURN(
+      Node * node,
+      b.AddNode("Slice", "", {b.bottoms()[0]},
+                {{"axis", axis},
+                 {"slice_points", Ints(p.slice_point().begin(), p.slice_point().end())},
+                 {"num_outputs", int64_t{tops}}}));
   std::vector<Value> outs;
   for (int i = 0; i < node->num_outputs(); ++i) outs.push_back(node->output(i));
   b.SetTops(outs);
@@ -511,15 +527,17 @@ absl::Status Flatten(LayerBuilder& b) {
 absl::Status Reshape(LayerBuilder& b) {
   const caffe::ReshapeParameter& p = b.layer().reshape_param();
   if (!p.has_shape()) return b.Invalid("reshape_param.shape missing");
-  return Simple(b, "Reshape", {{"shape", Ints(p.shape().dim().begin(), p.shape().dim().end())},
-                               {"axis", int64_t{p.axis()}},
-                               {"num_axes", int64_t{p.num_axes()}}});
+  return Simple(b, "Reshape",
+                {{"shape", Ints(p.shape().dim().begin(), p.shape().dim().end())},
+                 {"axis", int64_t{p.axis()}},
+                 {"num_axes", int64_t{p.num_axes()}}});
 }
 
 absl::Status Crop(LayerBuilder& b) {
   const caffe::CropParameter& p = b.layer().crop_param();
-  return TwoInputOp(b, "Crop", {{"axis", int64_t{p.axis()}},
-                                {"offset", Ints(p.offset().begin(), p.offset().end())}});
+  return TwoInputOp(
+      b, "Crop",
+      {{"axis", int64_t{p.axis()}}, {"offset", Ints(p.offset().begin(), p.offset().end())}});
 }
 
 absl::Status Eltwise(LayerBuilder& b) {
@@ -528,21 +546,28 @@ absl::Status Eltwise(LayerBuilder& b) {
   const caffe::EltwiseParameter& p = b.layer().eltwise_param();
   std::string op;
   switch (p.operation()) {
-    case caffe::EltwiseParameter::PROD: op = "prod"; break;
-    case caffe::EltwiseParameter::SUM: op = "sum"; break;
-    case caffe::EltwiseParameter::MAX: op = "max"; break;
+    case caffe::EltwiseParameter::PROD:
+      op = "prod";
+      break;
+    case caffe::EltwiseParameter::SUM:
+      op = "sum";
+      break;
+    case caffe::EltwiseParameter::MAX:
+      op = "max";
+      break;
   }
   if (p.coeff_size() > 0) {
     if (op != "sum") return b.Invalid("coeff applies only to the SUM operation");
     if (p.coeff_size() != static_cast<int>(b.bottoms().size())) {
-      return b.Invalid(absl::StrCat(p.coeff_size(), " coeff values for ", b.bottoms().size(),
-                                    " bottoms"));
+      return b.Invalid(
+          absl::StrCat(p.coeff_size(), " coeff values for ", b.bottoms().size(), " bottoms"));
     }
   }
-  KILN_ASSIGN_OR_RETURN(Node * node,
-                        b.AddNode("Eltwise", "", b.bottoms(),
-                                  {{"operation", op},
-                                   {"coeffs", std::vector<double>(p.coeff().begin(), p.coeff().end())}}));
+  KILN_ASSIGN_OR_RETURN(
+      Node * node,
+      b.AddNode("Eltwise", "", b.bottoms(),
+                {{"operation", op},
+                 {"coeffs", std::vector<double>(p.coeff().begin(), p.coeff().end())}}));
   b.SetTops({node->output(0)});
   return absl::OkStatus();
 }
@@ -561,8 +586,8 @@ absl::Status Input(LayerBuilder& b) {
   KILN_RETURN_IF_ERROR(NeedBottoms(b, 0, 0));
   const int tops = b.layer().top_size();
   if (p.shape_size() > 1 && p.shape_size() != tops) {
-    return b.Invalid(absl::StrCat(p.shape_size(), " shapes for ", tops,
-                                  " tops (give one, or one per top)"));
+    return b.Invalid(
+        absl::StrCat(p.shape_size(), " shapes for ", tops, " tops (give one, or one per top)"));
   }
   std::vector<Value> values;
   for (int t = 0; t < tops; ++t) {
@@ -619,7 +644,8 @@ absl::Status ImageData(LayerBuilder& b) {
   }
   return DataTops(b, batch, dims,
                   absl::StrCat("the images' size is not in the file (no crop_size or new_height/"
-                               "new_width); give [", batch, ", ", channels, ", H, W]"));
+                               "new_width); give [",
+                               batch, ", ", channels, ", H, W]"));
 }
 
 absl::Status MemoryData(LayerBuilder& b) {

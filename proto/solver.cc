@@ -17,14 +17,13 @@ absl::Status Bad(absl::string_view what) {
 }
 
 absl::StatusOr<caffe::NetParameter> ReadNetRelative(const std::string& written,
-                                                    const std::string& folder,
-                                                    const char* field) {
+                                                    const std::string& folder, const char* field) {
   const std::string path =
       !written.empty() && written[0] == '/' ? written : absl::StrCat(folder, "/", written);
   absl::StatusOr<caffe::NetParameter> net = ReadNetParameter(path);
   if (absl::IsNotFound(net.status())) {
-    return absl::NotFoundError(absl::StrCat("solver: ", field, " \"", written,
-                                            "\" not found (tried ", path, ")"));
+    return absl::NotFoundError(
+        absl::StrCat("solver: ", field, " \"", written, "\" not found (tried ", path, ")"));
   }
   if (!net.ok()) return Annotate(net.status(), absl::StrCat("solver: ", field));
   return net;
@@ -94,12 +93,13 @@ absl::StatusOr<SolverConfig> ResolveSolver(caffe::SolverParameter param,
   KILN_RETURN_IF_ERROR(UpgradeSolver(param));
   KILN_RETURN_IF_ERROR(CheckSchedule(param));
   SolverConfig config;
-  const int train_sources = param.has_net() + param.has_net_param() + param.has_train_net() +
-                            param.has_train_net_param();
+  const int train_sources =
+      param.has_net() + param.has_net_param() + param.has_train_net() + param.has_train_net_param();
   if (train_sources != 1) {
-    return Bad(absl::StrCat("exactly one of net, net_param, train_net, train_net_param must be "
-                            "given, found ",
-                            train_sources));
+    return Bad(
+        absl::StrCat("exactly one of net, net_param, train_net, train_net_param must be "
+                     "given, found ",
+                     train_sources));
   }
   // The net that serves train (and possibly test) when given as net/net_param.
   caffe::NetParameter shared_net;

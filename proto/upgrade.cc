@@ -303,9 +303,9 @@ absl::Status UpgradeV0(NetParameter& net) {
       auto it = padding_by_top.find(out.bottom(b));
       if (it == padding_by_top.end()) continue;
       if (out.type() != V1LayerParameter::CONVOLUTION || b != 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            V0Where(v0), ": reads the output of padding layer '", it->second.name,
-            "', which only a convolution's first bottom may do"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(V0Where(v0), ": reads the output of padding layer '", it->second.name,
+                         "', which only a convolution's first bottom may do"));
       }
       out.set_bottom(b, it->second.bottom);
       caffe::ConvolutionParameter& conv = *out.mutable_convolution_param();
@@ -349,8 +349,7 @@ void UpgradeDataTransforms(NetParameter& net) {
         MoveTransformFields(*layer.mutable_image_data_param(), *layer.mutable_transform_param());
         break;
       case V1LayerParameter::WINDOW_DATA:
-        MoveTransformFields(*layer.mutable_window_data_param(),
-                            *layer.mutable_transform_param());
+        MoveTransformFields(*layer.mutable_window_data_param(), *layer.mutable_transform_param());
         break;
       default:
         break;
@@ -406,8 +405,8 @@ absl::Status UpgradeV1(NetParameter& net) {
     *layer.mutable_exclude() = v1.exclude();
     *layer.mutable_loss_weight() = v1.loss_weight();
     *layer.mutable_blobs() = v1.blobs();
-    const int specs = std::max({v1.param_size(), v1.blob_share_mode_size(), v1.blobs_lr_size(),
-                                v1.weight_decay_size()});
+    const int specs = std::max(
+        {v1.param_size(), v1.blob_share_mode_size(), v1.blobs_lr_size(), v1.weight_decay_size()});
     for (int i = 0; i < specs; ++i) {
       caffe::ParamSpec& spec = *layer.add_param();
       if (i < v1.param_size()) spec.set_name(v1.param(i));
@@ -439,9 +438,9 @@ absl::Status UpgradeInputs(NetParameter& net) {
                                                    net.input_shape_size(), " input_shape entries"));
   }
   if (net.input_dim_size() > 0 && net.input_dim_size() != 4 * inputs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("upgrade: ", inputs, " inputs need ", 4 * inputs, " input_dim values, got ",
-                     net.input_dim_size()));
+    return absl::InvalidArgumentError(absl::StrCat("upgrade: ", inputs, " inputs need ", 4 * inputs,
+                                                   " input_dim values, got ",
+                                                   net.input_dim_size()));
   }
   const bool has_shapes = net.input_shape_size() > 0 || net.input_dim_size() > 0;
   if (has_shapes) {
@@ -481,46 +480,86 @@ void UpgradeBatchNormParams(NetParameter& net) {
 
 const char* V1TypeName(V1LayerParameter::LayerType type) {
   switch (type) {
-    case V1LayerParameter::ABSVAL: return "AbsVal";
-    case V1LayerParameter::ACCURACY: return "Accuracy";
-    case V1LayerParameter::ARGMAX: return "ArgMax";
-    case V1LayerParameter::BNLL: return "BNLL";
-    case V1LayerParameter::CONCAT: return "Concat";
-    case V1LayerParameter::CONTRASTIVE_LOSS: return "ContrastiveLoss";
-    case V1LayerParameter::CONVOLUTION: return "Convolution";
-    case V1LayerParameter::DATA: return "Data";
-    case V1LayerParameter::DECONVOLUTION: return "Deconvolution";
-    case V1LayerParameter::DROPOUT: return "Dropout";
-    case V1LayerParameter::DUMMY_DATA: return "DummyData";
-    case V1LayerParameter::EUCLIDEAN_LOSS: return "EuclideanLoss";
-    case V1LayerParameter::ELTWISE: return "Eltwise";
-    case V1LayerParameter::EXP: return "Exp";
-    case V1LayerParameter::FLATTEN: return "Flatten";
-    case V1LayerParameter::HDF5_DATA: return "HDF5Data";
-    case V1LayerParameter::HDF5_OUTPUT: return "HDF5Output";
-    case V1LayerParameter::HINGE_LOSS: return "HingeLoss";
-    case V1LayerParameter::IM2COL: return "Im2col";
-    case V1LayerParameter::IMAGE_DATA: return "ImageData";
-    case V1LayerParameter::INFOGAIN_LOSS: return "InfogainLoss";
-    case V1LayerParameter::INNER_PRODUCT: return "InnerProduct";
-    case V1LayerParameter::LRN: return "LRN";
-    case V1LayerParameter::MEMORY_DATA: return "MemoryData";
-    case V1LayerParameter::MULTINOMIAL_LOGISTIC_LOSS: return "MultinomialLogisticLoss";
-    case V1LayerParameter::MVN: return "MVN";
-    case V1LayerParameter::POOLING: return "Pooling";
-    case V1LayerParameter::POWER: return "Power";
-    case V1LayerParameter::RELU: return "ReLU";
-    case V1LayerParameter::SIGMOID: return "Sigmoid";
-    case V1LayerParameter::SIGMOID_CROSS_ENTROPY_LOSS: return "SigmoidCrossEntropyLoss";
-    case V1LayerParameter::SILENCE: return "Silence";
-    case V1LayerParameter::SOFTMAX: return "Softmax";
-    case V1LayerParameter::SOFTMAX_LOSS: return "SoftmaxWithLoss";
-    case V1LayerParameter::SPLIT: return "Split";
-    case V1LayerParameter::SLICE: return "Slice";
-    case V1LayerParameter::TANH: return "TanH";
-    case V1LayerParameter::WINDOW_DATA: return "WindowData";
-    case V1LayerParameter::THRESHOLD: return "Threshold";
-    case V1LayerParameter::NONE: return "";
+    case V1LayerParameter::ABSVAL:
+      return "AbsVal";
+    case V1LayerParameter::ACCURACY:
+      return "Accuracy";
+    case V1LayerParameter::ARGMAX:
+      return "ArgMax";
+    case V1LayerParameter::BNLL:
+      return "BNLL";
+    case V1LayerParameter::CONCAT:
+      return "Concat";
+    case V1LayerParameter::CONTRASTIVE_LOSS:
+      return "ContrastiveLoss";
+    case V1LayerParameter::CONVOLUTION:
+      return "Convolution";
+    case V1LayerParameter::DATA:
+      return "Data";
+    case V1LayerParameter::DECONVOLUTION:
+      return "Deconvolution";
+    case V1LayerParameter::DROPOUT:
+      return "Dropout";
+    case V1LayerParameter::DUMMY_DATA:
+      return "DummyData";
+    case V1LayerParameter::EUCLIDEAN_LOSS:
+      return "EuclideanLoss";
+    case V1LayerParameter::ELTWISE:
+      return "Eltwise";
+    case V1LayerParameter::EXP:
+      return "Exp";
+    case V1LayerParameter::FLATTEN:
+      return "Flatten";
+    case V1LayerParameter::HDF5_DATA:
+      return "HDF5Data";
+    case V1LayerParameter::HDF5_OUTPUT:
+      return "HDF5Output";
+    case V1LayerParameter::HINGE_LOSS:
+      return "HingeLoss";
+    case V1LayerParameter::IM2COL:
+      return "Im2col";
+    case V1LayerParameter::IMAGE_DATA:
+      return "ImageData";
+    case V1LayerParameter::INFOGAIN_LOSS:
+      return "InfogainLoss";
+    case V1LayerParameter::INNER_PRODUCT:
+      return "InnerProduct";
+    case V1LayerParameter::LRN:
+      return "LRN";
+    case V1LayerParameter::MEMORY_DATA:
+      return "MemoryData";
+    case V1LayerParameter::MULTINOMIAL_LOGISTIC_LOSS:
+      return "MultinomialLogisticLoss";
+    case V1LayerParameter::MVN:
+      return "MVN";
+    case V1LayerParameter::POOLING:
+      return "Pooling";
+    case V1LayerParameter::POWER:
+      return "Power";
+    case V1LayerParameter::RELU:
+      return "ReLU";
+    case V1LayerParameter::SIGMOID:
+      return "Sigmoid";
+    case V1LayerParameter::SIGMOID_CROSS_ENTROPY_LOSS:
+      return "SigmoidCrossEntropyLoss";
+    case V1LayerParameter::SILENCE:
+      return "Silence";
+    case V1LayerParameter::SOFTMAX:
+      return "Softmax";
+    case V1LayerParameter::SOFTMAX_LOSS:
+      return "SoftmaxWithLoss";
+    case V1LayerParameter::SPLIT:
+      return "Split";
+    case V1LayerParameter::SLICE:
+      return "Slice";
+    case V1LayerParameter::TANH:
+      return "TanH";
+    case V1LayerParameter::WINDOW_DATA:
+      return "WindowData";
+    case V1LayerParameter::THRESHOLD:
+      return "Threshold";
+    case V1LayerParameter::NONE:
+      return "";
   }
   return "";
 }
@@ -544,7 +583,7 @@ absl::Status UpgradeSolver(caffe::SolverParameter& solver) {
       return absl::InvalidArgumentError(
           "solver: 'solver_type' (deprecated enum) and 'type' are both set; keep only 'type'");
     }
-    static const char* const kNames[] = {"SGD", "Nesterov", "AdaGrad",
+    static const char* const kNames[] = {"SGD",     "Nesterov", "AdaGrad",
                                          "RMSProp", "AdaDelta", "Adam"};
     const int index = static_cast<int>(solver.solver_type());
     if (index < 0 || index > 5) {
@@ -558,7 +597,8 @@ absl::Status UpgradeSolver(caffe::SolverParameter& solver) {
     if (!s.ok()) return Annotate(s, absl::StrCat("solver: ", which));
     return absl::OkStatus();
   };
-  if (solver.has_net_param()) KILN_RETURN_IF_ERROR(upgrade(*solver.mutable_net_param(), "net_param"));
+  if (solver.has_net_param())
+    KILN_RETURN_IF_ERROR(upgrade(*solver.mutable_net_param(), "net_param"));
   if (solver.has_train_net_param()) {
     KILN_RETURN_IF_ERROR(upgrade(*solver.mutable_train_net_param(), "train_net_param"));
   }

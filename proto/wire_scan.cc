@@ -36,9 +36,8 @@ class Scanner {
         return Error(tag_at, "invalid field number", path);
       }
       const FieldDescriptor* field = type ? type->FindFieldByNumber(field_number) : nullptr;
-      const std::string field_path =
-          absl::StrCat(path, path.empty() ? "" : ".",
-                       field ? field->name() : absl::StrCat("#", field_number));
+      const std::string field_path = absl::StrCat(
+          path, path.empty() ? "" : ".", field ? field->name() : absl::StrCat("#", field_number));
       switch (wire_type) {
         case 0: {
           uint64_t ignored;
@@ -62,24 +61,24 @@ class Scanner {
             return Error(length_at, "truncated or overlong length", field_path);
           }
           if (length > end - pos) {
-            return Error(length_at,
-                         absl::StrCat("length ", length, " runs past the end (", end - pos,
-                                      " bytes left)"),
-                         field_path);
+            return Error(
+                length_at,
+                absl::StrCat("length ", length, " runs past the end (", end - pos, " bytes left)"),
+                field_path);
           }
           if (field && field->type() == FieldDescriptor::TYPE_MESSAGE) {
             size_t unused;
-            absl::Status inner = Scan(pos, pos + length, field->message_type(), depth + 1,
-                                      field_path, 0, &unused);
+            absl::Status inner =
+                Scan(pos, pos + length, field->message_type(), depth + 1, field_path, 0, &unused);
             if (!inner.ok()) return inner;
           }
           pos += length;
           break;
         }
         case 3: {
-          const Descriptor* inner_type =
-              field && field->type() == FieldDescriptor::TYPE_GROUP ? field->message_type()
-                                                                    : nullptr;
+          const Descriptor* inner_type = field && field->type() == FieldDescriptor::TYPE_GROUP
+                                             ? field->message_type()
+                                             : nullptr;
           size_t after = 0;
           absl::Status inner =
               Scan(pos, end, inner_type, depth + 1, field_path, field_number, &after);

@@ -29,10 +29,18 @@ std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -51,8 +59,8 @@ std::string JsonDims(const std::vector<int64_t>& dims) {
 }
 
 // NAME=VALUE pairs of a repeated flag.
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pairs(
-    const CommandLine& line, const std::string& flag) {
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pairs(const CommandLine& line,
+                                                                       const std::string& flag) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const std::string& v : line.GetAll(flag)) {
     const size_t eq = v.find('=');
@@ -82,7 +90,8 @@ absl::Status ParseCommonOptions(const CommandLine& line, CaffeImportOptions& opt
   }
   options.stages = line.GetAll("stage");
   if (line.Has("level") && !absl::SimpleAtoi(line.Get("level"), &options.level)) {
-    return absl::InvalidArgumentError(absl::StrCat("--level ", line.Get("level"), ": not a number"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--level ", line.Get("level"), ": not a number"));
   }
   KILN_ASSIGN_OR_RETURN(auto shapes, Pairs(line, "input-shape"));
   for (const auto& [name, text] : shapes) {
@@ -112,8 +121,8 @@ absl::Status LoadModel(const CommandLine& line, CaffeImportOptions options, Load
   return absl::OkStatus();
 }
 
-const std::set<std::string> kCommonFlags = {"model", "weights", "phase", "stage", "level",
-                                            "input-shape"};
+const std::set<std::string> kCommonFlags = {"model", "weights", "phase",
+                                            "stage", "level",   "input-shape"};
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "kiln: %s\n", status.ToString().c_str());
@@ -170,9 +179,9 @@ absl::Status Info(int argc, char** argv) {
   for (const CaffeLayer& layer : model.layers) {
     std::string tops;
     for (const CaffeTop& top : layer.tops) {
-      absl::StrAppend(&tops, tops.empty() ? "" : " ", top.blob, JsonDims(top.value.type().dims()),
-                      top.loss_weight != 0 ? absl::StrCat(" (loss weight ", top.loss_weight, ")")
-                                           : "");
+      absl::StrAppend(
+          &tops, tops.empty() ? "" : " ", top.blob, JsonDims(top.value.type().dims()),
+          top.loss_weight != 0 ? absl::StrCat(" (loss weight ", top.loss_weight, ")") : "");
     }
     std::printf("%-24s %-16s -> %-32s params %-10lld nodes %s\n", layer.name.c_str(),
                 layer.type.c_str(), tops.c_str(), static_cast<long long>(layer.learnable_count),
@@ -194,7 +203,8 @@ absl::Status Info(int argc, char** argv) {
   std::printf("\n");
   if (loaded.has_weights) {
     int missing = 0;
-    for (const CaffeParam& p : model.params) missing += p.source != "weights" && p.source != "shared";
+    for (const CaffeParam& p : model.params)
+      missing += p.source != "weights" && p.source != "shared";
     std::printf("weights: %d of %zu parameter blobs loaded from %s\n",
                 static_cast<int>(model.params.size()) - missing, model.params.size(),
                 line.Get("weights").c_str());
@@ -213,8 +223,8 @@ absl::Status Run(int argc, char** argv) {
         "give exactly one of --weights (trained weights) and --fill-seed (the layers' fillers)");
   }
   if (line.Has("fill-seed") && !absl::SimpleAtoi(line.Get("fill-seed"), &options.fill_seed)) {
-    return absl::InvalidArgumentError(absl::StrCat("--fill-seed ", line.Get("fill-seed"),
-                                                   ": not a non-negative integer"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--fill-seed ", line.Get("fill-seed"), ": not a non-negative integer"));
   }
   CompileOptions compile;
   const std::string device = line.Get("device", "cpu");
@@ -225,7 +235,8 @@ absl::Status Run(int argc, char** argv) {
   } else if (device == "reference") {
     compile.backend = BackendChoice::kReference;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("--device ", device, ": use cpu, cuda or reference"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device ", device, ": use cpu, cuda or reference"));
   }
   // Files the user gave are never overwritten by an output.
   std::set<std::string> given = {line.Get("model"), line.Get("weights")};
@@ -257,20 +268,22 @@ absl::Status Run(int argc, char** argv) {
     auto it = arrays.find(input.name);
     if (it == arrays.end()) {
       return absl::InvalidArgumentError(absl::StrCat("input '", input.name, "' ",
-                                                     JsonDims(input.dims),
-                                                     " needs --input ", input.name, "=FILE.npy"));
+                                                     JsonDims(input.dims), " needs --input ",
+                                                     input.name, "=FILE.npy"));
     }
     if (it->second.type().dims() != input.dims) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", input.name, "': the array is ", JsonDims(it->second.type().dims()),
-          ", the net takes ", JsonDims(input.dims)));
+      return absl::InvalidArgumentError(absl::StrCat("input '", input.name, "': the array is ",
+                                                     JsonDims(it->second.type().dims()),
+                                                     ", the net takes ", JsonDims(input.dims)));
     }
     bindings[input.node] = it->second;
   }
   for (const auto& [name, array] : arrays) {
     bool used = false;
     for (const CaffeInput& input : model.inputs) used = used || input.name == name;
-    if (!used) return absl::InvalidArgumentError(absl::StrCat("--input ", name, ": the net has no such input"));
+    if (!used)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input ", name, ": the net has no such input"));
   }
   // Requested blobs become graph outputs (their latest value, as Caffe shows it after forward).
   std::set<std::string> existing;
@@ -284,7 +297,8 @@ absl::Status Run(int argc, char** argv) {
       }
     }
     if (latest == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("--output ", blob, ": the net has no such blob"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--output ", blob, ": the net has no such blob"));
     }
     KILN_RETURN_IF_ERROR(model.graph->AddOutput(blob, *latest));
     existing.insert(blob);
@@ -295,8 +309,8 @@ absl::Status Run(int argc, char** argv) {
   KILN_ASSIGN_OR_RETURN(auto plan, Compile(*model.graph, DefaultKernelRegistry(), compile));
   KILN_ASSIGN_OR_RETURN(auto context, ExecutionContext::Create(*plan));
   KILN_ASSIGN_OR_RETURN(auto results, context->Run(bindings));
-  std::fprintf(stderr, "kiln run: backend %s (%s)\n", std::string(BackendName(plan->backend())).c_str(),
-               plan->backend_reason().c_str());
+  std::fprintf(stderr, "kiln run: backend %s (%s)\n",
+               std::string(BackendName(plan->backend())).c_str(), plan->backend_reason().c_str());
   for (const auto& [blob, path] : outputs) {
     KILN_ASSIGN_OR_RETURN(std::string bytes, SerializeNpy(results.at(blob)));
     KILN_RETURN_IF_ERROR(WriteFileBytes(path, bytes));

@@ -9,6 +9,10 @@ runs="${1:-1000000}"
 base="${HOME}/.cache/kiln-fuzz-output-base"
 out="${KILN_FUZZ_OUT:-/tmp/kiln-fuzz}"
 targets=(net_text net_binary solver graph_text)
+# libFuzzer comes with clang's runtime libraries.
+if ! command -v clang >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev
+fi
 bazel --output_base="$base" build --config=libfuzzer \
   --disk_cache="${HOME}/.cache/kiln-bazel-disk-fuzz" \
   $(printf '//tests/fuzz:%s_libfuzzer ' "${targets[@]}")

@@ -25,7 +25,8 @@ absl::StatusOr<std::string> DictValue(absl::string_view header, absl::string_vie
   }
   at = header.find(':', at + quoted.size());
   if (at == absl::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": header entry '", key, "' has no value"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": header entry '", key, "' has no value"));
   }
   size_t end = at + 1;
   int depth = 0;
@@ -55,7 +56,8 @@ absl::StatusOr<HostTensor> ParseNpy(absl::string_view bytes, absl::string_view o
     header_at = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return absl::InvalidArgumentError(absl::StrCat(origin, ": truncated"));
-    for (int i = 3; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(bytes[8 + i]);
+    for (int i = 3; i >= 0; --i)
+      header_len = (header_len << 8) | static_cast<unsigned char>(bytes[8 + i]);
     header_at = 12;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": .npy version ", major, " unknown"));
@@ -80,7 +82,8 @@ absl::StatusOr<HostTensor> ParseNpy(absl::string_view bytes, absl::string_view o
         origin, ": dtype ", *descr, " is not supported (float32 '<f4' or float16 '<f2')"));
   }
   if (*fortran != "False") {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": Fortran-order arrays are not "
+    return absl::InvalidArgumentError(absl::StrCat(origin,
+                                                   ": Fortran-order arrays are not "
                                                    "supported; save a C-order array"));
   }
   absl::string_view shape = *shape_text;
@@ -103,8 +106,8 @@ absl::StatusOr<HostTensor> ParseNpy(absl::string_view bytes, absl::string_view o
   const size_t want = static_cast<size_t>(type->num_elements()) * DataTypeSize(dtype);
   if (bytes.size() - data_at != want) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": ", bytes.size() - data_at,
-                                                   " data bytes for shape ", *shape_text,
-                                                   " (need ", want, ")"));
+                                                   " data bytes for shape ", *shape_text, " (need ",
+                                                   want, ")"));
   }
   HostTensor tensor(*type);
   if (want > 0) std::memcpy(tensor.data(), bytes.data() + data_at, want);
@@ -117,11 +120,13 @@ absl::StatusOr<std::string> SerializeNpy(const HostTensor& tensor) {
   if (type.dtype() == DataType::kF32) descr = "<f4";
   if (type.dtype() == DataType::kF16) descr = "<f2";
   if (descr == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(".npy output of ", type.ToString(),
-                                                   " is not supported"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(".npy output of ", type.ToString(), " is not supported"));
   }
   std::string shape = "(";
-  for (int d = 0; d < type.rank(); ++d) absl::StrAppend(&shape, type.dim(d), type.rank() == 1 ? "," : (d + 1 < type.rank() ? ", " : ""));
+  for (int d = 0; d < type.rank(); ++d)
+    absl::StrAppend(&shape, type.dim(d),
+                    type.rank() == 1 ? "," : (d + 1 < type.rank() ? ", " : ""));
   shape += ")";
   std::string header =
       absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape, ", }");

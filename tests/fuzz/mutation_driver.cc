@@ -60,8 +60,9 @@ std::string Mutate(const std::vector<std::string>& seeds, std::mt19937_64& rng) 
         break;
       default:  // overwrite a digit run with a large or negative number
         if (n) {
-          static const char* const kNumbers[] = {"0", "-1", "4294967296", "99999999999999999999",
-                                                 "2147483647", "-2147483648", "1e40", "nan"};
+          static const char* const kNumbers[] = {
+              "0",          "-1",          "4294967296", "99999999999999999999",
+              "2147483647", "-2147483648", "1e40",       "nan"};
           s.insert(rng() % n, kNumbers[rng() % 8]);
         }
         break;

@@ -23,7 +23,9 @@ struct BrokenCase {
   std::vector<std::string> mentions;
 };
 
-const char kInput[] = "layer { name: 'in' type: 'Input' top: 'data' input_param { shape { dim: 1 dim: 3 dim: 8 dim: 8 } } }\n";
+const char kInput[] =
+    "layer { name: 'in' type: 'Input' top: 'data' input_param { shape { dim: 1 dim: 3 dim: 8 dim: "
+    "8 } } }\n";
 
 std::string Net(const std::string& layers) { return std::string(kInput) + layers; }
 
@@ -40,7 +42,7 @@ std::string LenetWeights(int mode) {
     if (layer.name() != "conv1") continue;
     if (mode == 0) layer.mutable_blobs(0)->mutable_shape()->set_dim(0, 21);  // shape mismatch
     if (mode == 1) layer.mutable_blobs()->RemoveLast();                      // blob count
-    if (mode == 2) layer.mutable_blobs(1)->mutable_data()->RemoveLast();      // value count
+    if (mode == 2) layer.mutable_blobs(1)->mutable_data()->RemoveLast();     // value count
   }
   return weights.SerializeAsString();
 }

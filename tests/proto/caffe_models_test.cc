@@ -154,7 +154,7 @@ TEST(CaffeUpgradeTest, V1ParamFieldsBecomeParamSpecs) {
   EXPECT_EQ(model->params[conv1->params[1]].lr_mult, 2.0f);  // blobs_lr: 2
   const CaffeLayer* loss = model->FindLayer("loss");
   ASSERT_NE(loss, nullptr);
-  EXPECT_EQ(loss->tops[0].loss_weight, 1.0f);  // loss layers default to weight 1
+  EXPECT_EQ(loss->tops[0].loss_weight, 1.0f);        // loss layers default to weight 1
   EXPECT_EQ(model->FindLayer("accuracy"), nullptr);  // TEST-only layer filtered out in TRAIN
 }
 
@@ -192,8 +192,8 @@ TEST(CaffeImportTest, StagesSelectLayers) {
 TEST(CaffeImportTest, InPlaceTopsBecomeFreshValues) {
   CaffeImportOptions options;
   options.init = ParamInit::kZeros;
-  auto model = ImportCaffeNet(*ReadNetParameter(CaffeFile("lenet.prototxt")), options,
-                              DefaultOpRegistry());
+  auto model =
+      ImportCaffeNet(*ReadNetParameter(CaffeFile("lenet.prototxt")), options, DefaultOpRegistry());
   ASSERT_TRUE(model.ok());
   const CaffeLayer* ip1 = model->FindLayer("ip1");
   const CaffeLayer* relu = model->FindLayer("relu1");
@@ -206,8 +206,8 @@ TEST(CaffeImportTest, InPlaceTopsBecomeFreshValues) {
 TEST(CaffeImportTest, DensenetCeilModeFalseMeansFloor) {
   CaffeImportOptions options;
   options.init = ParamInit::kZeros;
-  auto model = ImportCaffeNet(*ReadNetParameter(CaffeFile("densenet121_deploy.prototxt")),
-                              options, DefaultOpRegistry());
+  auto model = ImportCaffeNet(*ReadNetParameter(CaffeFile("densenet121_deploy.prototxt")), options,
+                              DefaultOpRegistry());
   ASSERT_TRUE(model.ok());
   const Node* pool1 = model->graph->FindNode("pool1");
   ASSERT_NE(pool1, nullptr);

@@ -60,8 +60,7 @@ TEST(CaffeWeightsTest, LegacyDimsMatchRightAligned) {
   const caffe::BlobProto& stored = storage.layers(5).blobs(0);
   ASSERT_EQ(storage.layers(5).name(), "ip1");
   EXPECT_EQ(stored.height(), 500);
-  EXPECT_EQ(ParamTensor(*model, model->params[ip1->params[0]]).GetFloat(12345),
-            stored.data(12345));
+  EXPECT_EQ(ParamTensor(*model, model->params[ip1->params[0]]).GetFloat(12345), stored.data(12345));
 }
 
 // LeNet with its trained weights on the reference backend: the class probabilities of each
@@ -78,8 +77,8 @@ TEST(CaffeWeightsTest, LenetRunsWithTrainedWeights) {
     }
   }
   std::vector<std::vector<float>> runs;
-  for (BackendChoice backend : {BackendChoice::kReference, BackendChoice::kReference,
-                                BackendChoice::kCpu}) {
+  for (BackendChoice backend :
+       {BackendChoice::kReference, BackendChoice::kReference, BackendChoice::kCpu}) {
     CompileOptions options;
     options.backend = backend;
     auto plan = Compile(*model->graph, DefaultKernelRegistry(), options);

@@ -1,6 +1,8 @@
 // Solver files: every shared one loads (except the deliberately invalid resnet18_solver), the
 // V1 enum is upgraded, nets resolve relative to the solver file, and the learning-rate policies
 // follow Caffe's formulas.
+#include "proto/solver.h"
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -8,7 +10,6 @@
 
 #include "gtest/gtest.h"
 #include "proto/caffe_io.h"
-#include "proto/solver.h"
 #include "tests/util/caffe_files.h"
 
 namespace kiln {

@@ -58,9 +58,9 @@ TEST(KilnRunTest, LenetWithTrainedWeightsOnTheReferenceBackend) {
   const std::string saved = ScratchFile("saved.caffemodel");
   for (const std::string& out : {out1, out2}) {
     ASSERT_EQ(0, Call({"run", "--model", CaffeFile("lenet.prototxt"), "--weights",
-                       CaffeFile("lenet_iter_10000.caffemodel"), "--device", "reference",
-                       "--input", "data=" + input, "--output", "prob=" + out,
-                       "--output", "ip1=" + out + ".ip1.npy", "--save-weights", saved}));
+                       CaffeFile("lenet_iter_10000.caffemodel"), "--device", "reference", "--input",
+                       "data=" + input, "--output", "prob=" + out, "--output",
+                       "ip1=" + out + ".ip1.npy", "--save-weights", saved}));
   }
   auto a = ParseNpy(*ReadFileBytes(out1), out1);
   auto b = ParseNpy(*ReadFileBytes(out2), out2);
@@ -78,9 +78,8 @@ TEST(KilnRunTest, LenetWithTrainedWeightsOnTheReferenceBackend) {
   for (int64_t i = 0; i < ip1->type().num_elements(); ++i) ASSERT_GE(ip1->GetFloat(i), 0.0f);
   // The saved weights are the loaded ones: running from them gives the same probabilities.
   const std::string out3 = ScratchFile("prob3.npy");
-  ASSERT_EQ(0, Call({"run", "--model", CaffeFile("lenet.prototxt"), "--weights", saved,
-                     "--device", "reference", "--input", "data=" + input, "--output",
-                     "prob=" + out3}));
+  ASSERT_EQ(0, Call({"run", "--model", CaffeFile("lenet.prototxt"), "--weights", saved, "--device",
+                     "reference", "--input", "data=" + input, "--output", "prob=" + out3}));
   EXPECT_EQ(ParseNpy(*ReadFileBytes(out3), out3)->ToF32Vector(), a->ToF32Vector());
 }
 
@@ -106,10 +105,10 @@ TEST(KilnRunTest, BadUsageIsAnErrorNotACrash) {
   EXPECT_EQ(1, Call({"run", "--model", model, "--weights", weights, "--input",
                      "data=" + input}));  // lenet takes 64 images
   EXPECT_EQ(1, Call({"run", "--model", model, "--input", "data=" + input}));  // no weights
-  EXPECT_EQ(1, Call({"run", "--model", model, "--weights", weights, "--fill-seed", "1",
-                     "--input", "data=" + input}));
-  EXPECT_EQ(1, Call({"run", "--model", model, "--weights", weights, "--input",
-                     "data=" + input, "--output", "prob=" + weights}));  // would overwrite
+  EXPECT_EQ(1, Call({"run", "--model", model, "--weights", weights, "--fill-seed", "1", "--input",
+                     "data=" + input}));
+  EXPECT_EQ(1, Call({"run", "--model", model, "--weights", weights, "--input", "data=" + input,
+                     "--output", "prob=" + weights}));  // would overwrite
   EXPECT_EQ(1, Call({"info", "--model", ScratchFile("missing.prototxt")}));
   EXPECT_EQ(1, Call({"info", "--model", model, "--bogus"}));
   EXPECT_EQ(0, Call({"info", "--model", model, "--json"}));
