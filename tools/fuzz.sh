@@ -30,7 +30,7 @@ for t in "${targets[@]}"; do
     graph_text) cp tests/fuzz/graph_seed.txt "$corpus"/ ;;
   esac
   log="$out/$t.log"
-  "$bin/${t}_libfuzzer" -runs="$runs" -max_len=65536 -rss_limit_mb=4096 -print_final_stats=1 \
+  "$bin/${t}_libfuzzer" -runs="$runs" -max_len=4096 -rss_limit_mb=4096 -print_final_stats=1 \
     "$corpus" >"$log" 2>&1 || { echo "$t: FAILED (see $log)"; tail -30 "$log"; exit 1; }
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
   summary+=("$t: ${execs} executions, no crash")
