@@ -40,6 +40,15 @@ absl::Status CheckLabels(const InferContext& ctx, int axis) {
   return absl::OkStatus();
 }
 
+absl::Status CheckNormalization(const InferContext& ctx) {
+  const std::string& norm = ctx.GetString("normalization");
+  if (norm != "valid" && norm != "full" && norm != "batch_size" && norm != "none") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("normalization must be valid, full, batch_size or none, got \"", norm, "\""));
+  }
+  return absl::OkStatus();
+}
+
 TensorType Scalar(DataType dtype) { return *TensorType::Create(dtype, {}); }
 
 absl::StatusOr<std::vector<TensorType>> InferSoftmaxWithLoss(const InferContext& ctx) {
@@ -47,11 +56,7 @@ absl::StatusOr<std::vector<TensorType>> InferSoftmaxWithLoss(const InferContext&
   KILN_RETURN_IF_ERROR(RequireFloat(x, "logits"));
   KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(ctx.GetInt("axis"), x.rank(), "axis"));
   KILN_RETURN_IF_ERROR(CheckLabels(ctx, axis));
-  const std::string& norm = ctx.GetString("normalization");
-  if (norm != "valid" && norm != "full" && norm != "batch_size" && norm != "none") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("normalization must be valid, full, batch_size or none, got \"", norm, "\""));
-  }
+  KILN_RETURN_IF_ERROR(CheckNormalization(ctx));
   return std::vector<TensorType>{Scalar(x.dtype())};
 }
 
@@ -95,11 +100,7 @@ absl::StatusOr<std::vector<TensorType>> InferSigmoidCrossEntropyLoss(const Infer
   if (ctx.GetInts("ignore_label").size() > 1) {
     return absl::InvalidArgumentError("ignore_label takes at most one value");
   }
-  const std::string& norm = ctx.GetString("normalization");
-  if (norm != "valid" && norm != "full" && norm != "batch_size" && norm != "none") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("normalization must be valid, full, batch_size or none, got \"", norm, "\""));
-  }
+  KILN_RETURN_IF_ERROR(CheckNormalization(ctx));
   return std::vector<TensorType>{Scalar(x.dtype())};
 }
 

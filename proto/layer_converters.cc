@@ -595,7 +595,6 @@ absl::Status Input(LayerBuilder& b) {
     if (p.shape_size() > 0) {
       const caffe::BlobShape& shape = p.shape(p.shape_size() == 1 ? 0 : t);
       dims.assign(shape.dim().begin(), shape.dim().end());
-      if (dims.empty()) dims = {};
     }
     KILN_ASSIGN_OR_RETURN(Value v, b.AddInput(t, p.shape_size() > 0 ? dims : Ints{},
                                               "the Input layer gives no shape"));

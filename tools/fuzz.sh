@@ -13,7 +13,8 @@ targets=(net_text net_binary solver graph_text)
 if ! command -v clang >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev
 fi
-bazel --output_base="$base" build --config=libfuzzer \
+# --symlink_prefix=/: no bazel-* links, so the main build's bazel-testlogs is never repointed.
+bazel --output_base="$base" build --config=libfuzzer --symlink_prefix=/ \
   --disk_cache="${HOME}/.cache/kiln-bazel-disk-fuzz" \
   $(printf '//tests/fuzz:%s_libfuzzer ' "${targets[@]}")
 bin="$(bazel --output_base="$base" info --config=libfuzzer bazel-bin)/tests/fuzz"
