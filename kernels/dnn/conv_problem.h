@@ -1,0 +1,60 @@
+// A convolution checked against its descriptors and flattened to plain numbers: every problem is
+// treated as 3-d (a 2-d one has depth 1 everywhere), so kernels and the reference need only one
+// code path. Shared by the CUDA algorithms, the CPU reference and the algorithm cache key.
+#ifndef KILN_KERNELS_DNN_CONV_PROBLEM_H_
+#define KILN_KERNELS_DNN_CONV_PROBLEM_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kernels/dnn/descriptors.h"
+
+namespace kiln {
+namespace dnn {
+
+struct ConvProblem {
+  DataType dtype = DataType::kF32;
+  MathMode math = MathMode::kFp32;
+  ConvolutionMode mode = ConvolutionMode::kCrossCorrelation;
+  int spatial_rank = 2;
+  int64_t n = 0, c = 0, k = 0, groups = 1;  // c and k count all groups' channels
+  int64_t in[3] = {1, 1, 1};                // D, H, W
+  int64_t out[3] = {1, 1, 1};               // O, P, Q
+  int64_t filter[3] = {1, 1, 1};            // T, R, S
+  int64_t pad[3] = {0, 0, 0};
+  int64_t stride[3] = {1, 1, 1};
+  int64_t dilation[3] = {1, 1, 1};
+  int64_t x_stride[5] = {};  // n, c, d, h, w (elements)
+  int64_t y_stride[5] = {};  // n, k, o, p, q
+  int64_t w_stride[5] = {};  // k, c, t, r, s
+  TensorFormat filter_format = TensorFormat::kNCHW;
+  int64_t x_span = 0, y_span = 0, w_count = 0;  // elements each buffer must hold
+
+  int64_t cg() const { return c / groups; }
+  int64_t kg() const { return k / groups; }
+  int64_t OutputPixels() const { return n * out[0] * out[1] * out[2]; }
+  int64_t FilterTaps() const { return filter[0] * filter[1] * filter[2]; }
+  // Multiply-adds x2 of one direction (all three directions do the same count).
+  double Flops() const;
+  // True when x's channels are contiguous (stride 1), as in NHWC.
+  bool XChannelsLast() const { return x_stride[1] == 1; }
+  bool YChannelsLast() const { return y_stride[1] == 1; }
+  // A stable, human-readable key of everything that decides speed (for the algorithm cache).
+  std::string Key() const;
+};
+
+// Checks that x, w, conv and y describe one convolution (y's dims must equal the computed output
+// dims) and flattens it. `where` prefixes every error ("ConvolutionForward", ...).
+absl::StatusOr<ConvProblem> MakeConvProblem(const TensorDescriptor& x, const FilterDescriptor& w,
+                                            const ConvolutionDescriptor& conv,
+                                            const TensorDescriptor& y, const char* where);
+
+// Checks a bias-gradient tensor (1, K, 1, 1[, 1]) against dy's channel count.
+absl::Status CheckBiasDescriptor(const TensorDescriptor& db, const TensorDescriptor& dy,
+                                 const char* where);
+
+}  // namespace dnn
+}  // namespace kiln
+
+#endif  // KILN_KERNELS_DNN_CONV_PROBLEM_H_

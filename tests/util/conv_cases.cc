@@ -1,0 +1,139 @@
+#include "tests/util/conv_cases.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "engine/ir/dtype.h"
+
+namespace kiln {
+namespace testing {
+
+namespace {
+
+template <typename T>
+T Must(absl::StatusOr<T> v, const std::string& what) {
+  if (!v.ok()) {
+    std::cerr << "bad test case " << what << ": " << v.status() << "\n";
+    std::abort();
+  }
+  return *std::move(v);
+}
+
+struct Spec {
+  std::string name;
+  std::vector<int64_t> x;  // N, C, [D,] H, W
+  int64_t k;
+  std::vector<int64_t> filter;  // [T,] R, S
+  std::vector<int64_t> pad, stride, dilation;
+  int64_t groups = 1;
+  dnn::TensorFormat format = dnn::TensorFormat::kNCHW;
+  bool sub_region = false;  // x and y are views into larger buffers
+  bool convolution = false;
+  float alpha = 1, beta = 0;
+};
+
+// Strides of `dims` as a window of a larger packed tensor (each dim padded by 1..3 elements), so
+// consecutive rows/planes/images are not adjacent.
+std::vector<int64_t> SubRegionStrides(const std::vector<int64_t>& dims, dnn::TensorFormat format) {
+  std::vector<int64_t> outer = dims;
+  for (size_t i = 0; i < outer.size(); ++i) outer[i] += 1 + i % 3;
+  std::vector<int64_t> strides(dims.size());
+  const size_t rank = dims.size();
+  std::vector<size_t> order;  // slowest to fastest
+  order.push_back(0);
+  if (format == dnn::TensorFormat::kNCHW) {
+    for (size_t i = 1; i < rank; ++i) order.push_back(i);
+  } else {
+    for (size_t i = 2; i < rank; ++i) order.push_back(i);
+    order.push_back(1);
+  }
+  int64_t s = 1;
+  for (size_t j = order.size(); j-- > 0;) {
+    strides[order[j]] = s;
+    s *= outer[order[j]];
+  }
+  return strides;
+}
+
+}  // namespace
+
+std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
+  using F = dnn::TensorFormat;
+  std::vector<Spec> specs = {
+      {"basic_3x3", {2, 8, 9, 11}, 12, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {"odd_5x5_stride2", {3, 5, 13, 10}, 7, {5, 5}, {2, 1}, {2, 2}, {1, 1}},
+      {"stride3_pad0", {2, 6, 17, 14}, 9, {3, 2}, {0, 0}, {3, 3}, {1, 1}},
+      {"stride4_11x11", {1, 3, 31, 27}, 8, {11, 11}, {0, 0}, {4, 4}, {1, 1}},
+      {"dilation2", {2, 7, 15, 12}, 10, {3, 3}, {2, 2}, {1, 1}, {2, 2}},
+      {"dilation2_stride2", {2, 4, 16, 15}, 6, {3, 3}, {1, 2}, {2, 2}, {2, 2}},
+      {"groups2", {2, 12, 10, 9}, 16, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2},
+      {"depthwise", {2, 9, 12, 11}, 9, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 9},
+      {"one_by_one", {3, 16, 7, 9}, 24, {1, 1}, {0, 0}, {1, 1}, {1, 1}},
+      {"one_by_one_stride2", {2, 10, 9, 9}, 6, {1, 1}, {0, 0}, {2, 2}, {1, 1}},
+      {"batch1", {1, 13, 8, 8}, 5, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      {"conv3d", {2, 4, 5, 7, 6}, 6, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+      {"conv3d_strided", {1, 3, 7, 8, 9}, 5, {3, 2, 3}, {1, 0, 1}, {2, 2, 1}, {1, 1, 2}},
+      {"nhwc", {2, 16, 9, 10}, 12, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
+      {"nhwc_odd_c", {2, 5, 11, 9}, 7, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 1, F::kNHWC},
+      {"nhwc_groups2", {2, 16, 8, 9}, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, F::kNHWC},
+      {"sub_region_nchw", {2, 6, 9, 8}, 5, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNCHW, true},
+      {"sub_region_nhwc", {2, 8, 7, 9}, 6, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 1, F::kNHWC, true},
+      {"true_convolution", {2, 5, 9, 8}, 6, {3, 2}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNCHW, false,
+       true},
+      {"alpha_beta", {2, 8, 9, 9}, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNCHW, false, false,
+       0.75f, -0.5f},
+      {"nhwc_alpha_beta_3d", {1, 8, 4, 6, 5}, 8, {2, 3, 3}, {0, 1, 1}, {1, 2, 1}, {1, 1, 1}, 1,
+       F::kNHWC, false, false, 1.5f, 0.25f},
+      {"wide_k_reduction", {2, 64, 6, 6}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+  };
+  std::vector<ConvCase> cases;
+  for (const Spec& s : specs) {
+    ConvCase c;
+    c.name = s.name;
+    c.alpha = s.alpha;
+    c.beta = s.beta;
+    c.conv = Must(dnn::ConvolutionDescriptor::Create(
+                      s.pad, s.stride, s.dilation, s.groups,
+                      s.convolution ? dnn::ConvolutionMode::kConvolution
+                                    : dnn::ConvolutionMode::kCrossCorrelation,
+                      math),
+                  s.name);
+    std::vector<int64_t> wdims = {s.k, s.x[1] / s.groups};
+    wdims.insert(wdims.end(), s.filter.begin(), s.filter.end());
+    c.w = Must(dnn::FilterDescriptor::Create(dtype, s.format, wdims), s.name);
+    if (s.sub_region) {
+      c.x = Must(dnn::TensorDescriptor::Create(dtype, s.x, SubRegionStrides(s.x, s.format)),
+                 s.name);
+    } else {
+      c.x = Must(dnn::TensorDescriptor::CreatePacked(dtype, s.format, s.x), s.name);
+    }
+    std::vector<int64_t> ydims = Must(dnn::ConvolutionOutputDims(c.x, c.w, c.conv), s.name);
+    if (s.sub_region) {
+      c.y = Must(dnn::TensorDescriptor::Create(dtype, ydims, SubRegionStrides(ydims, s.format)),
+                 s.name);
+    } else {
+      c.y = Must(dnn::TensorDescriptor::CreatePacked(dtype, s.format, ydims), s.name);
+    }
+    c.problem = Must(dnn::MakeConvProblem(c.x, c.w, c.conv, c.y, "test case"), s.name);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+std::vector<float> RandomValues(int64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void RoundTo(DataType dtype, std::vector<float>& values) {
+  for (float& v : values) {
+    if (dtype == DataType::kF16) v = HalfToFloat(FloatToHalf(v));
+    if (dtype == DataType::kBF16) v = BFloat16ToFloat(FloatToBFloat16(v));
+  }
+}
+
+}  // namespace testing
+}  // namespace kiln
