@@ -6,26 +6,49 @@ cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = "--stage" ]; then
   bazel build --config=portable //tests/kernels:cuda_test //tests/kernels:reference_test \
-    //examples:01_small_cnn //tools:kiln || exit 1
+    //tests/kernels:conv_cuda_test //bench:conv_bench //examples:01_small_cnn //tools:kiln || exit 1
   # The static OpenBLAS makes each binary ~27 MB; compressed they fit the 64 MiB carry limit.
   rm -rf .gpu && mkdir -p .gpu
   tar -C bazel-bin -cJf .gpu/bin.tar.xz tests/kernels/cuda_test tests/kernels/reference_test \
-    examples/01_small_cnn tools/kiln
+    tests/kernels/conv_cuda_test bench/conv_bench examples/01_small_cnn tools/kiln
   exit 0
 fi
 
 out="${OUT:-/tmp/kiln-gpu}"
+what="${1:-all}"  # all | conv (convolution tests, memcheck, benchmark) | conv-quick (no memcheck)
 mkdir -p "$out"
 bin=/tmp/kiln-bin
 mkdir -p "$bin" && tar -C "$bin" -xJf .gpu/bin.tar.xz || exit 1
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 declare -A result
+# cuDNN for the benchmark's side-by-side column: the one PyTorch ships, if any.
+cudnn_dir=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(os.path.dirname(nvidia.cudnn.__file__), 'lib'))" 2>/dev/null)
+if [ -n "$cudnn_dir" ] && [ -e "$cudnn_dir/libcudnn.so.9" ]; then
+  export KILN_CUDNN_PATH="$cudnn_dir/libcudnn.so.9" LD_LIBRARY_PATH="$cudnn_dir:$LD_LIBRARY_PATH"
+fi
 run() {
   local name=$1
   shift
   "$@" >"$out/$name.log" 2>&1
   result[$name]=$?
 }
+if [ "$what" = conv ] || [ "$what" = conv-quick ]; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/nvidia_smi.log" 2>&1
+  run conv_cuda_test "$bin/tests/kernels/conv_cuda_test"
+  if [ "$what" = conv ]; then
+    run conv_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 \
+      "$bin/tests/kernels/conv_cuda_test"
+  fi
+  run conv_bench "$bin/bench/conv_bench" ${KILN_BENCH_ARGS:-}
+  cat "$out/nvidia_smi.log"
+  grep -E "^\[  (PASSED|FAILED)|runs checked|Failure|got .* want" "$out/conv_cuda_test.log" | head -40
+  [ -f "$out/conv_memcheck.log" ] && tail -3 "$out/conv_memcheck.log"
+  sed -n '/^mode /,$p' "$out/conv_bench.log"
+  for k in conv_cuda_test conv_memcheck conv_bench; do
+    [ -n "${result[$k]+x}" ] && printf '%-16s exit %s\n' "$k" "${result[$k]}"
+  done
+  exit 0
+fi
 run kiln_version "$bin/tools/kiln" version
 run cuda_test "$bin/tests/kernels/cuda_test" --gtest_output=xml:"$out/cuda_test.xml"
 run reference_test "$bin/tests/kernels/reference_test"

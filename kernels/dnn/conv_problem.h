@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/dnn/descriptors.h"
+#include "kernels/dnn/host_device.h"
 
 namespace kiln {
 namespace dnn {
@@ -31,10 +32,10 @@ struct ConvProblem {
   TensorFormat filter_format = TensorFormat::kNCHW;
   int64_t x_span = 0, y_span = 0, w_count = 0;  // elements each buffer must hold
 
-  int64_t cg() const { return c / groups; }
-  int64_t kg() const { return k / groups; }
-  int64_t OutputPixels() const { return n * out[0] * out[1] * out[2]; }
-  int64_t FilterTaps() const { return filter[0] * filter[1] * filter[2]; }
+  KILN_HD int64_t cg() const { return c / groups; }
+  KILN_HD int64_t kg() const { return k / groups; }
+  KILN_HD int64_t OutputPixels() const { return n * out[0] * out[1] * out[2]; }
+  KILN_HD int64_t FilterTaps() const { return filter[0] * filter[1] * filter[2]; }
   // Multiply-adds x2 of one direction (all three directions do the same count).
   double Flops() const;
   // True when x's channels are contiguous (stride 1), as in NHWC.

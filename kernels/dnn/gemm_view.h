@@ -14,13 +14,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define KILN_HD __host__ __device__ __forceinline__
-#define KILN_UNROLL _Pragma("unroll")
-#else
-#define KILN_HD inline
-#define KILN_UNROLL
-#endif
+#include "kernels/dnn/host_device.h"
 
 namespace kiln {
 namespace dnn {

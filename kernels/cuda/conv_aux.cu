@@ -1,0 +1,307 @@
+// The convolution kernels around the implicit GEMM: im2col-style materialization and result
+// scatter for the cuBLAS (GEMM) algorithms, backward data's col2im as a deterministic gather,
+// the direct forward convolution, the bias gradient and the channels-last copy.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/conv_gemm_launch.h"
+
+namespace kiln {
+namespace cuda {
+
+namespace {
+
+using dnn::ConvProblem;
+using dnn::Decode;
+using dnn::IndexInfo;
+
+__device__ __forceinline__ float Load(const float* p) { return *p; }
+__device__ __forceinline__ float Load(const __half* p) { return __half2float(*p); }
+__device__ __forceinline__ float Load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void StoreValue(float* p, float v) { *p = v; }
+__device__ __forceinline__ void StoreValue(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void StoreValue(__nv_bfloat16* p, float v) {
+  *p = __float2bfloat16_rn(v);
+}
+template <typename T>
+__device__ __forceinline__ void Blend(T* p, float value, float alpha, float beta) {
+  float out = alpha * value;
+  if (beta != 0.0f) out += beta * Load(p);
+  StoreValue(p, out);
+}
+
+unsigned GridFor(int64_t n, int threads = 256) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<unsigned>(blocks < 132 * 64 ? (blocks < 1 ? 1 : blocks) : 132 * 64);
+}
+
+#define KILN_GRID_STRIDE(i, total)                                                   \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (total); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+// Calls f.template operator()<T>() with the element type's C++ type.
+template <typename F>
+int Dispatch(ElementType e, F f) {
+  switch (e) {
+    case ElementType::kF32:
+      return f(float{});
+    case ElementType::kF16:
+      return f(__half{});
+    case ElementType::kBF16:
+      return f(__nv_bfloat16{});
+  }
+  return static_cast<int>(cudaErrorInvalidValue);
+}
+
+template <typename T>
+__global__ void MaterializeKernel(dnn::GatherOperand op, const T* src, int64_t groups,
+                                  bool rows_are_outer, int64_t row0, int64_t rows, int64_t col0,
+                                  int64_t cols, T* out) {
+  const int64_t per_group = rows * cols;
+  KILN_GRID_STRIDE(i, per_group * groups) {
+    const int64_t g = i / per_group, r = (i % per_group) / cols, c = i % cols;
+    const int64_t outer = rows_are_outer ? row0 + r : col0 + c;
+    const int64_t inner = rows_are_outer ? col0 + c : row0 + r;
+    int64_t off;
+    const bool ok = Locate(op, Decode(op.outer, outer), Decode(op.inner, inner), &off);
+    StoreValue(out + i, ok ? Load(src + g * op.group_stride + off) : 0.0f);
+  }
+}
+
+template <typename T>
+__global__ void ScatterKernel(dnn::OutputMap map, const float* d, int64_t groups, int64_t row0,
+                              int64_t rows, int64_t cols, float alpha, float beta, T* out) {
+  const int64_t per_group = rows * cols;
+  KILN_GRID_STRIDE(i, per_group * groups) {
+    const int64_t g = i / per_group, r = (i % per_group) / cols, c = i % cols;
+    T* dst = out + g * map.group_stride + Decode(map.rows, row0 + r).offset +
+             Decode(map.cols, c).offset;
+    Blend(dst, d[i], alpha, beta);
+  }
+}
+
+// dx element (n, c, d, h, w) sums col[g][(n - n0, o, p, q)][(cc, t, r, s)] over taps with
+// d + pad - t dil = o stride (and the same for h and w).
+template <typename T>
+__global__ void Col2ImKernel(ConvProblem p, const float* col, int64_t n0, int64_t images,
+                             float alpha, float beta, T* dx) {
+  const int64_t cg = p.cg(), taps = p.FilterTaps();
+  const int64_t opq = p.out[0] * p.out[1] * p.out[2];
+  const int64_t col_cols = cg * taps, col_rows = images * opq;
+  const int64_t total = images * p.c * p.in[0] * p.in[1] * p.in[2];
+  KILN_GRID_STRIDE(i, total) {
+    int64_t rest = i;
+    const int64_t w = rest % p.in[2];
+    rest /= p.in[2];
+    const int64_t h = rest % p.in[1];
+    rest /= p.in[1];
+    const int64_t d = rest % p.in[0];
+    rest /= p.in[0];
+    const int64_t c = rest % p.c;
+    const int64_t n = rest / p.c;
+    const int64_t g = c / cg, cc = c % cg;
+    const int64_t coord[3] = {d, h, w};
+    float sum = 0.0f;
+    for (int64_t t = 0; t < p.filter[0]; ++t) {
+      const int64_t zd = coord[0] + p.pad[0] - t * p.dilation[0];
+      if (zd < 0 || zd % p.stride[0] != 0 || zd / p.stride[0] >= p.out[0]) continue;
+      for (int64_t r = 0; r < p.filter[1]; ++r) {
+        const int64_t zh = coord[1] + p.pad[1] - r * p.dilation[1];
+        if (zh < 0 || zh % p.stride[1] != 0 || zh / p.stride[1] >= p.out[1]) continue;
+        for (int64_t s = 0; s < p.filter[2]; ++s) {
+          const int64_t zw = coord[2] + p.pad[2] - s * p.dilation[2];
+          if (zw < 0 || zw % p.stride[2] != 0 || zw / p.stride[2] >= p.out[2]) continue;
+          const int64_t row =
+              n * opq + ((zd / p.stride[0]) * p.out[1] + zh / p.stride[1]) * p.out[2] +
+              zw / p.stride[2];
+          const int64_t column = ((cc * p.filter[0] + t) * p.filter[1] + r) * p.filter[2] + s;
+          sum += col[(g * col_rows + row) * col_cols + column];
+        }
+      }
+    }
+    T* dst = dx + (n0 + n) * p.x_stride[0] + c * p.x_stride[1] + d * p.x_stride[2] +
+             h * p.x_stride[3] + w * p.x_stride[4];
+    Blend(dst, sum, alpha, beta);
+  }
+}
+
+template <typename T>
+__global__ void ConvDirectKernel(ConvProblem p, const T* x, const T* w, float alpha, float beta,
+                                 T* y) {
+  const int64_t cg = p.cg(), kg = p.kg();
+  const bool flip = p.mode == dnn::ConvolutionMode::kConvolution;
+  const int64_t total = p.n * p.k * p.out[0] * p.out[1] * p.out[2];
+  KILN_GRID_STRIDE(i, total) {
+    // Consecutive threads take consecutive q, then p, so loads of x and stores of y coalesce in
+    // NCHW; in NHWC consecutive k share the input window instead.
+    int64_t rest = i;
+    const int64_t q = rest % p.out[2];
+    rest /= p.out[2];
+    const int64_t pp = rest % p.out[1];
+    rest /= p.out[1];
+    const int64_t o = rest % p.out[0];
+    rest /= p.out[0];
+    const int64_t k = rest % p.k;
+    const int64_t n = rest / p.k;
+    const int64_t g = k / kg;
+    float acc = 0.0f;
+    for (int64_t cc = 0; cc < cg; ++cc) {
+      const T* xc = x + n * p.x_stride[0] + (g * cg + cc) * p.x_stride[1];
+      const T* wc = w + k * p.w_stride[0] + cc * p.w_stride[1];
+      for (int64_t t = 0; t < p.filter[0]; ++t) {
+        const int64_t d = o * p.stride[0] - p.pad[0] + t * p.dilation[0];
+        if (d < 0 || d >= p.in[0]) continue;
+        for (int64_t r = 0; r < p.filter[1]; ++r) {
+          const int64_t h = pp * p.stride[1] - p.pad[1] + r * p.dilation[1];
+          if (h < 0 || h >= p.in[1]) continue;
+          for (int64_t s = 0; s < p.filter[2]; ++s) {
+            const int64_t ww = q * p.stride[2] - p.pad[2] + s * p.dilation[2];
+            if (ww < 0 || ww >= p.in[2]) continue;
+            const int64_t ft = flip ? p.filter[0] - 1 - t : t;
+            const int64_t fr = flip ? p.filter[1] - 1 - r : r;
+            const int64_t fs = flip ? p.filter[2] - 1 - s : s;
+            acc = fmaf(Load(xc + d * p.x_stride[2] + h * p.x_stride[3] + ww * p.x_stride[4]),
+                       Load(wc + ft * p.w_stride[2] + fr * p.w_stride[3] + fs * p.w_stride[4]),
+                       acc);
+          }
+        }
+      }
+    }
+    Blend(y + n * p.y_stride[0] + k * p.y_stride[1] + o * p.y_stride[2] + pp * p.y_stride[3] +
+              q * p.y_stride[4],
+          acc, alpha, beta);
+  }
+}
+
+// One block per output channel; each thread sums a fixed strided subset, then a fixed tree.
+template <typename T>
+__global__ void BiasGradKernel(ConvProblem p, const T* dy, float alpha, float beta, T* db) {
+  const int64_t k = blockIdx.x;
+  const int64_t spatial = p.out[0] * p.out[1] * p.out[2];
+  const int64_t total = p.n * spatial;
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
+    const int64_t n = i / spatial, s = i % spatial;
+    const int64_t q = s % p.out[2], pp = (s / p.out[2]) % p.out[1], o = s / (p.out[2] * p.out[1]);
+    sum += Load(dy + n * p.y_stride[0] + k * p.y_stride[1] + o * p.y_stride[2] +
+                pp * p.y_stride[3] + q * p.y_stride[4]);
+  }
+  __shared__ float partial[256];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int width = 128; width > 0; width /= 2) {
+    if (threadIdx.x < width) partial[threadIdx.x] += partial[threadIdx.x + width];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) Blend(db + k, partial[0], alpha, beta);
+}
+
+struct Dims5 {
+  int64_t d[5], s[5];
+};
+
+template <typename T>
+__global__ void ToChannelsLastKernel(Dims5 in, const T* src, int64_t padded_c, T* dst) {
+  const int64_t total = in.d[0] * in.d[2] * in.d[3] * in.d[4] * padded_c;
+  KILN_GRID_STRIDE(i, total) {
+    int64_t rest = i;
+    const int64_t c = rest % padded_c;
+    rest /= padded_c;
+    const int64_t w = rest % in.d[4];
+    rest /= in.d[4];
+    const int64_t h = rest % in.d[3];
+    rest /= in.d[3];
+    const int64_t d = rest % in.d[2];
+    const int64_t n = rest / in.d[2];
+    float v = 0.0f;
+    if (c < in.d[1])
+      v = Load(src + n * in.s[0] + c * in.s[1] + d * in.s[2] + h * in.s[3] + w * in.s[4]);
+    StoreValue(dst + i, v);
+  }
+}
+
+}  // namespace
+
+int LaunchMaterialize(const dnn::GatherOperand& op, ElementType element, const void* src,
+                      int64_t groups, bool rows_are_outer, int64_t row0, int64_t rows,
+                      int64_t col0, int64_t cols, void* out, void* stream) {
+  const int64_t total = groups * rows * cols;
+  if (total == 0) return 0;
+  return Dispatch(element, [&](auto zero) {
+    using T = decltype(zero);
+    MaterializeKernel<T><<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        op, static_cast<const T*>(src), groups, rows_are_outer, row0, rows, col0, cols,
+        static_cast<T*>(out));
+    return static_cast<int>(cudaGetLastError());
+  });
+}
+
+int LaunchScatter(const dnn::OutputMap& map, ElementType element, const float* d, int64_t groups,
+                  int64_t row0, int64_t rows, int64_t cols, float alpha, float beta, void* out,
+                  void* stream) {
+  const int64_t total = groups * rows * cols;
+  if (total == 0) return 0;
+  return Dispatch(element, [&](auto zero) {
+    using T = decltype(zero);
+    ScatterKernel<T><<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        map, d, groups, row0, rows, cols, alpha, beta, static_cast<T*>(out));
+    return static_cast<int>(cudaGetLastError());
+  });
+}
+
+int LaunchCol2Im(const ConvProblem& p, const float* col, int64_t n0, int64_t images,
+                 ElementType element, float alpha, float beta, void* dx, void* stream) {
+  const int64_t total = images * p.c * p.in[0] * p.in[1] * p.in[2];
+  if (total == 0) return 0;
+  return Dispatch(element, [&](auto zero) {
+    using T = decltype(zero);
+    Col2ImKernel<T><<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        p, col, n0, images, alpha, beta, static_cast<T*>(dx));
+    return static_cast<int>(cudaGetLastError());
+  });
+}
+
+int LaunchConvDirect(const ConvProblem& p, ElementType element, const void* x, const void* w,
+                     float alpha, float beta, void* y, void* stream) {
+  const int64_t total = p.n * p.k * p.out[0] * p.out[1] * p.out[2];
+  if (total == 0) return 0;
+  return Dispatch(element, [&](auto zero) {
+    using T = decltype(zero);
+    ConvDirectKernel<T><<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        p, static_cast<const T*>(x), static_cast<const T*>(w), alpha, beta, static_cast<T*>(y));
+    return static_cast<int>(cudaGetLastError());
+  });
+}
+
+int LaunchBiasGrad(const ConvProblem& p, ElementType element, const void* dy, float alpha,
+                   float beta, void* db, void* stream) {
+  if (p.k == 0) return 0;
+  if (p.k > 0x7fffffff) return static_cast<int>(cudaErrorInvalidConfiguration);
+  return Dispatch(element, [&](auto zero) {
+    using T = decltype(zero);
+    BiasGradKernel<T><<<static_cast<unsigned>(p.k), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        p, static_cast<const T*>(dy), alpha, beta, static_cast<T*>(db));
+    return static_cast<int>(cudaGetLastError());
+  });
+}
+
+int LaunchToChannelsLast(ElementType element, const int64_t* dims, const int64_t* strides,
+                         const void* src, int64_t padded_channels, void* dst, void* stream) {
+  Dims5 in;
+  for (int i = 0; i < 5; ++i) {
+    in.d[i] = dims[i];
+    in.s[i] = strides[i];
+  }
+  const int64_t total = dims[0] * dims[2] * dims[3] * dims[4] * padded_channels;
+  if (total == 0) return 0;
+  return Dispatch(element, [&](auto zero) {
+    using T = decltype(zero);
+    ToChannelsLastKernel<T><<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        in, static_cast<const T*>(src), padded_channels, static_cast<T*>(dst));
+    return static_cast<int>(cudaGetLastError());
+  });
+}
+
+}  // namespace cuda
+}  // namespace kiln

@@ -1,0 +1,77 @@
+// Plain C++ entry points of the convolution GEMM kernels (conv_gemm.cu, conv_aux.cu), callable
+// from g++-compiled code. Each returns the cudaError_t of its launches as an int (0 = success),
+// read with cudaGetLastError right after each launch.
+#ifndef KILN_KERNELS_CUDA_CONV_GEMM_LAUNCH_H_
+#define KILN_KERNELS_CUDA_CONV_GEMM_LAUNCH_H_
+
+#include <cstdint>
+
+#include "kernels/dnn/conv_problem.h"
+#include "kernels/dnn/gemm_view.h"
+
+namespace kiln {
+namespace cuda {
+
+// The multiply the GEMM kernel uses: FP32 FFMA, TF32 mma.sync, or f16/bf16 mma.sync (the
+// element type decides which), all accumulating in f32.
+enum class GemmMath : int { kFfma, kTf32, kHalf };
+enum class ElementType : int { kF32, kF16, kBF16 };
+
+struct ConvGemmLaunch {
+  dnn::GemmView view;
+  ElementType element = ElementType::kF32;
+  GemmMath math = GemmMath::kFfma;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  float alpha = 1, beta = 0;
+  int vector_a = 1, vector_b = 1;  // elements per load along k: 1, or 16 bytes' worth
+  bool a_lanes_along_k = true, b_lanes_along_k = true;
+  // Precomputed per-k decodings of view.a.inner / view.b.inner (IMPLICIT_PRECOMP_GEMM), or null
+  // to decode on the fly.
+  const dnn::IndexInfo* a_table = nullptr;
+  const dnn::IndexInfo* b_table = nullptr;
+  // Split-K: `splits` blocks share each output tile's reduction and write f32 partial sums to
+  // `partial` ([splits][groups][m][n]); a second kernel adds them in a fixed order. 1 = off.
+  int splits = 1;
+  float* partial = nullptr;
+};
+
+// Runs the implicit-GEMM kernel (and the split-K reduction when splits > 1).
+int LaunchConvGemm(const ConvGemmLaunch& launch, void* stream);
+// The f32 partial-sum workspace `splits` needs, in bytes.
+int64_t ConvGemmPartialBytes(const dnn::GemmView& view, int splits);
+// table[i] = Decode(map, i) for i < count.
+int LaunchDecodeTable(const dnn::IndexMap& map, int64_t count, dnn::IndexInfo* table,
+                      void* stream);
+
+// Writes operand elements as a dense row-major matrix out[g][r][c] (r < rows, c < cols) of
+// `element` type: with rows_are_outer, element (r, c) is op(outer = row0 + r, inner = col0 + c),
+// otherwise op(outer = col0 + c, inner = row0 + r). Padding is written as zero.
+int LaunchMaterialize(const dnn::GatherOperand& op, ElementType element, const void* src,
+                      int64_t groups, bool rows_are_outer, int64_t row0, int64_t rows,
+                      int64_t col0, int64_t cols, void* out, void* stream);
+// out[map(row0 + r, c)] = alpha d[g][r][c] + beta out[...] for a dense f32 d[groups][rows][cols].
+int LaunchScatter(const dnn::OutputMap& map, ElementType element, const float* d, int64_t groups,
+                  int64_t row0, int64_t rows, int64_t cols, float alpha, float beta, void* out,
+                  void* stream);
+// Backward data's col2im as a gather: dx[n, c, d, h, w] for images n0 <= n < n0 + images is
+// alpha * the sum of col[g][(n - n0, o, p, q)][(c, t, r, s)] over the taps that reach it,
+// + beta dx. col is f32, dense, (c, t, r, s) ordered.
+int LaunchCol2Im(const dnn::ConvProblem& p, const float* col, int64_t n0, int64_t images,
+                 ElementType element, float alpha, float beta, void* dx, void* stream);
+// Direct forward convolution, one thread per output element.
+int LaunchConvDirect(const dnn::ConvProblem& p, ElementType element, const void* x,
+                     const void* w, float alpha, float beta, void* y, void* stream);
+// db[k] = alpha sum(dy[:, k, ...]) + beta db[k], a fixed-order reduction per channel.
+int LaunchBiasGrad(const dnn::ConvProblem& p, ElementType element, const void* dy, float alpha,
+                   float beta, void* db, void* stream);
+// Copies a strided 5-d tensor (N, C, D, H, W) into a packed channels-last one with
+// `padded_channels` >= C channels, the extra channels zero.
+int LaunchToChannelsLast(ElementType element, const int64_t* dims, const int64_t* strides,
+                         const void* src, int64_t padded_channels, void* dst, void* stream);
+
+}  // namespace cuda
+}  // namespace kiln
+
+#endif  // KILN_KERNELS_CUDA_CONV_GEMM_LAUNCH_H_

@@ -1,0 +1,579 @@
+// The convolution algorithms: how each direction maps onto the GEMM kernels, cuBLAS and the
+// auxiliary kernels, and how much workspace each needs.
+#include "kernels/cuda/convolution.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "kernels/cuda/conv_gemm_launch.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/dnn/conv_gemm_views.h"
+
+namespace kiln {
+namespace dnn {
+
+namespace {
+
+using cuda::ConvGemmLaunch;
+using cuda::ElementType;
+using cuda::GemmMath;
+
+// The GEMM algorithms stage at most this many bytes of im2col/col2im matrix at a time.
+constexpr int64_t kGemmChunkBytes = int64_t{512} << 20;
+
+ElementType ElementOf(DataType t) {
+  return t == DataType::kF16 ? ElementType::kF16
+                             : (t == DataType::kBF16 ? ElementType::kBF16 : ElementType::kF32);
+}
+int64_t ElementBytes(DataType t) { return t == DataType::kF32 ? 4 : 2; }
+int VectorWidth(DataType t) { return static_cast<int>(16 / ElementBytes(t)); }
+GemmMath MathOf(const ConvProblem& p) {
+  if (p.dtype != DataType::kF32) return GemmMath::kHalf;
+  return p.math == MathMode::kTf32 ? GemmMath::kTf32 : GemmMath::kFfma;
+}
+bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+size_t Align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+absl::Status Launched(int error, const char* what) {
+  if (error == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, " launch failed: ",
+                                          cudaGetErrorString(static_cast<cudaError_t>(error))));
+}
+
+// An implicit-GEMM launch over `view`, vectorizing each operand when its layout and pointer
+// allow.
+ConvGemmLaunch GemmLaunch(const ConvProblem& p, const GemmView& view, const void* a,
+                          const void* b, void* c, float alpha, float beta) {
+  ConvGemmLaunch l;
+  l.view = view;
+  l.element = ElementOf(p.dtype);
+  l.math = MathOf(p);
+  l.a = a;
+  l.b = b;
+  l.c = c;
+  l.alpha = alpha;
+  l.beta = beta;
+  const int width = VectorWidth(p.dtype);
+  l.vector_a = InnerVectorizable(view.a, width) && Aligned16(a) ? width : 1;
+  l.vector_b = InnerVectorizable(view.b, width) && Aligned16(b) ? width : 1;
+  l.a_lanes_along_k = InnerIsContiguous(view.a);
+  l.b_lanes_along_k = InnerIsContiguous(view.b);
+  return l;
+}
+
+// IMPLICIT_PRECOMP_GEMM's workspace: optional channels-last copies of x and w (when the
+// original layout cannot be loaded as vectors but the copy can), then the two k tables.
+struct PrecompPlan {
+  bool copy = false;
+  ConvProblem problem;  // the problem the kernel sees (the copies' layout when copy)
+  int64_t padded_c = 0;
+  size_t x_offset = 0, w_offset = 0, a_table_offset = 0, b_table_offset = 0, bytes = 0;
+};
+
+PrecompPlan PlanPrecomp(const ConvProblem& p) {
+  PrecompPlan plan;
+  plan.problem = p;
+  const int width = VectorWidth(p.dtype);
+  const GemmView direct = ForwardGemmView(p, true);
+  const bool vectorizable =
+      InnerVectorizable(direct.a, width) && InnerVectorizable(direct.b, width);
+  plan.copy = !vectorizable && (p.groups == 1 || p.cg() % width == 0);
+  size_t bytes = 0;
+  if (plan.copy) {
+    ConvProblem& q = plan.problem;
+    plan.padded_c = p.groups == 1 ? (p.c + width - 1) / width * width : p.c;
+    q.c = plan.padded_c;
+    const int64_t d = p.in[0], h = p.in[1], w = p.in[2];
+    q.x_stride[1] = 1;
+    q.x_stride[4] = q.c;
+    q.x_stride[3] = w * q.c;
+    q.x_stride[2] = h * w * q.c;
+    q.x_stride[0] = d * h * w * q.c;
+    const int64_t cg = q.cg();
+    q.w_stride[1] = 1;
+    q.w_stride[4] = cg;
+    q.w_stride[3] = p.filter[2] * cg;
+    q.w_stride[2] = p.filter[1] * p.filter[2] * cg;
+    q.w_stride[0] = p.FilterTaps() * cg;
+    q.filter_format = TensorFormat::kNHWC;
+    plan.x_offset = 0;
+    bytes = Align256(static_cast<size_t>(p.n * d * h * w * q.c * ElementBytes(p.dtype)));
+    plan.w_offset = bytes;
+    bytes += Align256(static_cast<size_t>(p.k * p.FilterTaps() * cg * ElementBytes(p.dtype)));
+  }
+  const GemmView view = ForwardGemmView(plan.problem, plan.copy || p.XChannelsLast());
+  plan.a_table_offset = bytes;
+  bytes += Align256(static_cast<size_t>(view.k) * sizeof(IndexInfo));
+  plan.b_table_offset = bytes;
+  bytes += Align256(static_cast<size_t>(view.k) * sizeof(IndexInfo));
+  plan.bytes = bytes;
+  return plan;
+}
+
+// Rows of a chunk so that `row_bytes` x rows stays within kGemmChunkBytes (and cuBLAS's int).
+int64_t ChunkRows(int64_t total, int64_t row_bytes, int64_t row_elems) {
+  int64_t rows = std::max<int64_t>(1, kGemmChunkBytes / std::max<int64_t>(1, row_bytes));
+  rows = std::min<int64_t>(rows, (int64_t{1} << 31) / std::max<int64_t>(1, row_elems) - 1);
+  return std::max<int64_t>(1, std::min(rows, total));
+}
+
+// Forward GEMM: rows of output pixels per chunk.
+struct GemmPlan {
+  int64_t chunk = 0;  // rows (forward), images (backward data) or pixels (backward filter)
+  size_t bytes = 0;
+};
+
+GemmPlan PlanGemm(ConvDirection direction, const ConvProblem& p) {
+  const int64_t e = ElementBytes(p.dtype), g = p.groups;
+  const int64_t ctaps = p.cg() * p.FilterTaps();
+  GemmPlan plan;
+  switch (direction) {
+    case ConvDirection::kForward: {
+      plan.chunk = ChunkRows(p.OutputPixels(), g * (ctaps * e + p.kg() * 4), ctaps);
+      plan.bytes = Align256(g * p.kg() * ctaps * e) + Align256(g * plan.chunk * ctaps * e) +
+                   Align256(g * plan.chunk * p.kg() * 4);
+      break;
+    }
+    case ConvDirection::kBackwardData: {
+      const int64_t opq = p.out[0] * p.out[1] * p.out[2];
+      plan.chunk = std::max<int64_t>(
+          1, ChunkRows(p.OutputPixels(), g * (p.kg() * e + ctaps * 4), ctaps) / opq);
+      plan.chunk = std::min(plan.chunk, p.n);
+      const int64_t rows = plan.chunk * opq;
+      plan.bytes = Align256(g * ctaps * p.kg() * e) + Align256(g * rows * p.kg() * e) +
+                   Align256(g * rows * ctaps * 4);
+      break;
+    }
+    case ConvDirection::kBackwardFilter: {
+      plan.chunk = ChunkRows(p.OutputPixels(), g * (p.kg() + ctaps) * e, p.kg() + ctaps);
+      plan.bytes = Align256(g * p.kg() * plan.chunk * e) + Align256(g * ctaps * plan.chunk * e) +
+                   Align256(g * p.kg() * ctaps * 4);
+      break;
+    }
+  }
+  return plan;
+}
+
+// Split-K factor for backward filter: enough blocks for two waves, at least 8 k slices each.
+int SplitsFor(const Handle& handle, const GemmView& v) {
+  const int64_t tiles = ((v.m + 127) / 128) * ((v.n + 127) / 128) * v.groups;
+  const int64_t k_tiles = (v.k + 31) / 32;
+  int64_t splits = (2 * handle.multiprocessors() + tiles - 1) / tiles;
+  splits = std::min<int64_t>(splits, std::max<int64_t>(1, k_tiles / 8));
+  splits = std::min<int64_t>(splits, std::max<int64_t>(1, 65535 / v.groups));
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(splits, 64)));
+}
+
+bool Is1x1Packed(const ConvProblem& p, bool* nhwc) {
+  if (p.FilterTaps() != 1 || p.groups != 1) return false;
+  for (int i = 0; i < 3; ++i)
+    if (p.stride[i] != 1 || p.pad[i] != 0) return false;
+  const int64_t hw = p.in[0] * p.in[1] * p.in[2];
+  const bool x_nchw = p.x_stride[1] == hw && p.x_stride[0] == p.c * hw && p.x_stride[4] == 1 &&
+                      p.x_stride[3] == p.in[2];
+  const bool y_nchw = p.y_stride[1] == hw && p.y_stride[0] == p.k * hw && p.y_stride[4] == 1 &&
+                      p.y_stride[3] == p.in[2];
+  const bool x_nhwc = p.x_stride[1] == 1 && p.x_stride[4] == p.c &&
+                      p.x_stride[3] == p.in[2] * p.c && p.x_stride[0] == hw * p.c;
+  const bool y_nhwc = p.y_stride[1] == 1 && p.y_stride[4] == p.k &&
+                      p.y_stride[3] == p.in[2] * p.k && p.y_stride[0] == hw * p.k;
+  // The filter is packed KCRS or KRSC; with 1x1 taps both are K x C row-major.
+  if (x_nchw && y_nchw) {
+    *nhwc = false;
+    return true;
+  }
+  if (x_nhwc && y_nhwc) {
+    *nhwc = true;
+    return true;
+  }
+  return false;
+}
+
+cudaDataType_t CublasType(DataType t) {
+  return t == DataType::kF16 ? CUDA_R_16F : (t == DataType::kBF16 ? CUDA_R_16BF : CUDA_R_32F);
+}
+cublasComputeType_t CublasCompute(const ConvProblem& p) {
+  return p.dtype == DataType::kF32 && p.math == MathMode::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                : CUBLAS_COMPUTE_32F;
+}
+
+absl::Status CublasOk(cublasStatus_t s, const char* what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, " failed: ", cublasGetStatusString(s)));
+}
+
+// D[g][r][c] = sum_k lhs[g][r][k] rhs[g][c][k] (+ D when accumulate), f32 D.
+absl::Status BatchedGemm(Handle& h, const ConvProblem& p, int64_t rows, int64_t cols, int64_t k,
+                         const void* lhs, const void* rhs, float* d, bool accumulate) {
+  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  return CublasOk(
+      cublasGemmStridedBatchedEx(static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_T,
+                                 CUBLAS_OP_N, static_cast<int>(cols), static_cast<int>(rows),
+                                 static_cast<int>(k), &one, rhs, CublasType(p.dtype),
+                                 static_cast<int>(k), cols * k, lhs, CublasType(p.dtype),
+                                 static_cast<int>(k), rows * k, &beta, d, CUDA_R_32F,
+                                 static_cast<int>(cols), rows * cols, static_cast<int>(p.groups),
+                                 CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+      "cublasGemmStridedBatchedEx");
+}
+
+absl::Status Forward1x1(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
+                        const void* w, void* y) {
+  bool nhwc = false;
+  Is1x1Packed(p, &nhwc);
+  const cudaDataType_t t = CublasType(p.dtype);
+  auto cublas = static_cast<cublasHandle_t>(h.cublas());
+  const int64_t hw = p.in[0] * p.in[1] * p.in[2];
+  if (nhwc) {
+    // y^T (K x NHW, column-major) = W (K x C) x^T (C x NHW).
+    return CublasOk(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(p.k),
+                                 static_cast<int>(p.n * hw), static_cast<int>(p.c), &alpha, w, t,
+                                 static_cast<int>(p.c), x, t, static_cast<int>(p.c), &beta, y, t,
+                                 static_cast<int>(p.k), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+                    "cublasGemmEx (1x1 NHWC)");
+  }
+  // Per image: y[n] (HW x K, column-major) = x[n] (HW x C) W^T (C x K).
+  return CublasOk(
+      cublasGemmStridedBatchedEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(hw),
+                                 static_cast<int>(p.k), static_cast<int>(p.c), &alpha, x, t,
+                                 static_cast<int>(hw), p.c * hw, w, t, static_cast<int>(p.c), 0,
+                                 &beta, y, t, static_cast<int>(hw), p.k * hw,
+                                 static_cast<int>(p.n), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+      "cublasGemmStridedBatchedEx (1x1 NCHW)");
+}
+
+absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta,
+                            const void* x, const void* w, void* y, char* ws) {
+  const PrecompPlan plan = PlanPrecomp(p);
+  const ElementType e = ElementOf(p.dtype);
+  const void* xk = x;
+  const void* wk = w;
+  if (plan.copy) {
+    const int64_t xdims[5] = {p.n, p.c, p.in[0], p.in[1], p.in[2]};
+    KILN_RETURN_IF_ERROR(Launched(cuda::LaunchToChannelsLast(e, xdims, p.x_stride, x,
+                                                             plan.padded_c, ws + plan.x_offset,
+                                                             h.stream()),
+                                  "channels-last copy of x"));
+    const int64_t wdims[5] = {p.k, p.cg(), p.filter[0], p.filter[1], p.filter[2]};
+    KILN_RETURN_IF_ERROR(Launched(
+        cuda::LaunchToChannelsLast(e, wdims, p.w_stride, w, plan.problem.cg(), ws + plan.w_offset,
+                                   h.stream()),
+        "channels-last copy of w"));
+    xk = ws + plan.x_offset;
+    wk = ws + plan.w_offset;
+  }
+  const GemmView view = ForwardGemmView(plan.problem, plan.copy || p.XChannelsLast());
+  auto* a_table = reinterpret_cast<IndexInfo*>(ws + plan.a_table_offset);
+  auto* b_table = reinterpret_cast<IndexInfo*>(ws + plan.b_table_offset);
+  KILN_RETURN_IF_ERROR(Launched(cuda::LaunchDecodeTable(view.a.inner, view.k, a_table, h.stream()),
+                                "k table"));
+  KILN_RETURN_IF_ERROR(Launched(cuda::LaunchDecodeTable(view.b.inner, view.k, b_table, h.stream()),
+                                "k table"));
+  ConvGemmLaunch l = GemmLaunch(plan.problem, view, xk, wk, y, alpha, beta);
+  l.a_table = a_table;
+  l.b_table = b_table;
+  return Launched(cuda::LaunchConvGemm(l, h.stream()), "implicit precomp GEMM");
+}
+
+absl::Status ForwardGemm(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
+                         const void* w, void* y, char* ws) {
+  const GemmPlan plan = PlanGemm(ConvDirection::kForward, p);
+  const GemmView v = ForwardGemmView(p, false);
+  const ElementType e = ElementOf(p.dtype);
+  const int64_t eb = ElementBytes(p.dtype), g = p.groups;
+  char* w_mat = ws;
+  char* a_mat = w_mat + Align256(g * v.n * v.k * eb);
+  float* d = reinterpret_cast<float*>(a_mat + Align256(g * plan.chunk * v.k * eb));
+  KILN_RETURN_IF_ERROR(Launched(
+      cuda::LaunchMaterialize(v.b, e, w, g, true, 0, v.n, 0, v.k, w_mat, h.stream()), "filter"));
+  for (int64_t m0 = 0; m0 < v.m; m0 += plan.chunk) {
+    const int64_t rows = std::min(plan.chunk, v.m - m0);
+    KILN_RETURN_IF_ERROR(Launched(
+        cuda::LaunchMaterialize(v.a, e, x, g, true, m0, rows, 0, v.k, a_mat, h.stream()),
+        "im2col"));
+    KILN_RETURN_IF_ERROR(BatchedGemm(h, p, rows, v.n, v.k, a_mat, w_mat, d, false));
+    KILN_RETURN_IF_ERROR(Launched(
+        cuda::LaunchScatter(v.c, e, d, g, m0, rows, v.n, alpha, beta, y, h.stream()), "scatter"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BackwardDataGemm(Handle& h, const ConvProblem& p, float alpha, float beta,
+                              const void* dy, const void* w, void* dx, char* ws) {
+  const GemmPlan plan = PlanGemm(ConvDirection::kBackwardData, p);
+  const GemmView fwd = ForwardGemmView(p, false);           // b: [k][c, taps]
+  const GemmView filt = BackwardFilterGemmView(p, false);  // a: [k][output pixel]
+  const ElementType e = ElementOf(p.dtype);
+  const int64_t eb = ElementBytes(p.dtype), g = p.groups, kg = p.kg();
+  const int64_t ctaps = fwd.k, opq = p.out[0] * p.out[1] * p.out[2];
+  char* w_mat = ws;
+  char* dy_mat = w_mat + Align256(g * ctaps * kg * eb);
+  float* col = reinterpret_cast<float*>(dy_mat + Align256(g * plan.chunk * opq * kg * eb));
+  KILN_RETURN_IF_ERROR(Launched(
+      cuda::LaunchMaterialize(fwd.b, e, w, g, false, 0, ctaps, 0, kg, w_mat, h.stream()),
+      "filter"));
+  for (int64_t n0 = 0; n0 < p.n; n0 += plan.chunk) {
+    const int64_t images = std::min(plan.chunk, p.n - n0), rows = images * opq;
+    KILN_RETURN_IF_ERROR(Launched(cuda::LaunchMaterialize(filt.a, e, dy, g, false, n0 * opq, rows,
+                                                          0, kg, dy_mat, h.stream()),
+                                  "dy matrix"));
+    KILN_RETURN_IF_ERROR(BatchedGemm(h, p, rows, ctaps, kg, dy_mat, w_mat, col, false));
+    KILN_RETURN_IF_ERROR(Launched(
+        cuda::LaunchCol2Im(p, col, n0, images, e, alpha, beta, dx, h.stream()), "col2im"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BackwardFilterGemm(Handle& h, const ConvProblem& p, float alpha, float beta,
+                                const void* x, const void* dy, void* dw, char* ws) {
+  const GemmPlan plan = PlanGemm(ConvDirection::kBackwardFilter, p);
+  const GemmView v = BackwardFilterGemmView(p, false);
+  const ElementType e = ElementOf(p.dtype);
+  const int64_t eb = ElementBytes(p.dtype), g = p.groups;
+  char* a_mat = ws;
+  char* b_mat = a_mat + Align256(g * v.m * plan.chunk * eb);
+  float* d = reinterpret_cast<float*>(b_mat + Align256(g * v.n * plan.chunk * eb));
+  for (int64_t k0 = 0; k0 < v.k; k0 += plan.chunk) {
+    const int64_t cols = std::min(plan.chunk, v.k - k0);
+    KILN_RETURN_IF_ERROR(Launched(
+        cuda::LaunchMaterialize(v.a, e, dy, g, true, 0, v.m, k0, cols, a_mat, h.stream()),
+        "dy matrix"));
+    KILN_RETURN_IF_ERROR(Launched(
+        cuda::LaunchMaterialize(v.b, e, x, g, true, 0, v.n, k0, cols, b_mat, h.stream()),
+        "im2col"));
+    KILN_RETURN_IF_ERROR(BatchedGemm(h, p, v.m, v.n, cols, a_mat, b_mat, d, k0 > 0));
+  }
+  return Launched(cuda::LaunchScatter(v.c, e, d, g, 0, v.m, v.n, alpha, beta, dw, h.stream()),
+                  "scatter");
+}
+
+}  // namespace
+
+absl::string_view ConvAlgoName(ConvAlgo algo) {
+  switch (algo) {
+    case ConvAlgo::kImplicitGemm:
+      return "implicit_gemm";
+    case ConvAlgo::kImplicitPrecompGemm:
+      return "implicit_precomp_gemm";
+    case ConvAlgo::kImplicitGemmSplitK:
+      return "implicit_gemm_split_k";
+    case ConvAlgo::kGemm:
+      return "gemm";
+    case ConvAlgo::kDirect:
+      return "direct";
+    case ConvAlgo::kGemm1x1:
+      return "gemm_1x1";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<ConvAlgo> ParseConvAlgo(absl::string_view name) {
+  for (ConvAlgo a : kAllConvAlgos)
+    if (ConvAlgoName(a) == name) return a;
+  return absl::InvalidArgumentError(absl::StrCat("unknown convolution algorithm '", name, "'"));
+}
+
+absl::string_view ConvDirectionName(ConvDirection direction) {
+  switch (direction) {
+    case ConvDirection::kForward:
+      return "fwd";
+    case ConvDirection::kBackwardData:
+      return "bwd_data";
+    case ConvDirection::kBackwardFilter:
+      return "bwd_filter";
+  }
+  return "unknown";
+}
+
+absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& p,
+                                    ConvAlgo algo) {
+  auto no = [&](absl::string_view why) {
+    return absl::UnimplementedError(absl::StrCat("convolution ", ConvDirectionName(direction),
+                                                 ": algorithm ", ConvAlgoName(algo), " ", why));
+  };
+  const bool fwd = direction == ConvDirection::kForward;
+  switch (algo) {
+    case ConvAlgo::kImplicitGemm:
+    case ConvAlgo::kGemm:
+      return absl::OkStatus();
+    case ConvAlgo::kImplicitPrecompGemm:
+    case ConvAlgo::kDirect:
+      return fwd ? absl::OkStatus() : no("is forward-only");
+    case ConvAlgo::kImplicitGemmSplitK:
+      return direction == ConvDirection::kBackwardFilter ? absl::OkStatus()
+                                                         : no("is backward-filter-only");
+    case ConvAlgo::kGemm1x1: {
+      if (!fwd) return no("is forward-only");
+      bool nhwc;
+      return Is1x1Packed(p, &nhwc) ? absl::OkStatus()
+                                   : no("needs a 1x1, stride-1, unpadded, ungrouped convolution "
+                                        "of packed NCHW or NHWC tensors");
+    }
+  }
+  return no("is unknown");
+}
+
+absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDirection direction,
+                                                   const ConvProblem& p, ConvAlgo algo) {
+  KILN_RETURN_IF_ERROR(CheckConvAlgoSupported(direction, p, algo));
+  switch (algo) {
+    case ConvAlgo::kImplicitPrecompGemm:
+      return PlanPrecomp(p).bytes;
+    case ConvAlgo::kGemm:
+      return PlanGemm(direction, p).bytes;
+    case ConvAlgo::kImplicitGemmSplitK: {
+      const GemmView v = BackwardFilterGemmView(p, false);
+      return static_cast<size_t>(cuda::ConvGemmPartialBytes(v, SplitsFor(handle, v)));
+    }
+    default:
+      return size_t{0};
+  }
+}
+
+absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvProblem& p,
+                            ConvAlgo algo, float alpha, float beta, void* x, void* w, void* y,
+                            void* workspace, size_t workspace_bytes) {
+  const std::string where = absl::StrCat("convolution ", ConvDirectionName(direction), " (",
+                                         ConvAlgoName(algo), ")");
+  KILN_RETURN_IF_ERROR(CheckConvAlgoSupported(direction, p, algo));
+  if (x == nullptr || w == nullptr || y == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": a tensor pointer is null"));
+  }
+  KILN_ASSIGN_OR_RETURN(const size_t needed,
+                        GetConvolutionWorkspaceSize(handle, direction, p, algo));
+  if (workspace_bytes < needed || (needed > 0 && workspace == nullptr)) {
+    return absl::ResourceExhaustedError(absl::StrCat(where, " needs ", needed,
+                                                     " bytes of workspace, given ",
+                                                     workspace == nullptr ? 0 : workspace_bytes));
+  }
+  char* ws = static_cast<char*>(workspace);
+  absl::Status status;
+  switch (direction) {
+    case ConvDirection::kForward:
+      switch (algo) {
+        case ConvAlgo::kImplicitGemm: {
+          const GemmView v = ForwardGemmView(p, p.XChannelsLast());
+          status = Launched(cuda::LaunchConvGemm(GemmLaunch(p, v, x, w, y, alpha, beta),
+                                                 handle.stream()),
+                            "implicit GEMM");
+          break;
+        }
+        case ConvAlgo::kImplicitPrecompGemm:
+          status = ForwardPrecomp(handle, p, alpha, beta, x, w, y, ws);
+          break;
+        case ConvAlgo::kGemm:
+          status = ForwardGemm(handle, p, alpha, beta, x, w, y, ws);
+          break;
+        case ConvAlgo::kDirect:
+          status = Launched(cuda::LaunchConvDirect(p, ElementOf(p.dtype), x, w, alpha, beta, y,
+                                                   handle.stream()),
+                            "direct convolution");
+          break;
+        case ConvAlgo::kGemm1x1:
+          status = Forward1x1(handle, p, alpha, beta, x, w, y);
+          break;
+        default:
+          break;
+      }
+      break;
+    case ConvDirection::kBackwardData:
+      if (algo == ConvAlgo::kImplicitGemm) {
+        const GemmView v = BackwardDataGemmView(p, p.YChannelsLast());
+        status = Launched(
+            cuda::LaunchConvGemm(GemmLaunch(p, v, y, w, x, alpha, beta), handle.stream()),
+            "implicit GEMM");
+      } else {
+        status = BackwardDataGemm(handle, p, alpha, beta, y, w, x, ws);
+      }
+      break;
+    case ConvDirection::kBackwardFilter:
+      if (algo == ConvAlgo::kGemm) {
+        status = BackwardFilterGemm(handle, p, alpha, beta, x, y, w, ws);
+      } else {
+        const GemmView v = BackwardFilterGemmView(p, p.XChannelsLast());
+        ConvGemmLaunch l = GemmLaunch(p, v, y, x, w, alpha, beta);
+        if (algo == ConvAlgo::kImplicitGemmSplitK) {
+          l.splits = SplitsFor(handle, BackwardFilterGemmView(p, false));
+          l.partial = reinterpret_cast<float*>(ws);
+        }
+        status = Launched(cuda::LaunchConvGemm(l, handle.stream()), "implicit GEMM");
+      }
+      break;
+  }
+  return Annotate(status, where);
+}
+
+absl::Status ConvolutionForward(Handle& handle, float alpha, const TensorDescriptor& x_desc,
+                                const void* x, const FilterDescriptor& w_desc, const void* w,
+                                const ConvolutionDescriptor& conv, ConvAlgo algo,
+                                void* workspace, size_t workspace_bytes, float beta,
+                                const TensorDescriptor& y_desc, void* y) {
+  KILN_ASSIGN_OR_RETURN(const ConvProblem p,
+                        MakeConvProblem(x_desc, w_desc, conv, y_desc, "ConvolutionForward"));
+  return RunConvolution(handle, ConvDirection::kForward, p, algo, alpha, beta,
+                        const_cast<void*>(x), const_cast<void*>(w), y, workspace,
+                        workspace_bytes);
+}
+
+absl::Status ConvolutionBackwardData(Handle& handle, float alpha, const FilterDescriptor& w_desc,
+                                     const void* w, const TensorDescriptor& dy_desc,
+                                     const void* dy, const ConvolutionDescriptor& conv,
+                                     ConvAlgo algo, void* workspace, size_t workspace_bytes,
+                                     float beta, const TensorDescriptor& dx_desc, void* dx) {
+  KILN_ASSIGN_OR_RETURN(
+      const ConvProblem p,
+      MakeConvProblem(dx_desc, w_desc, conv, dy_desc, "ConvolutionBackwardData"));
+  return RunConvolution(handle, ConvDirection::kBackwardData, p, algo, alpha, beta, dx,
+                        const_cast<void*>(w), const_cast<void*>(dy), workspace, workspace_bytes);
+}
+
+absl::Status ConvolutionBackwardFilter(Handle& handle, float alpha,
+                                       const TensorDescriptor& x_desc, const void* x,
+                                       const TensorDescriptor& dy_desc, const void* dy,
+                                       const ConvolutionDescriptor& conv, ConvAlgo algo,
+                                       void* workspace, size_t workspace_bytes, float beta,
+                                       const FilterDescriptor& dw_desc, void* dw) {
+  KILN_ASSIGN_OR_RETURN(
+      const ConvProblem p,
+      MakeConvProblem(x_desc, dw_desc, conv, dy_desc, "ConvolutionBackwardFilter"));
+  return RunConvolution(handle, ConvDirection::kBackwardFilter, p, algo, alpha, beta,
+                        const_cast<void*>(x), dw, const_cast<void*>(dy), workspace,
+                        workspace_bytes);
+}
+
+absl::Status ConvolutionBackwardBias(Handle& handle, float alpha, const TensorDescriptor& dy_desc,
+                                     const void* dy, float beta, const TensorDescriptor& db_desc,
+                                     void* db) {
+  KILN_RETURN_IF_ERROR(CheckBiasDescriptor(db_desc, dy_desc, "ConvolutionBackwardBias"));
+  if (dy == nullptr || db == nullptr) {
+    return absl::InvalidArgumentError("ConvolutionBackwardBias: a tensor pointer is null");
+  }
+  // A problem whose output is dy: a 1x1 convolution of dy's shape with itself.
+  ConvProblem p;
+  p.dtype = dy_desc.dtype;
+  p.n = dy_desc.dims[0];
+  p.k = p.c = dy_desc.dims[1];
+  const int off = 5 - dy_desc.rank();
+  p.y_stride[0] = dy_desc.strides[0];
+  p.y_stride[1] = dy_desc.strides[1];
+  for (int i = 0; i < 3; ++i) {
+    const int j = 2 + i - off;
+    p.out[i] = j >= 2 ? dy_desc.dims[j] : 1;
+    p.y_stride[2 + i] = j >= 2 ? dy_desc.strides[j] : 0;
+  }
+  // db may be strided along K.
+  if (db_desc.strides[1] != 1) {
+    return absl::UnimplementedError("ConvolutionBackwardBias: db must have unit channel stride");
+  }
+  return Launched(
+      cuda::LaunchBiasGrad(p, ElementOf(p.dtype), dy, alpha, beta, db, handle.stream()),
+      "bias gradient");
+}
+
+}  // namespace dnn
+}  // namespace kiln

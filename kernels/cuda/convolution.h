@@ -1,0 +1,117 @@
+// Convolution primitives, cuDNN-style: forward, backward data, backward filter and backward
+// bias with selectable algorithms, per-algorithm workspace sizes, a heuristic Get and a timing
+// Find. Every call blends: out = alpha * op + beta * out (out is not read when beta == 0).
+// Pointers are device memory laid out as their descriptors say. All algorithms here are
+// deterministic (no atomics; split-K partial sums are added in a fixed order).
+#ifndef KILN_KERNELS_CUDA_CONVOLUTION_H_
+#define KILN_KERNELS_CUDA_CONVOLUTION_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "kernels/cuda/dnn_handle.h"
+#include "kernels/dnn/conv_problem.h"
+#include "kernels/dnn/descriptors.h"
+
+namespace kiln {
+namespace dnn {
+
+enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
+
+// The algorithms. Which directions each serves:
+//   kImplicitGemm         all three: the convolution as a matrix product whose operands are
+//                         gathered on the fly; no workspace; every configuration.
+//   kImplicitPrecompGemm  forward: the same with the per-k gather decodings precomputed in the
+//                         workspace, and x/w copied to zero-padded channels-last when that lets
+//                         the kernel load 16-byte vectors.
+//   kImplicitGemmSplitK   backward filter: the long N*P*Q reduction split over blocks, partial
+//                         sums in the workspace, added in a fixed order.
+//   kGemm                 all three: explicit im2col (or col2im) in the workspace + cuBLAS.
+//   kDirect               forward: one thread per output element; best for depthwise/grouped
+//                         convolutions with few channels per group.
+//   kGemm1x1              forward: a 1x1, stride-1, unpadded, ungrouped convolution of packed
+//                         NCHW or NHWC tensors as one cuBLAS product, no copies.
+enum class ConvAlgo {
+  kImplicitGemm,
+  kImplicitPrecompGemm,
+  kImplicitGemmSplitK,
+  kGemm,
+  kDirect,
+  kGemm1x1,
+};
+constexpr ConvAlgo kAllConvAlgos[] = {ConvAlgo::kImplicitGemm, ConvAlgo::kImplicitPrecompGemm,
+                                      ConvAlgo::kImplicitGemmSplitK, ConvAlgo::kGemm,
+                                      ConvAlgo::kDirect, ConvAlgo::kGemm1x1};
+
+absl::string_view ConvAlgoName(ConvAlgo algo);  // "implicit_gemm", ...
+absl::StatusOr<ConvAlgo> ParseConvAlgo(absl::string_view name);
+absl::string_view ConvDirectionName(ConvDirection direction);  // "fwd", "bwd_data", "bwd_filter"
+
+// OK when `algo` can run `direction` of `p`; otherwise Unimplemented saying why.
+absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& p, ConvAlgo algo);
+
+// Workspace bytes `algo` needs for `direction` of `p` (Unimplemented when unsupported).
+absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDirection direction,
+                                                   const ConvProblem& p, ConvAlgo algo);
+
+// y = alpha conv(x, w) + beta y.
+absl::Status ConvolutionForward(Handle& handle, float alpha, const TensorDescriptor& x_desc,
+                                const void* x, const FilterDescriptor& w_desc, const void* w,
+                                const ConvolutionDescriptor& conv, ConvAlgo algo,
+                                void* workspace, size_t workspace_bytes, float beta,
+                                const TensorDescriptor& y_desc, void* y);
+// dx = alpha conv_backward_data(w, dy) + beta dx.
+absl::Status ConvolutionBackwardData(Handle& handle, float alpha, const FilterDescriptor& w_desc,
+                                     const void* w, const TensorDescriptor& dy_desc,
+                                     const void* dy, const ConvolutionDescriptor& conv,
+                                     ConvAlgo algo, void* workspace, size_t workspace_bytes,
+                                     float beta, const TensorDescriptor& dx_desc, void* dx);
+// dw = alpha conv_backward_filter(x, dy) + beta dw.
+absl::Status ConvolutionBackwardFilter(Handle& handle, float alpha,
+                                       const TensorDescriptor& x_desc, const void* x,
+                                       const TensorDescriptor& dy_desc, const void* dy,
+                                       const ConvolutionDescriptor& conv, ConvAlgo algo,
+                                       void* workspace, size_t workspace_bytes, float beta,
+                                       const FilterDescriptor& dw_desc, void* dw);
+// db = alpha sum over (n, spatial) of dy + beta db; db is (1, K, 1, 1[, 1]).
+absl::Status ConvolutionBackwardBias(Handle& handle, float alpha, const TensorDescriptor& dy_desc,
+                                     const void* dy, float beta, const TensorDescriptor& db_desc,
+                                     void* db);
+
+// One direction on a checked problem, with the operands named as in forward: `x`, `w`, `y` are
+// inputs or the output depending on `direction` (the output is y, x or w respectively).
+absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvProblem& p,
+                            ConvAlgo algo, float alpha, float beta, void* x, void* w, void* y,
+                            void* workspace, size_t workspace_bytes);
+
+struct ConvAlgoPerf {
+  ConvAlgo algo = ConvAlgo::kImplicitGemm;
+  absl::Status status;  // why it cannot run, for Find results that failed
+  float time_ms = -1;   // -1 from Get (not timed)
+  size_t workspace_bytes = 0;
+  bool deterministic = true;
+};
+
+enum class ConvAlgoPreference { kPreferFastest, kNoWorkspace, kSpecifyWorkspaceLimit };
+
+// The supported algorithms in the order a heuristic expects them to be fastest, filtered by the
+// preference (kNoWorkspace: none needing workspace; kSpecifyWorkspaceLimit: within
+// `workspace_limit` bytes).
+absl::StatusOr<std::vector<ConvAlgoPerf>> GetConvolutionAlgorithms(
+    const Handle& handle, ConvDirection direction, const ConvProblem& p,
+    ConvAlgoPreference preference, size_t workspace_limit = 0);
+
+// Runs every supported algorithm within `workspace_limit` on the caller's buffers (warm-up, then
+// the median of `repeats` timed runs with CUDA events) and returns them fastest first; the
+// output buffer's contents are overwritten (alpha = 1, beta = 0). Workspace is allocated here.
+absl::StatusOr<std::vector<ConvAlgoPerf>> FindConvolutionAlgorithms(
+    Handle& handle, ConvDirection direction, const ConvProblem& p, void* x, void* w, void* y,
+    size_t workspace_limit, int repeats = 5);
+
+}  // namespace dnn
+}  // namespace kiln
+
+#endif  // KILN_KERNELS_CUDA_CONVOLUTION_H_

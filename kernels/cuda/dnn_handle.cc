@@ -1,0 +1,48 @@
+#include "kernels/cuda/dnn_handle.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace kiln {
+namespace dnn {
+
+absl::StatusOr<std::unique_ptr<Handle>> Handle::Create() {
+  int device = 0, count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();  // clear the sticky "no device" error
+    return absl::FailedPreconditionError("dnn::Handle: no usable CUDA device");
+  }
+  KILN_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  std::unique_ptr<Handle> h(new Handle());
+  KILN_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&h->multiprocessors_,
+                                                   cudaDevAttrMultiProcessorCount, device));
+  cublasHandle_t cublas = nullptr;
+  const cublasStatus_t s = cublasCreate(&cublas);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    return absl::InternalError(absl::StrCat("dnn::Handle: cublasCreate failed: ",
+                                            cublasGetStatusString(s)));
+  }
+  h->cublas_ = cublas;
+  return h;
+}
+
+Handle::~Handle() {
+  if (cublas_ != nullptr) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+}
+
+absl::Status Handle::SetStream(void* stream) {
+  const cublasStatus_t s =
+      cublasSetStream(static_cast<cublasHandle_t>(cublas_), static_cast<cudaStream_t>(stream));
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    return absl::InternalError(
+        absl::StrCat("dnn::Handle::SetStream: cublasSetStream failed: ", cublasGetStatusString(s)));
+  }
+  stream_ = stream;
+  return absl::OkStatus();
+}
+
+}  // namespace dnn
+}  // namespace kiln

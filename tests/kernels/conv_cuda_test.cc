@@ -1,0 +1,298 @@
+// Every convolution algorithm x direction x math mode against the CPU reference, on fresh random
+// inputs, with the output poisoned (NaN, or random old values when beta != 0) before each run.
+// Runs on the GPU machine; skips where no CUDA device is usable.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "kernels/cuda/conv_algorithm_cache.h"
+#include "kernels/cuda/convolution.h"
+#include "kernels/dnn/conv_reference.h"
+#include "tests/util/conv_cases.h"
+
+namespace kiln {
+namespace {
+
+using dnn::ConvAlgo;
+using dnn::ConvDirection;
+using dnn::ConvProblem;
+using testing::ConvCase;
+
+// The tolerances, in one place: |got - want| <= atol + rtol |want|. TF32 rounds both inputs to
+// 10-bit mantissas; f16/bf16 outputs are rounded to their own precision; inputs of every test
+// are already representable in the dtype, so f16/bf16 products themselves are exact.
+struct Tolerance {
+  double atol, rtol;
+};
+Tolerance ToleranceFor(DataType dtype, dnn::MathMode math) {
+  if (dtype == DataType::kF16) return {1e-2, 2e-3};
+  if (dtype == DataType::kBF16) return {6e-2, 1e-2};
+  if (math == dnn::MathMode::kTf32) return {3e-2, 5e-3};
+  return {1e-4, 1e-4};
+}
+
+struct Config {
+  DataType dtype;
+  dnn::MathMode math;
+  std::string name;
+};
+const Config kConfigs[] = {{DataType::kF32, dnn::MathMode::kFp32, "fp32"},
+                           {DataType::kF32, dnn::MathMode::kTf32, "tf32"},
+                           {DataType::kF16, dnn::MathMode::kFp32, "f16"},
+                           {DataType::kBF16, dnn::MathMode::kFp32, "bf16"}};
+
+bool HaveGpu() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+// A device buffer holding `values` in `dtype`.
+class DeviceTensor {
+ public:
+  DeviceTensor(DataType dtype, const std::vector<float>& values) : dtype_(dtype) {
+    bytes_ = values.size() * (dtype == DataType::kF32 ? 4 : 2) + 16;
+    EXPECT_EQ(cudaMalloc(&ptr_, bytes_), cudaSuccess);
+    Upload(values);
+  }
+  ~DeviceTensor() { cudaFree(ptr_); }
+  void Upload(const std::vector<float>& values) {
+    if (dtype_ == DataType::kF32) {
+      ASSERT_EQ(cudaMemcpy(ptr_, values.data(), values.size() * 4, cudaMemcpyHostToDevice),
+                cudaSuccess);
+      return;
+    }
+    std::vector<uint16_t> bits(values.size());
+    for (size_t i = 0; i < values.size(); ++i)
+      bits[i] = dtype_ == DataType::kF16 ? FloatToHalf(values[i]) : FloatToBFloat16(values[i]);
+    ASSERT_EQ(cudaMemcpy(ptr_, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  std::vector<float> Download(size_t count) const {
+    std::vector<float> out(count);
+    if (dtype_ == DataType::kF32) {
+      EXPECT_EQ(cudaMemcpy(out.data(), ptr_, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      return out;
+    }
+    std::vector<uint16_t> bits(count);
+    EXPECT_EQ(cudaMemcpy(bits.data(), ptr_, count * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < count; ++i)
+      out[i] = dtype_ == DataType::kF16 ? HalfToFloat(bits[i]) : BFloat16ToFloat(bits[i]);
+    return out;
+  }
+  void* get() const { return ptr_; }
+
+ private:
+  DataType dtype_;
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class ConvCudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+    auto h = dnn::Handle::Create();
+    ASSERT_TRUE(h.ok()) << h.status();
+    handle_ = std::move(*h);
+  }
+  std::unique_ptr<dnn::Handle> handle_;
+};
+
+// Inputs of one direction, the output's old contents, and the reference result.
+struct DirectionData {
+  std::vector<float> x, w, y;  // forward naming; the output one holds its old contents
+};
+
+void CompareAll(const std::vector<float>& got, const std::vector<float>& want, Tolerance tol,
+                const std::string& what, int* failures) {
+  double worst = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const bool both_nan = std::isnan(want[i]) && std::isnan(got[i]);
+    if (both_nan) continue;  // outside the view: must stay as it was (NaN)
+    const double err = std::fabs(static_cast<double>(got[i]) - want[i]);
+    const double excess = std::isnan(err) ? 1e30 : err - (tol.atol + tol.rtol * std::fabs(want[i]));
+    if (excess > worst) {
+      worst = excess;
+      worst_at = i;
+    }
+  }
+  if (worst > 0) {
+    ++*failures;
+    ADD_FAILURE() << what << ": element " << worst_at << " got " << got[worst_at] << " want "
+                  << want[worst_at] << " (tolerance " << tol.atol << " + " << tol.rtol
+                  << " |want|)";
+  }
+}
+
+TEST_F(ConvCudaTest, EveryAlgorithmMatchesTheReference) {
+  uint32_t seed = 7;
+  int runs = 0, failures = 0;
+  for (const Config& config : kConfigs) {
+    const Tolerance tol = ToleranceFor(config.dtype, config.math);
+    for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
+      const ConvProblem& p = c.problem;
+      for (ConvDirection dir : {ConvDirection::kForward, ConvDirection::kBackwardData,
+                                ConvDirection::kBackwardFilter}) {
+        for (ConvAlgo algo : dnn::kAllConvAlgos) {
+          if (!dnn::CheckConvAlgoSupported(dir, p, algo).ok()) continue;
+          const std::string what = absl::StrCat(config.name, " ", c.name, " ",
+                                                dnn::ConvDirectionName(dir), " ",
+                                                dnn::ConvAlgoName(algo));
+          SCOPED_TRACE(what);
+          // Fresh inputs for every run, representable in the dtype.
+          std::vector<float> x = testing::RandomValues(p.x_span, seed++);
+          std::vector<float> w = testing::RandomValues(p.w_count, seed++);
+          std::vector<float> y = testing::RandomValues(p.y_span, seed++);
+          testing::RoundTo(config.dtype, x);
+          testing::RoundTo(config.dtype, w);
+          testing::RoundTo(config.dtype, y);
+          std::vector<float>& out = dir == ConvDirection::kForward
+                                        ? y
+                                        : (dir == ConvDirection::kBackwardData ? x : w);
+          // Poison: NaN everywhere the output may not be read; gaps of a view stay NaN too.
+          if (c.beta == 0) {
+            std::fill(out.begin(), out.end(), std::nanf(""));
+          }
+          std::vector<float> want = out;
+          switch (dir) {
+            case ConvDirection::kForward:
+              dnn::ReferenceConvolutionForward(p, x.data(), w.data(), want.data(), c.alpha,
+                                               c.beta);
+              break;
+            case ConvDirection::kBackwardData:
+              dnn::ReferenceConvolutionBackwardData(p, y.data(), w.data(), want.data(), c.alpha,
+                                                    c.beta);
+              break;
+            case ConvDirection::kBackwardFilter:
+              dnn::ReferenceConvolutionBackwardFilter(p, x.data(), y.data(), want.data(),
+                                                      c.alpha, c.beta);
+              break;
+          }
+          DeviceTensor dx(config.dtype, x), dw(config.dtype, w), dy(config.dtype, y);
+          auto bytes = dnn::GetConvolutionWorkspaceSize(*handle_, dir, p, algo);
+          ASSERT_TRUE(bytes.ok()) << bytes.status();
+          void* ws = nullptr;
+          if (*bytes > 0) {
+            ASSERT_EQ(cudaMalloc(&ws, *bytes), cudaSuccess);
+          }
+          absl::Status s = dnn::RunConvolution(*handle_, dir, p, algo, c.alpha, c.beta, dx.get(),
+                                               dw.get(), dy.get(), ws, *bytes);
+          ASSERT_TRUE(s.ok()) << s;
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          cudaFree(ws);
+          const DeviceTensor& result =
+              dir == ConvDirection::kForward ? dy : (dir == ConvDirection::kBackwardData ? dx : dw);
+          CompareAll(result.Download(out.size()), want, tol, what, &failures);
+          ++runs;
+        }
+      }
+    }
+  }
+  std::printf("conv_cuda_test: %d algorithm runs checked, %d failed\n", runs, failures);
+  EXPECT_GT(runs, 500);
+}
+
+TEST_F(ConvCudaTest, BiasGradient) {
+  for (const Config& config : kConfigs) {
+    for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
+      const ConvProblem& p = c.problem;
+      std::vector<float> dyv = testing::RandomValues(p.y_span, 99);
+      testing::RoundTo(config.dtype, dyv);
+      std::vector<float> dbv(p.k, std::nanf(""));
+      if (c.beta != 0) dbv = testing::RandomValues(p.k, 5);
+      testing::RoundTo(config.dtype, dbv);
+      std::vector<float> want = dbv;
+      dnn::ReferenceConvolutionBackwardBias(p, dyv.data(), want.data(), c.alpha, c.beta);
+      DeviceTensor dy(config.dtype, dyv), db(config.dtype, dbv);
+      std::vector<int64_t> bdims(c.y.rank(), 1);
+      bdims[1] = p.k;
+      auto db_desc =
+          dnn::TensorDescriptor::CreatePacked(config.dtype, dnn::TensorFormat::kNCHW, bdims);
+      ASSERT_TRUE(db_desc.ok());
+      absl::Status s = dnn::ConvolutionBackwardBias(*handle_, c.alpha, c.y, dy.get(), c.beta,
+                                                    *db_desc, db.get());
+      ASSERT_TRUE(s.ok()) << s;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      int failures = 0;
+      const Tolerance tol = ToleranceFor(config.dtype, config.math);
+      CompareAll(db.Download(p.k), want, {tol.atol * 4, tol.rtol}, config.name + " " + c.name,
+                 &failures);
+    }
+  }
+}
+
+TEST_F(ConvCudaTest, BadCallsReturnStatus) {
+  auto cases = testing::ConvTestCases(DataType::kF32, dnn::MathMode::kFp32);
+  const ConvCase& c = cases[0];
+  DeviceTensor x(DataType::kF32, std::vector<float>(c.problem.x_span, 1.0f));
+  DeviceTensor w(DataType::kF32, std::vector<float>(c.problem.w_count, 1.0f));
+  DeviceTensor y(DataType::kF32, std::vector<float>(c.problem.y_span, 1.0f));
+  // Too little workspace.
+  absl::Status s = dnn::ConvolutionForward(*handle_, 1, c.x, x.get(), c.w, w.get(), c.conv,
+                                           ConvAlgo::kGemm, nullptr, 0, 0, c.y, y.get());
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  // A forward-only algorithm for backward data; 1x1 on a 3x3 filter.
+  s = dnn::ConvolutionBackwardData(*handle_, 1, c.w, w.get(), c.y, y.get(), c.conv,
+                                   ConvAlgo::kDirect, nullptr, 0, 0, c.x, x.get());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  s = dnn::ConvolutionForward(*handle_, 1, c.x, x.get(), c.w, w.get(), c.conv,
+                              ConvAlgo::kGemm1x1, nullptr, 0, 0, c.y, y.get());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  // y's dims do not match; null pointers.
+  s = dnn::ConvolutionForward(*handle_, 1, c.x, x.get(), c.w, w.get(), c.conv,
+                              ConvAlgo::kImplicitGemm, nullptr, 0, 0, c.x, y.get());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  s = dnn::ConvolutionForward(*handle_, 1, c.x, nullptr, c.w, w.get(), c.conv,
+                              ConvAlgo::kImplicitGemm, nullptr, 0, 0, c.y, y.get());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+}
+
+TEST_F(ConvCudaTest, GetPreferencesAndFindSortedAndCached) {
+  auto cases = testing::ConvTestCases(DataType::kF32, dnn::MathMode::kTf32);
+  const ConvCase& c = cases[0];
+  const ConvProblem& p = c.problem;
+  auto none = dnn::GetConvolutionAlgorithms(*handle_, ConvDirection::kForward, p,
+                                            dnn::ConvAlgoPreference::kNoWorkspace);
+  ASSERT_TRUE(none.ok()) << none.status();
+  for (const auto& perf : *none) EXPECT_EQ(perf.workspace_bytes, 0u);
+  auto all = dnn::GetConvolutionAlgorithms(*handle_, ConvDirection::kForward, p,
+                                           dnn::ConvAlgoPreference::kPreferFastest);
+  ASSERT_TRUE(all.ok());
+  EXPECT_GT(all->size(), none->size());
+  DeviceTensor x(DataType::kF32, testing::RandomValues(p.x_span, 1));
+  DeviceTensor w(DataType::kF32, testing::RandomValues(p.w_count, 2));
+  DeviceTensor y(DataType::kF32, testing::RandomValues(p.y_span, 3));
+  auto found = dnn::FindConvolutionAlgorithms(*handle_, ConvDirection::kForward, p, x.get(),
+                                              w.get(), y.get(), size_t{1} << 30);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), all->size());
+  for (size_t i = 0; i + 1 < found->size(); ++i) {
+    ASSERT_TRUE((*found)[i].status.ok()) << (*found)[i].status;
+    EXPECT_GT((*found)[i].time_ms, 0);
+    if ((*found)[i + 1].status.ok()) {
+      EXPECT_LE((*found)[i].time_ms, (*found)[i + 1].time_ms);
+    }
+  }
+  dnn::ConvAlgorithmCache cache;
+  cache.Insert(ConvDirection::kForward, p, *found);
+  const std::string path = absl::StrCat(::testing::TempDir(), "/conv_cache.tsv");
+  ASSERT_TRUE(cache.Save(path).ok());
+  dnn::ConvAlgorithmCache loaded;
+  ASSERT_TRUE(loaded.Load(path).ok());
+  const auto* hit = loaded.Lookup(ConvDirection::kForward, p);
+  ASSERT_NE(hit, nullptr);
+  EXPECT_EQ(hit->front().algo, found->front().algo);
+}
+
+}  // namespace
+}  // namespace kiln
