@@ -27,7 +27,7 @@ std::vector<ConvAlgo> HeuristicOrder(ConvDirection direction, const ConvProblem&
       return {ConvAlgo::kGemm1x1, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemm,
               ConvAlgo::kGemm, ConvAlgo::kDirect};
     case ConvDirection::kBackwardData:
-      return {ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
+      return {ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
     case ConvDirection::kBackwardFilter:
       return {ConvAlgo::kImplicitGemmSplitK, ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
   }

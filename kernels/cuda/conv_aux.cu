@@ -221,7 +221,45 @@ __global__ void ToChannelsLastKernel(Dims5 in, const T* src, int64_t padded_c, T
   }
 }
 
+// w' (C, K/groups, T, R, S) packed KRSC from w (K, C/groups, T, R, S): the filter of the forward
+// convolution that computes backward data when all strides are 1. w' is w transposed per group
+// and, unless `flip` is false, reversed in every spatial dimension.
+template <typename T>
+__global__ void BackwardDataFilterKernel(ConvProblem p, const T* w, bool flip, T* out) {
+  const int64_t kg = p.kg(), cg = p.cg();
+  const int64_t total = p.c * p.FilterTaps() * kg;
+  KILN_GRID_STRIDE(i, total) {
+    int64_t rest = i;
+    const int64_t kk = rest % kg;
+    rest /= kg;
+    const int64_t s = rest % p.filter[2];
+    rest /= p.filter[2];
+    const int64_t r = rest % p.filter[1];
+    rest /= p.filter[1];
+    const int64_t t = rest % p.filter[0];
+    const int64_t c = rest / p.filter[0];
+    const int64_t g = c / cg;
+    const int64_t ft = flip ? p.filter[0] - 1 - t : t;
+    const int64_t fr = flip ? p.filter[1] - 1 - r : r;
+    const int64_t fs = flip ? p.filter[2] - 1 - s : s;
+    out[i] = w[(g * kg + kk) * p.w_stride[0] + (c % cg) * p.w_stride[1] + ft * p.w_stride[2] +
+               fr * p.w_stride[3] + fs * p.w_stride[4]];
+  }
+}
+
 }  // namespace
+
+int LaunchBackwardDataFilter(const ConvProblem& p, ElementType element, const void* w, bool flip,
+                             void* out, void* stream) {
+  const int64_t total = p.c * p.FilterTaps() * p.kg();
+  if (total == 0) return 0;
+  return Dispatch(element, [&](auto zero) {
+    using T = decltype(zero);
+    BackwardDataFilterKernel<T><<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        p, static_cast<const T*>(w), flip, static_cast<T*>(out));
+    return static_cast<int>(cudaGetLastError());
+  });
+}
 
 int LaunchMaterialize(const dnn::GatherOperand& op, ElementType element, const void* src,
                       int64_t groups, bool rows_are_outer, int64_t row0, int64_t rows,

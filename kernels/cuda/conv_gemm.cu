@@ -167,6 +167,13 @@ __device__ __forceinline__ void Mma16816<__nv_bfloat16>(float* d, const uint32_t
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+__device__ __forceinline__ void LdMatrixX4(uint32_t* r, const void* smem) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
 __device__ __forceinline__ void MmaTf32(float* d, const uint32_t* a, const uint32_t* b) {
   asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
@@ -217,23 +224,27 @@ struct Accumulator {
           for (int j = 0; j < 4; ++j) MmaTf32(&acc[(i * 4 + j) * 4], a[i], b[j]);
       }
     } else if constexpr (kMath == static_cast<int>(GemmMath::kHalf)) {
-      const int wm = (warp / 4) * 64, wn = (warp % 4) * 32, g = lane / 4, t = lane % 4;
+      // ldmatrix.x4 hands each lane its mma fragments straight from the [row][k] tiles: four 8x8
+      // matrices per instruction, lanes 8i..8i+7 addressing the rows of matrix i.
+      const int wm = (warp / 4) * 64, wn = (warp % 4) * 32;
+      const int lrow = lane % 8, lsel = lane / 8;
 #pragma unroll
       for (int kk = 0; kk < kBK; kk += 16) {
         uint32_t a[4][4], b[4][2];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const T* p = as + (wm + 16 * i + g) * Smem_::kLd + kk + 2 * t;
-          a[i][0] = *reinterpret_cast<const uint32_t*>(p);
-          a[i][1] = *reinterpret_cast<const uint32_t*>(p + 8 * Smem_::kLd);
-          a[i][2] = *reinterpret_cast<const uint32_t*>(p + 8);
-          a[i][3] = *reinterpret_cast<const uint32_t*>(p + 8 * Smem_::kLd + 8);
+          const T* p = as + (wm + 16 * i + lrow + (lsel % 2) * 8) * Smem_::kLd + kk + (lsel / 2) * 8;
+          LdMatrixX4(a[i], p);
         }
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const T* p = bs + (wn + 8 * j + g) * Smem_::kLd + kk + 2 * t;
-          b[j][0] = *reinterpret_cast<const uint32_t*>(p);
-          b[j][1] = *reinterpret_cast<const uint32_t*>(p + 8);
+        for (int j = 0; j < 4; j += 2) {
+          const T* p = bs + (wn + 8 * j + lrow + (lsel / 2) * 8) * Smem_::kLd + kk + (lsel % 2) * 8;
+          uint32_t r[4];
+          LdMatrixX4(r, p);
+          b[j][0] = r[0];
+          b[j][1] = r[1];
+          b[j + 1][0] = r[2];
+          b[j + 1][1] = r[3];
         }
 #pragma unroll
         for (int i = 0; i < 4; ++i)
@@ -393,6 +404,147 @@ __global__ void __launch_bounds__(kThreads, 1) ConvGemmKernel(const Params p) {
   });
 }
 
+// The pipelined variant for tensor-core math when both operands load as 16-byte vectors: the
+// copies go global -> shared with cp.async (zero-filled in padding), kStages slices in flight, so
+// no registers stage data and two blocks fit on an SM.
+constexpr int kStages = 3;
+
+__device__ __forceinline__ void CpAsync16(void* smem, const void* global, bool ok) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(addr), "l"(global),
+               "r"(ok ? 16 : 0));
+}
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;"); }
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending));
+}
+
+template <typename T, int kMath>
+__global__ void __launch_bounds__(kThreads, 2) ConvGemmAsyncKernel(const Params p) {
+  using Smem_ = Smem<T, kMath>;
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kPerRow = kBK / kVec;
+  constexpr int kUnits = kBM * kBK / kVec / kThreads;  // per operand, kBM == kBN
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* as = reinterpret_cast<T*>(smem_raw);
+  T* bs = as + kStages * Smem_::kTileElems;
+  IndexInfo* row_a = reinterpret_cast<IndexInfo*>(bs + kStages * Smem_::kTileElems);
+  IndexInfo* row_b = row_a + kBM;
+  IndexInfo* col_a = row_b + kBN;  // [kStages + 1][kBK]
+  IndexInfo* col_b = col_a + (kStages + 1) * kBK;
+  int64_t* out_row = reinterpret_cast<int64_t*>(col_b + (kStages + 1) * kBK);
+  int64_t* out_col = out_row + kBM;
+  bool* ok_a = reinterpret_cast<bool*>(out_col + kBN);
+  bool* ok_b = ok_a + kBM;
+
+  const GemmView& v = p.view;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kBM;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kBN;
+  const int64_t group = blockIdx.z / p.splits;
+  const int split = blockIdx.z % p.splits;
+  const T* a_base = static_cast<const T*>(p.a) + group * v.a.group_stride;
+  const T* b_base = static_cast<const T*>(p.b) + group * v.b.group_stride;
+  const int64_t k_tiles_total = (v.k + kBK - 1) / kBK;
+  const int64_t kt_begin = split * p.k_tiles_per_split;
+  const int64_t kt_end = min(kt_begin + p.k_tiles_per_split, k_tiles_total);
+  const int64_t tiles = kt_end > kt_begin ? kt_end - kt_begin : 0;
+
+  for (int i = threadIdx.x; i < kBM; i += kThreads) {
+    const int64_t m = m0 + i;
+    ok_a[i] = m < v.m;
+    row_a[i] = Decode(v.a.outer, ok_a[i] ? m : 0);
+    out_row[i] = Decode(v.c.rows, ok_a[i] ? m : 0).offset;
+    const int64_t n = n0 + i;
+    ok_b[i] = n < v.n;
+    row_b[i] = Decode(v.b.outer, ok_b[i] ? n : 0);
+    out_col[i] = Decode(v.c.cols, ok_b[i] ? n : 0).offset;
+  }
+  auto decode_cols = [&](int64_t t) {
+    if (t >= tiles) return;
+    const int i = threadIdx.x % kBK;
+    const int64_t k = min((kt_begin + t) * kBK + i, v.k - 1);
+    const int slot = static_cast<int>(t % (kStages + 1)) * kBK + i;
+    if (threadIdx.x < kBK) {
+      col_a[slot] = p.a_table ? p.a_table[k] : Decode(v.a.inner, k);
+    } else if (threadIdx.x < 2 * kBK) {
+      col_b[slot] = p.b_table ? p.b_table[k] : Decode(v.b.inner, k);
+    }
+  };
+  // Issues the copies of slice t into stage t % kStages (an empty group when t is past the end,
+  // so the group count stays in step).
+  auto issue = [&](int64_t t) {
+    if (t < tiles) {
+      const int64_t k0 = (kt_begin + t) * kBK;
+      const int slot = static_cast<int>(t % (kStages + 1)) * kBK;
+      T* sa = as + (t % kStages) * Smem_::kTileElems;
+      T* sb = bs + (t % kStages) * Smem_::kTileElems;
+#pragma unroll
+      for (int j = 0; j < kUnits; ++j) {
+        const int u = threadIdx.x + j * kThreads;
+        const int row = u / kPerRow, kk = (u % kPerRow) * kVec;
+        const bool k_ok = k0 + kk < v.k;
+        int64_t off = 0;
+        bool ok = ok_a[row] && k_ok && Locate(v.a, row_a[row], col_a[slot + kk], &off);
+        CpAsync16(sa + Smem_::Index(row, kk), ok ? a_base + off : a_base, ok);
+        off = 0;
+        ok = ok_b[row] && k_ok && Locate(v.b, row_b[row], col_b[slot + kk], &off);
+        CpAsync16(sb + Smem_::Index(row, kk), ok ? b_base + off : b_base, ok);
+      }
+    }
+    CpAsyncCommit();
+  };
+
+  for (int t = 0; t < kStages; ++t) decode_cols(t);
+  __syncthreads();
+  for (int t = 0; t < kStages - 1; ++t) issue(t);
+  Accumulator<T, kMath> acc;
+  acc.Zero();
+  for (int64_t t = 0; t < tiles; ++t) {
+    CpAsyncWait<kStages - 2>();
+    __syncthreads();  // slice t landed for every thread; slice t - 1's stage is free again
+    issue(t + kStages - 1);
+    decode_cols(t + kStages);
+    const int stage = static_cast<int>(t % kStages);
+    acc.Multiply(as + stage * Smem_::kTileElems, bs + stage * Smem_::kTileElems);
+  }
+  CpAsyncWait<0>();
+
+  if (p.splits > 1) {
+    float* part = p.partial + ((static_cast<int64_t>(split) * v.groups + group) * v.m) * v.n;
+    acc.ForEach([&](int r, int c, float value) {
+      if (ok_a[r] && ok_b[c]) part[(m0 + r) * v.n + n0 + c] = value;
+    });
+    return;
+  }
+  T* c_base = static_cast<T*>(p.c) + group * v.c.group_stride;
+  const float alpha = p.alpha, beta = p.beta;
+  acc.ForEach([&](int r, int c, float value) {
+    if (!ok_a[r] || !ok_b[c]) return;
+    T* dst = c_base + out_row[r] + out_col[c];
+    float out = alpha * value;
+    if (beta != 0.0f) out += beta * ToFloat(*dst);
+    *dst = FromFloat<T>(out);
+  });
+}
+
+size_t AsyncSharedBytes(size_t elem) {
+  const size_t ld = kBK + (elem == 4 ? 4 : 8);
+  return 2 * kStages * kBM * ld * elem + (kBM + kBN + 2 * (kStages + 1) * kBK) * sizeof(IndexInfo) +
+         (kBM + kBN) * sizeof(int64_t) + (kBM + kBN);
+}
+
+template <typename T, int kMath>
+int LaunchAsync(const Params& p, dim3 grid, cudaStream_t stream) {
+  const size_t bytes = AsyncSharedBytes(sizeof(T));
+  auto kernel = ConvGemmAsyncKernel<T, kMath>;
+  cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess) return e;
+  kernel<<<grid, kThreads, bytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
 size_t SharedBytes(size_t elem, bool row_major_k) {
   const size_t ld = row_major_k ? kBK + (elem == 4 ? 4 : 8) : kBM + 4;
   const size_t tile = row_major_k ? kBM * ld : kBK * ld;
@@ -413,7 +565,12 @@ int Launch(const Params& p, dim3 grid, cudaStream_t stream) {
 
 template <typename T, int kMath, int kVec>
 int LaunchVec(const Params& p, int va, int vb, dim3 grid, cudaStream_t stream) {
-  if (va > 1 && vb > 1) return Launch<T, kMath, kVec, kVec>(p, grid, stream);
+  if (va > 1 && vb > 1) {
+    if constexpr (kMath != static_cast<int>(GemmMath::kFfma)) {
+      return LaunchAsync<T, kMath>(p, grid, stream);
+    }
+    return Launch<T, kMath, kVec, kVec>(p, grid, stream);
+  }
   if (va > 1) return Launch<T, kMath, kVec, 1>(p, grid, stream);
   if (vb > 1) return Launch<T, kMath, 1, kVec>(p, grid, stream);
   return Launch<T, kMath, 1, 1>(p, grid, stream);

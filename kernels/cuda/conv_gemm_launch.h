@@ -60,6 +60,10 @@ int LaunchScatter(const dnn::OutputMap& map, ElementType element, const float* d
 // + beta dx. col is f32, dense, (c, t, r, s) ordered.
 int LaunchCol2Im(const dnn::ConvProblem& p, const float* col, int64_t n0, int64_t images,
                  ElementType element, float alpha, float beta, void* dx, void* stream);
+// w' (C, K/groups, T, R, S), packed KRSC, from the filter w of `p`: transposed per group and, when
+// `flip`, reversed spatially (the forward filter that computes backward data at stride 1).
+int LaunchBackwardDataFilter(const dnn::ConvProblem& p, ElementType element, const void* w,
+                             bool flip, void* out, void* stream);
 // Direct forward convolution, one thread per output element.
 int LaunchConvDirect(const dnn::ConvProblem& p, ElementType element, const void* x,
                      const void* w, float alpha, float beta, void* y, void* stream);

@@ -115,6 +115,43 @@ PrecompPlan PlanPrecomp(const ConvProblem& p) {
   return plan;
 }
 
+// Backward data at unit stride as a forward convolution: x' = dy, w' = the filter transposed per
+// group and flipped, pad' = dilation (filter - 1) - pad, y' = dx.
+bool BackwardDataAsForward(const ConvProblem& p, ConvProblem* q) {
+  for (int i = 0; i < 3; ++i) {
+    if (p.stride[i] != 1 || p.pad[i] > p.dilation[i] * (p.filter[i] - 1)) return false;
+  }
+  *q = p;
+  q->c = p.k;
+  q->k = p.c;
+  for (int i = 0; i < 3; ++i) {
+    q->in[i] = p.out[i];
+    q->out[i] = p.in[i];
+    q->pad[i] = p.dilation[i] * (p.filter[i] - 1) - p.pad[i];
+  }
+  for (int i = 0; i < 5; ++i) {
+    q->x_stride[i] = p.y_stride[i];
+    q->y_stride[i] = p.x_stride[i];
+  }
+  // w' is packed KRSC with dims (C, K/groups, T, R, S); the flip is baked into it.
+  const int64_t kg = p.kg();
+  q->w_stride[1] = 1;
+  q->w_stride[4] = kg;
+  q->w_stride[3] = p.filter[2] * kg;
+  q->w_stride[2] = p.filter[1] * p.filter[2] * kg;
+  q->w_stride[0] = p.FilterTaps() * kg;
+  q->filter_format = TensorFormat::kNHWC;
+  q->mode = ConvolutionMode::kCrossCorrelation;
+  q->x_span = p.y_span;
+  q->y_span = p.x_span;
+  q->w_count = p.w_count;
+  return true;
+}
+
+size_t BackwardDataFilterBytes(const ConvProblem& p) {
+  return Align256(static_cast<size_t>(p.w_count * ElementBytes(p.dtype)));
+}
+
 // Rows of a chunk so that `row_bytes` x rows stays within kGemmChunkBytes (and cuBLAS's int).
 int64_t ChunkRows(int64_t total, int64_t row_bytes, int64_t row_elems) {
   int64_t rows = std::max<int64_t>(1, kGemmChunkBytes / std::max<int64_t>(1, row_bytes));
@@ -280,6 +317,17 @@ absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float 
   return Launched(cuda::LaunchConvGemm(l, h.stream()), "implicit precomp GEMM");
 }
 
+absl::Status BackwardDataPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta,
+                                const void* dy, const void* w, void* dx, char* ws) {
+  ConvProblem q;
+  BackwardDataAsForward(p, &q);
+  KILN_RETURN_IF_ERROR(Launched(
+      cuda::LaunchBackwardDataFilter(p, ElementOf(p.dtype), w,
+                                     p.mode == ConvolutionMode::kCrossCorrelation, ws, h.stream()),
+      "backward-data filter"));
+  return ForwardPrecomp(h, q, alpha, beta, dy, ws, dx, ws + BackwardDataFilterBytes(p));
+}
+
 absl::Status ForwardGemm(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
                          const void* w, void* y, char* ws) {
   const GemmPlan plan = PlanGemm(ConvDirection::kForward, p);
@@ -401,7 +449,15 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
     case ConvAlgo::kImplicitGemm:
     case ConvAlgo::kGemm:
       return absl::OkStatus();
-    case ConvAlgo::kImplicitPrecompGemm:
+    case ConvAlgo::kImplicitPrecompGemm: {
+      if (fwd) return absl::OkStatus();
+      ConvProblem q;
+      if (direction == ConvDirection::kBackwardData && BackwardDataAsForward(p, &q)) {
+        return absl::OkStatus();
+      }
+      return no("serves forward, and backward data with unit strides and pad <= dilation x "
+                "(filter - 1)");
+    }
     case ConvAlgo::kDirect:
       return fwd ? absl::OkStatus() : no("is forward-only");
     case ConvAlgo::kImplicitGemmSplitK:
@@ -422,8 +478,12 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
                                                    const ConvProblem& p, ConvAlgo algo) {
   KILN_RETURN_IF_ERROR(CheckConvAlgoSupported(direction, p, algo));
   switch (algo) {
-    case ConvAlgo::kImplicitPrecompGemm:
-      return PlanPrecomp(p).bytes;
+    case ConvAlgo::kImplicitPrecompGemm: {
+      if (direction == ConvDirection::kForward) return PlanPrecomp(p).bytes;
+      ConvProblem q;
+      BackwardDataAsForward(p, &q);
+      return BackwardDataFilterBytes(p) + PlanPrecomp(q).bytes;
+    }
     case ConvAlgo::kGemm:
       return PlanGemm(direction, p).bytes;
     case ConvAlgo::kImplicitGemmSplitK: {
@@ -482,7 +542,9 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
       }
       break;
     case ConvDirection::kBackwardData:
-      if (algo == ConvAlgo::kImplicitGemm) {
+      if (algo == ConvAlgo::kImplicitPrecompGemm) {
+        status = BackwardDataPrecomp(handle, p, alpha, beta, y, w, x, ws);
+      } else if (algo == ConvAlgo::kImplicitGemm) {
         const GemmView v = BackwardDataGemmView(p, p.YChannelsLast());
         status = Launched(
             cuda::LaunchConvGemm(GemmLaunch(p, v, y, w, x, alpha, beta), handle.stream()),

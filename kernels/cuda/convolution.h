@@ -24,7 +24,8 @@ enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 // The algorithms. Which directions each serves:
 //   kImplicitGemm         all three: the convolution as a matrix product whose operands are
 //                         gathered on the fly; no workspace; every configuration.
-//   kImplicitPrecompGemm  forward: the same with the per-k gather decodings precomputed in the
+//   kImplicitPrecompGemm  forward, and backward data at unit stride (as the forward
+//                         convolution of dy with the transposed, flipped filter): the same with the per-k gather decodings precomputed in the
 //                         workspace, and x/w copied to zero-padded channels-last when that lets
 //                         the kernel load 16-byte vectors.
 //   kImplicitGemmSplitK   backward filter: the long N*P*Q reduction split over blocks, partial
