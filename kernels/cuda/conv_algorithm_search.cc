@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "kernels/cuda/convolution.h"
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cuda_status.h"
 
 namespace kiln {
 namespace dnn {

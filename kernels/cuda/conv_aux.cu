@@ -247,7 +247,31 @@ __global__ void BackwardDataFilterKernel(ConvProblem p, const T* w, bool flip, T
   }
 }
 
+template <typename T>
+__global__ void AddChannelBiasKernel(ConvProblem p, const T* bias, T* y) {
+  const int64_t spatial = p.out[0] * p.out[1] * p.out[2];
+  KILN_GRID_STRIDE(i, p.n * p.k * spatial) {
+    const int64_t s = i % spatial, k = (i / spatial) % p.k, n = i / (spatial * p.k);
+    const int64_t q = s % p.out[2], pp = (s / p.out[2]) % p.out[1], o = s / (p.out[2] * p.out[1]);
+    T* dst = y + n * p.y_stride[0] + k * p.y_stride[1] + o * p.y_stride[2] + pp * p.y_stride[3] +
+             q * p.y_stride[4];
+    StoreValue(dst, Load(dst) + Load(bias + k));
+  }
+}
+
 }  // namespace
+
+int LaunchAddChannelBias(const ConvProblem& p, ElementType element, const void* bias, void* y,
+                         void* stream) {
+  const int64_t total = p.n * p.k * p.out[0] * p.out[1] * p.out[2];
+  if (total == 0) return 0;
+  return Dispatch(element, [&](auto zero) {
+    using T = decltype(zero);
+    AddChannelBiasKernel<T><<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        p, static_cast<const T*>(bias), static_cast<T*>(y));
+    return static_cast<int>(cudaGetLastError());
+  });
+}
 
 int LaunchBackwardDataFilter(const ConvProblem& p, ElementType element, const void* w, bool flip,
                              void* out, void* stream) {

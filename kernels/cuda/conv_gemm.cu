@@ -200,23 +200,28 @@ struct Accumulator {
   __device__ __forceinline__ void Multiply(const T* as, const T* bs) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     if constexpr (kMath == static_cast<int>(GemmMath::kTf32)) {
-      const int wm = (warp / 4) * 64, wn = (warp % 4) * 32, g = lane / 4, t = lane % 4;
+      // ldmatrix on 32-bit data: each 8x8 b16 matrix is 8 rows x 4 floats, which is exactly a
+      // quarter of the m16n8k8 TF32 A fragment (or half of B's).
+      const int wm = (warp / 4) * 64, wn = (warp % 4) * 32;
+      const int lrow = lane % 8, lsel = lane / 8;
+      const float* af = reinterpret_cast<const float*>(as);
+      const float* bf = reinterpret_cast<const float*>(bs);
 #pragma unroll
       for (int kk = 0; kk < kBK; kk += 8) {
         uint32_t a[4][4], b[4][2];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const float* p = reinterpret_cast<const float*>(as) + (wm + 16 * i + g) * Smem_::kLd + kk + t;
-          a[i][0] = __float_as_uint(p[0]);
-          a[i][1] = __float_as_uint(p[8 * Smem_::kLd]);
-          a[i][2] = __float_as_uint(p[4]);
-          a[i][3] = __float_as_uint(p[8 * Smem_::kLd + 4]);
+          LdMatrixX4(a[i], af + (wm + 16 * i + lrow + (lsel % 2) * 8) * Smem_::kLd + kk +
+                               (lsel / 2) * 4);
         }
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const float* p = reinterpret_cast<const float*>(bs) + (wn + 8 * j + g) * Smem_::kLd + kk + t;
-          b[j][0] = __float_as_uint(p[0]);
-          b[j][1] = __float_as_uint(p[4]);
+        for (int j = 0; j < 4; j += 2) {
+          uint32_t r[4];
+          LdMatrixX4(r, bf + (wn + 8 * j + lrow + (lsel / 2) * 8) * Smem_::kLd + kk + (lsel % 2) * 4);
+          b[j][0] = r[0];
+          b[j][1] = r[1];
+          b[j + 1][0] = r[2];
+          b[j + 1][1] = r[3];
         }
 #pragma unroll
         for (int i = 0; i < 4; ++i)
@@ -407,7 +412,12 @@ __global__ void __launch_bounds__(kThreads, 1) ConvGemmKernel(const Params p) {
 // The pipelined variant for tensor-core math when both operands load as 16-byte vectors: the
 // copies go global -> shared with cp.async (zero-filled in padding), kStages slices in flight, so
 // no registers stage data and two blocks fit on an SM.
-constexpr int kStages = 3;
+// Three stages for 16-bit data; two for f32, whose tiles are twice as large, so that two blocks
+// still share an SM.
+template <typename T>
+__host__ __device__ constexpr int StagesFor() {
+  return sizeof(T) == 4 ? 2 : 3;
+}
 
 __device__ __forceinline__ void CpAsync16(void* smem, const void* global, bool ok) {
   const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -423,6 +433,7 @@ __device__ __forceinline__ void CpAsyncWait() {
 template <typename T, int kMath>
 __global__ void __launch_bounds__(kThreads, 2) ConvGemmAsyncKernel(const Params p) {
   using Smem_ = Smem<T, kMath>;
+  constexpr int kStages = StagesFor<T>();
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kPerRow = kBK / kVec;
   constexpr int kUnits = kBM * kBK / kVec / kThreads;  // per operand, kBM == kBN
@@ -530,6 +541,7 @@ __global__ void __launch_bounds__(kThreads, 2) ConvGemmAsyncKernel(const Params 
 
 size_t AsyncSharedBytes(size_t elem) {
   const size_t ld = kBK + (elem == 4 ? 4 : 8);
+  const int kStages = elem == 4 ? 2 : 3;
   return 2 * kStages * kBM * ld * elem + (kBM + kBN + 2 * (kStages + 1) * kBK) * sizeof(IndexInfo) +
          (kBM + kBN) * sizeof(int64_t) + (kBM + kBN);
 }

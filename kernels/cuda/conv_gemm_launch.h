@@ -64,6 +64,9 @@ int LaunchCol2Im(const dnn::ConvProblem& p, const float* col, int64_t n0, int64_
 // `flip`, reversed spatially (the forward filter that computes backward data at stride 1).
 int LaunchBackwardDataFilter(const dnn::ConvProblem& p, ElementType element, const void* w,
                              bool flip, void* out, void* stream);
+// y[n, k, ...] += bias[k] over the output of `p`.
+int LaunchAddChannelBias(const dnn::ConvProblem& p, ElementType element, const void* bias,
+                         void* y, void* stream);
 // Direct forward convolution, one thread per output element.
 int LaunchConvDirect(const dnn::ConvProblem& p, ElementType element, const void* x,
                      const void* w, float alpha, float beta, void* y, void* stream);

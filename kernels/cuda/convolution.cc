@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "kernels/cuda/conv_gemm_launch.h"
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cuda_status.h"
 #include "kernels/dnn/conv_gemm_views.h"
 
 namespace kiln {
@@ -73,9 +73,23 @@ struct PrecompPlan {
   ConvProblem problem;  // the problem the kernel sees (the copies' layout when copy)
   int64_t padded_c = 0;
   size_t x_offset = 0, w_offset = 0, a_table_offset = 0, b_table_offset = 0, bytes = 0;
+  int splits = 1;  // split-K when the output tiles alone would not fill two waves
+  size_t partial_offset = 0;
 };
 
-PrecompPlan PlanPrecomp(const ConvProblem& p) {
+// Blocks for about two waves of `multiprocessors` (the pipelined kernel runs two per SM), each
+// split keeping at least 8 k slices.
+int ForwardSplits(const GemmView& v, int multiprocessors) {
+  const int64_t tiles = ((v.m + 127) / 128) * ((v.n + 127) / 128) * v.groups;
+  const int64_t k_tiles = (v.k + 31) / 32;
+  if (tiles >= 2 * multiprocessors) return 1;
+  int64_t splits = (2 * multiprocessors + tiles - 1) / tiles;
+  splits = std::min<int64_t>(splits, k_tiles / 8);
+  splits = std::min<int64_t>(splits, 65535 / v.groups);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(splits, 16)));
+}
+
+PrecompPlan PlanPrecomp(const ConvProblem& p, int multiprocessors) {
   PrecompPlan plan;
   plan.problem = p;
   const int width = VectorWidth(p.dtype);
@@ -111,6 +125,9 @@ PrecompPlan PlanPrecomp(const ConvProblem& p) {
   bytes += Align256(static_cast<size_t>(view.k) * sizeof(IndexInfo));
   plan.b_table_offset = bytes;
   bytes += Align256(static_cast<size_t>(view.k) * sizeof(IndexInfo));
+  plan.splits = ForwardSplits(view, multiprocessors);
+  plan.partial_offset = bytes;
+  bytes += Align256(static_cast<size_t>(cuda::ConvGemmPartialBytes(view, plan.splits)));
   plan.bytes = bytes;
   return plan;
 }
@@ -286,7 +303,7 @@ absl::Status Forward1x1(Handle& h, const ConvProblem& p, float alpha, float beta
 
 absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta,
                             const void* x, const void* w, void* y, char* ws) {
-  const PrecompPlan plan = PlanPrecomp(p);
+  const PrecompPlan plan = PlanPrecomp(p, h.multiprocessors());
   const ElementType e = ElementOf(p.dtype);
   const void* xk = x;
   const void* wk = w;
@@ -314,6 +331,8 @@ absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float 
   ConvGemmLaunch l = GemmLaunch(plan.problem, view, xk, wk, y, alpha, beta);
   l.a_table = a_table;
   l.b_table = b_table;
+  l.splits = plan.splits;
+  l.partial = reinterpret_cast<float*>(ws + plan.partial_offset);
   return Launched(cuda::LaunchConvGemm(l, h.stream()), "implicit precomp GEMM");
 }
 
@@ -479,10 +498,12 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
   KILN_RETURN_IF_ERROR(CheckConvAlgoSupported(direction, p, algo));
   switch (algo) {
     case ConvAlgo::kImplicitPrecompGemm: {
-      if (direction == ConvDirection::kForward) return PlanPrecomp(p).bytes;
+      if (direction == ConvDirection::kForward) {
+        return PlanPrecomp(p, handle.multiprocessors()).bytes;
+      }
       ConvProblem q;
       BackwardDataAsForward(p, &q);
-      return BackwardDataFilterBytes(p) + PlanPrecomp(q).bytes;
+      return BackwardDataFilterBytes(p) + PlanPrecomp(q, handle.multiprocessors()).bytes;
     }
     case ConvAlgo::kGemm:
       return PlanGemm(direction, p).bytes;

@@ -6,18 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
+#include "kernels/cuda/conv_graph_kernel.h"
 #include "kernels/cuda/cuda_launch.h"
 #include "ops/convolution_params.h"
 #include "ops/pooling_params.h"
 #include "ops/shape_util.h"
 
 namespace kiln {
-
-absl::Status CudaStatus(int error, const char* call, const char* file, int line) {
-  if (error == 0) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(call, " failed at ", file, ":", line, ": ",
-                                          cudaGetErrorString(static_cast<cudaError_t>(error))));
-}
 
 namespace {
 
@@ -67,20 +62,6 @@ absl::Status Require2d(const Node& node) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<LaunchKernel::Fn> CreateConv(const Node& node) {
-  KILN_ASSIGN_OR_RETURN(ConvolutionParams p, ConvolutionParams::FromAttrs(node.attrs(), 2));
-  const TensorType& x = node.input(0).type();
-  const TensorType& w = node.input(1).type();
-  const TensorType& y = node.output_types()[0];
-  cuda::Conv2dShape s{x.dim(0), x.dim(1), x.dim(2),      x.dim(3),     y.dim(1),    w.dim(2),
-                      w.dim(3), y.dim(2), y.dim(3),      p.group,      p.stride[0], p.stride[1],
-                      p.pad[0], p.pad[1], p.dilation[0], p.dilation[1]};
-  const bool bias = node.num_inputs() > 2;
-  return [s, bias](const KernelArgs& a) {
-    return cuda::LaunchConv2dDirect(s, In(a, 0), In(a, 1), bias ? In(a, 2) : nullptr, Out(a),
-                                    a.stream);
-  };
-}
 
 absl::StatusOr<LaunchKernel::Fn> CreatePool(const Node& node) {
   KILN_ASSIGN_OR_RETURN(PoolingParams p, PoolingParams::Create(node.attrs(), node.input(0).type()));
@@ -191,16 +172,7 @@ class CublasInnerProduct : public Kernel {
 }  // namespace
 
 absl::Status RegisterCudaKernels(KernelRegistry& registry) {
-  KILN_RETURN_IF_ERROR(Add(
-      registry, "Convolution", "nchw", "direct",
-      [](const Node& node) -> absl::Status {
-        KILN_RETURN_IF_ERROR(Require2d(node));
-        if (node.GetString("mode") != "cross_correlation") {
-          return absl::UnimplementedError("only cross-correlation mode");
-        }
-        return absl::OkStatus();
-      },
-      CreateConv));
+  KILN_RETURN_IF_ERROR(RegisterCudaConvolutionKernel(registry));
   KILN_RETURN_IF_ERROR(Add(registry, "Pooling", "nchw", "direct", Require2d, CreatePool));
   KILN_RETURN_IF_ERROR(Add(
       registry, "LRN", "any", "direct",

@@ -2,9 +2,9 @@
 // Each launcher enqueues on `stream` (a cudaStream_t) and returns the cudaError_t of the launch
 // (checked with cudaGetLastError right after it) as an int; 0 means success.
 //
-// These are the first, straightforward CUDA kernels (one thread per output element). The
-// cuDNN-class implementations (implicit GEMM convolution, vectorized memory-bound kernels) are
-// the subject of the CUDA convolution and CUDA primitives issues.
+// These are the first, straightforward CUDA kernels (one thread per output element); convolution
+// lives in the primitive API (convolution.h), and the vectorized memory-bound kernels are the
+// subject of the CUDA primitives issue.
 #ifndef KILN_KERNELS_CUDA_CUDA_LAUNCH_H_
 #define KILN_KERNELS_CUDA_CUDA_LAUNCH_H_
 
@@ -12,14 +12,6 @@
 
 namespace kiln {
 namespace cuda {
-
-// 2-d cross-correlation, NCHW f32, groups/stride/pad/dilation, optional bias.
-struct Conv2dShape {
-  int64_t n, c, h, w, k, r, s, p, q, group;
-  int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-};
-int LaunchConv2dDirect(const Conv2dShape& shape, const float* x, const float* filter,
-                       const float* bias, float* y, void* stream);
 
 // 2-d pooling, NCHW f32. mode: 0 max, 1 average including padding (Caffe), 2 excluding.
 struct Pool2dShape {

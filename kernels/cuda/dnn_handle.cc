@@ -4,7 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cuda_status.h"
 
 namespace kiln {
 namespace dnn {
@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<Handle>> Handle::Create() {
 }
 
 Handle::~Handle() {
-  if (cublas_ != nullptr) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+  if (owns_cublas_ && cublas_ != nullptr) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
 }
 
 absl::Status Handle::SetStream(void* stream) {

@@ -15,6 +15,10 @@ class Handle {
   // A handle on the current CUDA device and its default stream. FailedPrecondition when no
   // device is usable, Internal when cuBLAS cannot start.
   static absl::StatusOr<std::unique_ptr<Handle>> Create();
+  // A handle over a caller's stream and cuBLAS handle, which it does not own (the graph
+  // executor's, so one plan step shares them).
+  Handle(void* stream, void* cublas, int multiprocessors)
+      : stream_(stream), cublas_(cublas), multiprocessors_(multiprocessors), owns_cublas_(false) {}
   ~Handle();
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
@@ -31,6 +35,7 @@ class Handle {
   void* stream_ = nullptr;
   void* cublas_ = nullptr;
   int multiprocessors_ = 1;
+  bool owns_cublas_ = true;
 };
 
 }  // namespace dnn
