@@ -76,10 +76,10 @@ INSTANTIATE_TEST_SUITE_P(
     Kernels, CudaVsReferenceTest,
     ::testing::Values(
         CudaCase{"Conv", "Convolution", {{2, 3, 13, 11}, {8, 3, 3, 3}, {8}}, {{"pad", Ints{1}}},
-                 "cuda.convolution.f32.nchw.direct"},
+                 "cuda.convolution.f32.nchw.dnn_heuristic"},
         CudaCase{"ConvGroupsDilated", "Convolution", {{1, 6, 15, 17}, {9, 2, 3, 3}},
                  {{"group", int64_t{3}}, {"dilation", Ints{2}}, {"stride", Ints{2, 1}}},
-                 "cuda.convolution.f32.nchw.direct"},
+                 "cuda.convolution.f32.nchw.dnn_heuristic"},
         CudaCase{"MaxPool", "Pooling", {{2, 5, 13, 13}},
                  {{"kernel", Ints{3}}, {"stride", Ints{2}}, {"rounding", std::string("ceil")}},
                  "cuda.pooling.f32.nchw.direct"},
