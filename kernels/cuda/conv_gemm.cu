@@ -303,85 +303,141 @@ struct Accumulator {
   }
 };
 
+// What a block keeps besides its operand tiles: its place in the grid, the decoded rows of A and
+// B, the k decodings of `col_slots` slices (a ring) and where its C rows and columns go.
+template <typename T>
+struct BlockState {
+  IndexInfo* row_a;
+  IndexInfo* row_b;
+  IndexInfo* col_a;  // [col_slots][kBK]
+  IndexInfo* col_b;
+  int64_t* out_row;
+  int64_t* out_col;
+  bool* ok_a;
+  bool* ok_b;
+  int col_slots;
+  int split;
+  int64_t m0, n0, group, kt_begin, tiles;
+  const T* a_base;
+  const T* b_base;
+
+  static constexpr size_t Bytes(int col_slots) {
+    return (kBM + kBN + 2 * col_slots * kBK) * sizeof(IndexInfo) +
+           (kBM + kBN) * sizeof(int64_t) + (kBM + kBN);
+  }
+
+  __device__ BlockState(const Params& p, unsigned char* smem, int slots) : col_slots(slots) {
+    row_a = reinterpret_cast<IndexInfo*>(smem);
+    row_b = row_a + kBM;
+    col_a = row_b + kBN;
+    col_b = col_a + col_slots * kBK;
+    out_row = reinterpret_cast<int64_t*>(col_b + col_slots * kBK);
+    out_col = out_row + kBM;
+    ok_a = reinterpret_cast<bool*>(out_col + kBN);
+    ok_b = ok_a + kBM;
+    const GemmView& v = p.view;
+    m0 = static_cast<int64_t>(blockIdx.x) * kBM;
+    n0 = static_cast<int64_t>(blockIdx.y) * kBN;
+    group = blockIdx.z / p.splits;
+    split = blockIdx.z % p.splits;
+    a_base = static_cast<const T*>(p.a) + group * v.a.group_stride;
+    b_base = static_cast<const T*>(p.b) + group * v.b.group_stride;
+    const int64_t k_tiles_total = (v.k + kBK - 1) / kBK;
+    kt_begin = split * p.k_tiles_per_split;
+    const int64_t kt_end = min(kt_begin + p.k_tiles_per_split, k_tiles_total);
+    tiles = kt_end > kt_begin ? kt_end - kt_begin : 0;
+  }
+
+  // Rows of A and B, and where each C row/column goes, decoded once per block (no barrier).
+  __device__ void DecodeRows(const Params& p) {
+    const GemmView& v = p.view;
+    for (int i = threadIdx.x; i < kBM; i += kThreads) {
+      const int64_t m = m0 + i;
+      ok_a[i] = m < v.m;
+      row_a[i] = Decode(v.a.outer, ok_a[i] ? m : 0);
+      out_row[i] = Decode(v.c.rows, ok_a[i] ? m : 0).offset;
+    }
+    for (int i = threadIdx.x; i < kBN; i += kThreads) {
+      const int64_t n = n0 + i;
+      ok_b[i] = n < v.n;
+      row_b[i] = Decode(v.b.outer, ok_b[i] ? n : 0);
+      out_col[i] = Decode(v.c.cols, ok_b[i] ? n : 0).offset;
+    }
+  }
+
+  __device__ int Slot(int64_t t) const { return static_cast<int>(t % col_slots) * kBK; }
+
+  // The k decodings of slice t into its ring slot; threads 0..31 do A's, 32..63 B's.
+  __device__ void DecodeCols(const Params& p, int64_t t) {
+    if (t >= tiles) return;
+    const GemmView& v = p.view;
+    const int i = threadIdx.x % kBK;
+    const int64_t k = min((kt_begin + t) * kBK + i, v.k - 1);
+    if (threadIdx.x < kBK) {
+      col_a[Slot(t) + i] = p.a_table ? p.a_table[k] : Decode(v.a.inner, k);
+    } else if (threadIdx.x < 2 * kBK) {
+      col_b[Slot(t) + i] = p.b_table ? p.b_table[k] : Decode(v.b.inner, k);
+    }
+  }
+
+  // Writes the accumulators: blended into C, or as split-K partial sums.
+  template <typename Acc>
+  __device__ void Store(const Params& p, const Acc& acc) const {
+    const GemmView& v = p.view;
+    if (p.splits > 1) {
+      float* part = p.partial + ((static_cast<int64_t>(split) * v.groups + group) * v.m) * v.n;
+      acc.ForEach([&](int r, int c, float value) {
+        if (ok_a[r] && ok_b[c]) part[(m0 + r) * v.n + n0 + c] = value;
+      });
+      return;
+    }
+    T* c_base = static_cast<T*>(p.c) + group * v.c.group_stride;
+    const float alpha = p.alpha, beta = p.beta;
+    acc.ForEach([&](int r, int c, float value) {
+      if (!ok_a[r] || !ok_b[c]) return;
+      T* dst = c_base + out_row[r] + out_col[c];
+      float out = alpha * value;
+      if (beta != 0.0f) out += beta * ToFloat(*dst);
+      *dst = FromFloat<T>(out);
+    });
+  }
+};
+
 template <typename T, int kMath, int kVecA, int kVecB>
 __global__ void __launch_bounds__(kThreads, 1) ConvGemmKernel(const Params p) {
   using Smem_ = Smem<T, kMath>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* as = reinterpret_cast<T*>(smem_raw);
   T* bs = as + 2 * Smem_::kTileElems;
-  IndexInfo* row_a = reinterpret_cast<IndexInfo*>(bs + 2 * Smem_::kTileElems);
-  IndexInfo* row_b = row_a + kBM;
-  IndexInfo* col_a = row_b + kBN;  // [3][kBK]
-  IndexInfo* col_b = col_a + 3 * kBK;
-  int64_t* out_row = reinterpret_cast<int64_t*>(col_b + 3 * kBK);
-  int64_t* out_col = out_row + kBM;
-  bool* ok_a = reinterpret_cast<bool*>(out_col + kBN);
-  bool* ok_b = ok_a + kBM;
-
+  BlockState<T> b(p, reinterpret_cast<unsigned char*>(bs + 2 * Smem_::kTileElems), 3);
   const GemmView& v = p.view;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kBM;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kBN;
-  const int64_t group = blockIdx.z / p.splits;
-  const int split = blockIdx.z % p.splits;
-  const T* a_base = static_cast<const T*>(p.a) + group * v.a.group_stride;
-  const T* b_base = static_cast<const T*>(p.b) + group * v.b.group_stride;
-
-  const int64_t k_tiles_total = (v.k + kBK - 1) / kBK;
-  const int64_t kt_begin = split * p.k_tiles_per_split;
-  int64_t kt_end = kt_begin + p.k_tiles_per_split;
-  if (kt_end > k_tiles_total) kt_end = k_tiles_total;
-  const int64_t tiles = kt_end > kt_begin ? kt_end - kt_begin : 0;
-
-  // Rows of A and B (and where each C row/column goes) are decoded once per block.
-  for (int i = threadIdx.x; i < kBM; i += kThreads) {
-    const int64_t m = m0 + i;
-    ok_a[i] = m < v.m;
-    row_a[i] = Decode(v.a.outer, ok_a[i] ? m : 0);
-    out_row[i] = Decode(v.c.rows, ok_a[i] ? m : 0).offset;
-  }
-  for (int i = threadIdx.x; i < kBN; i += kThreads) {
-    const int64_t n = n0 + i;
-    ok_b[i] = n < v.n;
-    row_b[i] = Decode(v.b.outer, ok_b[i] ? n : 0);
-    out_col[i] = Decode(v.c.cols, ok_b[i] ? n : 0).offset;
-  }
-  // The k decodings of slice t go to col_x[t % 3]; threads 0..31 do A's, 32..63 B's.
-  auto decode_cols = [&](int64_t t) {
-    if (t >= tiles) return;
-    const int i = threadIdx.x % kBK;
-    int64_t k = (kt_begin + t) * kBK + i;
-    if (k >= v.k) k = v.k - 1;
-    if (threadIdx.x < kBK) {
-      col_a[(t % 3) * kBK + i] = p.a_table ? p.a_table[k] : Decode(v.a.inner, k);
-    } else if (threadIdx.x < 2 * kBK) {
-      col_b[(t % 3) * kBK + i] = p.b_table ? p.b_table[k] : Decode(v.b.inner, k);
-    }
-  };
-  decode_cols(0);
-  decode_cols(1);
+  b.DecodeRows(p);
+  // Slice t's k decodings are made two slices ahead, so no barrier waits for them.
+  b.DecodeCols(p, 0);
+  b.DecodeCols(p, 1);
   __syncthreads();
 
   TileLoader<T, kMath, kVecA, kBM> load_a;
   TileLoader<T, kMath, kVecB, kBN> load_b;
   Accumulator<T, kMath> acc;
   acc.Zero();
-  if (tiles > 0) {
-    const int64_t k0 = kt_begin * kBK;
-    load_a.Load(v.a, a_base, row_a, ok_a, col_a, k0, v.k, p.a_lanes_k);
-    load_b.Load(v.b, b_base, row_b, ok_b, col_b, k0, v.k, p.b_lanes_k);
+  if (b.tiles > 0) {
+    const int64_t k0 = b.kt_begin * kBK;
+    load_a.Load(v.a, b.a_base, b.row_a, b.ok_a, b.col_a, k0, v.k, p.a_lanes_k);
+    load_b.Load(v.b, b.b_base, b.row_b, b.ok_b, b.col_b, k0, v.k, p.b_lanes_k);
     load_a.Store(as, p.a_lanes_k);
     load_b.Store(bs, p.b_lanes_k);
   }
   __syncthreads();
-  for (int64_t t = 0; t < tiles; ++t) {
+  for (int64_t t = 0; t < b.tiles; ++t) {
     const int cur = t & 1;
-    const bool more = t + 1 < tiles;
-    decode_cols(t + 2);
+    const bool more = t + 1 < b.tiles;
+    b.DecodeCols(p, t + 2);
     if (more) {
-      const int64_t k0 = (kt_begin + t + 1) * kBK;
-      const int slot = ((t + 1) % 3) * kBK;
-      load_a.Load(v.a, a_base, row_a, ok_a, col_a + slot, k0, v.k, p.a_lanes_k);
-      load_b.Load(v.b, b_base, row_b, ok_b, col_b + slot, k0, v.k, p.b_lanes_k);
+      const int64_t k0 = (b.kt_begin + t + 1) * kBK;
+      const int slot = b.Slot(t + 1);
+      load_a.Load(v.a, b.a_base, b.row_a, b.ok_a, b.col_a + slot, k0, v.k, p.a_lanes_k);
+      load_b.Load(v.b, b.b_base, b.row_b, b.ok_b, b.col_b + slot, k0, v.k, p.b_lanes_k);
     }
     acc.Multiply(as + cur * Smem_::kTileElems, bs + cur * Smem_::kTileElems);
     if (more) {
@@ -390,23 +446,7 @@ __global__ void __launch_bounds__(kThreads, 1) ConvGemmKernel(const Params p) {
     }
     __syncthreads();
   }
-
-  if (p.splits > 1) {
-    float* part = p.partial + ((static_cast<int64_t>(split) * v.groups + group) * v.m) * v.n;
-    acc.ForEach([&](int r, int c, float value) {
-      if (ok_a[r] && ok_b[c]) part[(m0 + r) * v.n + n0 + c] = value;
-    });
-    return;
-  }
-  T* c_base = static_cast<T*>(p.c) + group * v.c.group_stride;
-  const float alpha = p.alpha, beta = p.beta;
-  acc.ForEach([&](int r, int c, float value) {
-    if (!ok_a[r] || !ok_b[c]) return;
-    T* dst = c_base + out_row[r] + out_col[c];
-    float out = alpha * value;
-    if (beta != 0.0f) out += beta * ToFloat(*dst);
-    *dst = FromFloat<T>(out);
-  });
+  b.Store(p, acc);
 }
 
 // The pipelined variant for tensor-core math when both operands load as 16-byte vectors: the
@@ -440,54 +480,17 @@ __global__ void __launch_bounds__(kThreads, 2) ConvGemmAsyncKernel(const Params 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* as = reinterpret_cast<T*>(smem_raw);
   T* bs = as + kStages * Smem_::kTileElems;
-  IndexInfo* row_a = reinterpret_cast<IndexInfo*>(bs + kStages * Smem_::kTileElems);
-  IndexInfo* row_b = row_a + kBM;
-  IndexInfo* col_a = row_b + kBN;  // [kStages + 1][kBK]
-  IndexInfo* col_b = col_a + (kStages + 1) * kBK;
-  int64_t* out_row = reinterpret_cast<int64_t*>(col_b + (kStages + 1) * kBK);
-  int64_t* out_col = out_row + kBM;
-  bool* ok_a = reinterpret_cast<bool*>(out_col + kBN);
-  bool* ok_b = ok_a + kBM;
-
+  BlockState<T> b(p, reinterpret_cast<unsigned char*>(bs + kStages * Smem_::kTileElems),
+                  kStages + 1);
   const GemmView& v = p.view;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kBM;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kBN;
-  const int64_t group = blockIdx.z / p.splits;
-  const int split = blockIdx.z % p.splits;
-  const T* a_base = static_cast<const T*>(p.a) + group * v.a.group_stride;
-  const T* b_base = static_cast<const T*>(p.b) + group * v.b.group_stride;
-  const int64_t k_tiles_total = (v.k + kBK - 1) / kBK;
-  const int64_t kt_begin = split * p.k_tiles_per_split;
-  const int64_t kt_end = min(kt_begin + p.k_tiles_per_split, k_tiles_total);
-  const int64_t tiles = kt_end > kt_begin ? kt_end - kt_begin : 0;
+  b.DecodeRows(p);
 
-  for (int i = threadIdx.x; i < kBM; i += kThreads) {
-    const int64_t m = m0 + i;
-    ok_a[i] = m < v.m;
-    row_a[i] = Decode(v.a.outer, ok_a[i] ? m : 0);
-    out_row[i] = Decode(v.c.rows, ok_a[i] ? m : 0).offset;
-    const int64_t n = n0 + i;
-    ok_b[i] = n < v.n;
-    row_b[i] = Decode(v.b.outer, ok_b[i] ? n : 0);
-    out_col[i] = Decode(v.c.cols, ok_b[i] ? n : 0).offset;
-  }
-  auto decode_cols = [&](int64_t t) {
-    if (t >= tiles) return;
-    const int i = threadIdx.x % kBK;
-    const int64_t k = min((kt_begin + t) * kBK + i, v.k - 1);
-    const int slot = static_cast<int>(t % (kStages + 1)) * kBK + i;
-    if (threadIdx.x < kBK) {
-      col_a[slot] = p.a_table ? p.a_table[k] : Decode(v.a.inner, k);
-    } else if (threadIdx.x < 2 * kBK) {
-      col_b[slot] = p.b_table ? p.b_table[k] : Decode(v.b.inner, k);
-    }
-  };
   // Issues the copies of slice t into stage t % kStages (an empty group when t is past the end,
   // so the group count stays in step).
   auto issue = [&](int64_t t) {
-    if (t < tiles) {
-      const int64_t k0 = (kt_begin + t) * kBK;
-      const int slot = static_cast<int>(t % (kStages + 1)) * kBK;
+    if (t < b.tiles) {
+      const int64_t k0 = (b.kt_begin + t) * kBK;
+      const int slot = b.Slot(t);
       T* sa = as + (t % kStages) * Smem_::kTileElems;
       T* sb = bs + (t % kStages) * Smem_::kTileElems;
 #pragma unroll
@@ -496,54 +499,39 @@ __global__ void __launch_bounds__(kThreads, 2) ConvGemmAsyncKernel(const Params 
         const int row = u / kPerRow, kk = (u % kPerRow) * kVec;
         const bool k_ok = k0 + kk < v.k;
         int64_t off = 0;
-        bool ok = ok_a[row] && k_ok && Locate(v.a, row_a[row], col_a[slot + kk], &off);
-        CpAsync16(sa + Smem_::Index(row, kk), ok ? a_base + off : a_base, ok);
+        bool ok = b.ok_a[row] && k_ok && Locate(v.a, b.row_a[row], b.col_a[slot + kk], &off);
+        CpAsync16(sa + Smem_::Index(row, kk), ok ? b.a_base + off : b.a_base, ok);
         off = 0;
-        ok = ok_b[row] && k_ok && Locate(v.b, row_b[row], col_b[slot + kk], &off);
-        CpAsync16(sb + Smem_::Index(row, kk), ok ? b_base + off : b_base, ok);
+        ok = b.ok_b[row] && k_ok && Locate(v.b, b.row_b[row], b.col_b[slot + kk], &off);
+        CpAsync16(sb + Smem_::Index(row, kk), ok ? b.b_base + off : b.b_base, ok);
       }
     }
     CpAsyncCommit();
   };
 
-  for (int t = 0; t < kStages; ++t) decode_cols(t);
+  // The ring holds kStages + 1 slices of k decodings: slice t + kStages is decoded while slice
+  // t + kStages - 1's copies are issued, and the slot it reuses was last read two barriers ago.
+  for (int t = 0; t < kStages; ++t) b.DecodeCols(p, t);
   __syncthreads();
   for (int t = 0; t < kStages - 1; ++t) issue(t);
   Accumulator<T, kMath> acc;
   acc.Zero();
-  for (int64_t t = 0; t < tiles; ++t) {
+  for (int64_t t = 0; t < b.tiles; ++t) {
     CpAsyncWait<kStages - 2>();
     __syncthreads();  // slice t landed for every thread; slice t - 1's stage is free again
     issue(t + kStages - 1);
-    decode_cols(t + kStages);
+    b.DecodeCols(p, t + kStages);
     const int stage = static_cast<int>(t % kStages);
     acc.Multiply(as + stage * Smem_::kTileElems, bs + stage * Smem_::kTileElems);
   }
   CpAsyncWait<0>();
-
-  if (p.splits > 1) {
-    float* part = p.partial + ((static_cast<int64_t>(split) * v.groups + group) * v.m) * v.n;
-    acc.ForEach([&](int r, int c, float value) {
-      if (ok_a[r] && ok_b[c]) part[(m0 + r) * v.n + n0 + c] = value;
-    });
-    return;
-  }
-  T* c_base = static_cast<T*>(p.c) + group * v.c.group_stride;
-  const float alpha = p.alpha, beta = p.beta;
-  acc.ForEach([&](int r, int c, float value) {
-    if (!ok_a[r] || !ok_b[c]) return;
-    T* dst = c_base + out_row[r] + out_col[c];
-    float out = alpha * value;
-    if (beta != 0.0f) out += beta * ToFloat(*dst);
-    *dst = FromFloat<T>(out);
-  });
+  b.Store(p, acc);
 }
 
 size_t AsyncSharedBytes(size_t elem) {
   const size_t ld = kBK + (elem == 4 ? 4 : 8);
-  const int kStages = elem == 4 ? 2 : 3;
-  return 2 * kStages * kBM * ld * elem + (kBM + kBN + 2 * (kStages + 1) * kBK) * sizeof(IndexInfo) +
-         (kBM + kBN) * sizeof(int64_t) + (kBM + kBN);
+  const int stages = elem == 4 ? 2 : 3;
+  return 2 * stages * kBM * ld * elem + BlockState<float>::Bytes(stages + 1);
 }
 
 template <typename T, int kMath>
@@ -560,8 +548,7 @@ int LaunchAsync(const Params& p, dim3 grid, cudaStream_t stream) {
 size_t SharedBytes(size_t elem, bool row_major_k) {
   const size_t ld = row_major_k ? kBK + (elem == 4 ? 4 : 8) : kBM + 4;
   const size_t tile = row_major_k ? kBM * ld : kBK * ld;
-  return 4 * tile * elem + (kBM + kBN + 6 * kBK) * sizeof(IndexInfo) +
-         (kBM + kBN) * sizeof(int64_t) + (kBM + kBN);
+  return 4 * tile * elem + BlockState<float>::Bytes(3);
 }
 
 template <typename T, int kMath, int kVecA, int kVecB>
