@@ -52,14 +52,14 @@ const Mode kModes[] = {
     {"tf32", DataType::kF32, dnn::MathMode::kTf32, dnn::TensorFormat::kNCHW, true},
     {"f16", DataType::kF16, dnn::MathMode::kFp32, dnn::TensorFormat::kNHWC, false}};
 
-#define CHECK_CUDA(call)                                                                     \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,           \
-                   cudaGetErrorString(e_));                                                  \
-      std::exit(1);                                                                          \
-    }                                                                                        \
+#define CHECK_CUDA(call)                                                          \
+  do {                                                                            \
+    cudaError_t e_ = (call);                                                      \
+    if (e_ != cudaSuccess) {                                                      \
+      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #call, __FILE__, __LINE__, \
+                   cudaGetErrorString(e_));                                       \
+      std::exit(1);                                                               \
+    }                                                                             \
   } while (0)
 
 // Fills a device buffer with uniform [-1, 1) values (a 4M-value random block, repeated).
@@ -164,8 +164,9 @@ int main(int argc, char** argv) {
     } else if (a.rfind("--repeats=", 0) == 0 && absl::SimpleAtoi(a.substr(10), &repeats) &&
                repeats >= 1) {
     } else {
-      std::fprintf(stderr, "usage: conv_bench [--modes=fp32,tf32,f16] [--shapes=0,..] "
-                           "[--repeats=N]\n");
+      std::fprintf(stderr,
+                   "usage: conv_bench [--modes=fp32,tf32,f16] [--shapes=0,..] "
+                   "[--repeats=N]\n");
       return 2;
     }
   }
@@ -199,10 +200,9 @@ int main(int argc, char** argv) {
     if (std::find(modes.begin(), modes.end(), mode.name) == modes.end()) continue;
     for (int si : shapes) {
       const Shape& s = kShapes[si];
-      auto conv = *dnn::ConvolutionDescriptor::Create({s.pad, s.pad}, {s.stride, s.stride},
-                                                      {1, 1}, 1,
-                                                      dnn::ConvolutionMode::kCrossCorrelation,
-                                                      mode.math);
+      auto conv =
+          *dnn::ConvolutionDescriptor::Create({s.pad, s.pad}, {s.stride, s.stride}, {1, 1}, 1,
+                                              dnn::ConvolutionMode::kCrossCorrelation, mode.math);
       auto xd = *dnn::TensorDescriptor::CreatePacked(mode.dtype, mode.format, {s.n, s.c, s.h, s.w});
       auto wd = *dnn::FilterDescriptor::Create(mode.dtype, mode.format, {s.k, s.c, s.r, s.s});
       auto ydims = *dnn::ConvolutionOutputDims(xd, wd, conv);
@@ -228,10 +228,12 @@ int main(int argc, char** argv) {
         row.mode = mode.name;
         row.dir = std::string(dnn::ConvDirectionName(dir));
         row.shape = si;
-        void* out = dir == ConvDirection::kForward ? y : (dir == ConvDirection::kBackwardData ? x : w);
+        void* out =
+            dir == ConvDirection::kForward ? y : (dir == ConvDirection::kBackwardData ? x : w);
         const int64_t out_count =
-            dir == ConvDirection::kForward ? p.y_span
-                                           : (dir == ConvDirection::kBackwardData ? p.x_span : p.w_count);
+            dir == ConvDirection::kForward
+                ? p.y_span
+                : (dir == ConvDirection::kBackwardData ? p.x_span : p.w_count);
         // Screen every Kiln algorithm, then time the fastest properly.
         float best = -1;
         ConvAlgo best_algo = ConvAlgo::kImplicitGemm;
@@ -287,10 +289,11 @@ int main(int argc, char** argv) {
           int st = cudnn.SetTensorNdDescriptor(cx, dt, 4, xdim, xstr);
           st |= cudnn.SetTensorNdDescriptor(cy, dt, 4, ydim, ystr);
           st |= cudnn.SetFilterNdDescriptor(
-              cw, dt, mode.format == dnn::TensorFormat::kNHWC ? bench::kCudnnNhwc : bench::kCudnnNchw,
-              4, wdim);
-          st |= cudnn.SetConvolutionNdDescriptor(cc, 2, pad, str, dil, bench::kCudnnCrossCorrelation,
-                                                 bench::kCudnnFloat);
+              cw, dt,
+              mode.format == dnn::TensorFormat::kNHWC ? bench::kCudnnNhwc : bench::kCudnnNchw, 4,
+              wdim);
+          st |= cudnn.SetConvolutionNdDescriptor(cc, 2, pad, str, dil,
+                                                 bench::kCudnnCrossCorrelation, bench::kCudnnFloat);
           st |= cudnn.SetConvolutionMathType(
               cc, mode.math == dnn::MathMode::kFp32 && mode.dtype == DataType::kF32
                       ? bench::kCudnnFmaMath
@@ -339,12 +342,12 @@ int main(int argc, char** argv) {
         if (dir != ConvDirection::kForward) FillRandom(out, out_count, mode.dtype, 301 + si);
         CHECK_CUDA(cudaDeviceSynchronize());
         rows.push_back(row);
-        std::printf("%-5s %d %-10s kiln %-22s %9.3f ms %7.1f TFLOP/s | cudnn %-10s %9.3f ms | "
-                    "ratio %.2f | rel_l2 %.1e\n",
-                    row.mode.c_str(), si, row.dir.c_str(), row.kiln_algo.c_str(), row.kiln_ms,
-                    row.tflops, row.cudnn_algo.c_str(), row.cudnn_ms,
-                    row.cudnn_ms > 0 && row.kiln_ms > 0 ? row.cudnn_ms / row.kiln_ms : 0.0,
-                    row.rel_err);
+        std::printf(
+            "%-5s %d %-10s kiln %-22s %9.3f ms %7.1f TFLOP/s | cudnn %-10s %9.3f ms | "
+            "ratio %.2f | rel_l2 %.1e\n",
+            row.mode.c_str(), si, row.dir.c_str(), row.kiln_algo.c_str(), row.kiln_ms, row.tflops,
+            row.cudnn_algo.c_str(), row.cudnn_ms,
+            row.cudnn_ms > 0 && row.kiln_ms > 0 ? row.cudnn_ms / row.kiln_ms : 0.0, row.rel_err);
         std::fflush(stdout);
       }
       cudaFree(x);
@@ -368,8 +371,8 @@ int main(int argc, char** argv) {
     }
   }
   for (const auto& [key, g] : geo)
-    std::printf("geomean ratio %-16s %.3f over %d shapes\n", key.c_str(), std::exp(g.first / g.second),
-                g.second);
+    std::printf("geomean ratio %-16s %.3f over %d shapes\n", key.c_str(),
+                std::exp(g.first / g.second), g.second);
   cudaFree(workspace);
   return 0;
 }

@@ -47,9 +47,8 @@ struct Cudnn {
   int (*SetConvolutionGroupCount)(cudnnDesc, int) = nullptr;
   int (*FindForwardEx)(cudnnHandle, cudnnDesc, const void*, cudnnDesc, const void*, cudnnDesc,
                        cudnnDesc, void*, int, int*, CudnnAlgoPerf*, void*, size_t) = nullptr;
-  int (*FindBackwardDataEx)(cudnnHandle, cudnnDesc, const void*, cudnnDesc, const void*,
-                            cudnnDesc, cudnnDesc, void*, int, int*, CudnnAlgoPerf*, void*,
-                            size_t) = nullptr;
+  int (*FindBackwardDataEx)(cudnnHandle, cudnnDesc, const void*, cudnnDesc, const void*, cudnnDesc,
+                            cudnnDesc, void*, int, int*, CudnnAlgoPerf*, void*, size_t) = nullptr;
   int (*FindBackwardFilterEx)(cudnnHandle, cudnnDesc, const void*, cudnnDesc, const void*,
                               cudnnDesc, cudnnDesc, void*, int, int*, CudnnAlgoPerf*, void*,
                               size_t) = nullptr;
@@ -57,9 +56,8 @@ struct Cudnn {
                  cudnnDesc, int, void*, size_t, const void*, cudnnDesc, void*) = nullptr;
   int (*BackwardData)(cudnnHandle, const void*, cudnnDesc, const void*, cudnnDesc, const void*,
                       cudnnDesc, int, void*, size_t, const void*, cudnnDesc, void*) = nullptr;
-  int (*BackwardFilter)(cudnnHandle, const void*, cudnnDesc, const void*, cudnnDesc,
-                        const void*, cudnnDesc, int, void*, size_t, const void*, cudnnDesc,
-                        void*) = nullptr;
+  int (*BackwardFilter)(cudnnHandle, const void*, cudnnDesc, const void*, cudnnDesc, const void*,
+                        cudnnDesc, int, void*, size_t, const void*, cudnnDesc, void*) = nullptr;
   const char* (*GetErrorString)(int) = nullptr;
 };
 

@@ -14,8 +14,8 @@ namespace dnn {
 namespace {
 
 absl::StatusOr<ConvDirection> ParseDirection(absl::string_view s) {
-  for (ConvDirection d : {ConvDirection::kForward, ConvDirection::kBackwardData,
-                          ConvDirection::kBackwardFilter})
+  for (ConvDirection d :
+       {ConvDirection::kForward, ConvDirection::kBackwardData, ConvDirection::kBackwardFilter})
     if (ConvDirectionName(d) == s) return d;
   return absl::InvalidArgumentError(absl::StrCat("unknown direction '", s, "'"));
 }
@@ -40,8 +40,8 @@ absl::Status ConvAlgorithmCache::Save(const std::string& path) const {
   std::ostringstream text;
   for (const auto& [key, results] : entries_)
     for (const ConvAlgoPerf& r : results)
-      text << key.first << '\t' << key.second << '\t' << ConvAlgoName(r.algo) << '\t'
-           << r.time_ms << '\t' << r.workspace_bytes << '\t' << (r.deterministic ? 1 : 0) << '\n';
+      text << key.first << '\t' << key.second << '\t' << ConvAlgoName(r.algo) << '\t' << r.time_ms
+           << '\t' << r.workspace_bytes << '\t' << (r.deterministic ? 1 : 0) << '\n';
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -81,7 +81,8 @@ absl::Status ConvAlgorithmCache::Load(const std::string& path) {
     int det = 0;
     if (!absl::SimpleAtof(f[3], &perf.time_ms)) return bad("time is not a number");
     if (!absl::SimpleAtoi(f[4], &bytes)) return bad("workspace is not a number");
-    if (!absl::SimpleAtoi(f[5], &det) || (det != 0 && det != 1)) return bad("deterministic is not 0/1");
+    if (!absl::SimpleAtoi(f[5], &det) || (det != 0 && det != 1))
+      return bad("deterministic is not 0/1");
     if (f[1].empty()) return bad("empty problem key");
     perf.workspace_bytes = bytes;
     perf.deterministic = det == 1;

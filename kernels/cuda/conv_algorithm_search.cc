@@ -44,9 +44,11 @@ struct DeviceBuffer {
 
 }  // namespace
 
-absl::StatusOr<std::vector<ConvAlgoPerf>> GetConvolutionAlgorithms(
-    const Handle& handle, ConvDirection direction, const ConvProblem& p,
-    ConvAlgoPreference preference, size_t workspace_limit) {
+absl::StatusOr<std::vector<ConvAlgoPerf>> GetConvolutionAlgorithms(const Handle& handle,
+                                                                   ConvDirection direction,
+                                                                   const ConvProblem& p,
+                                                                   ConvAlgoPreference preference,
+                                                                   size_t workspace_limit) {
   std::vector<ConvAlgoPerf> out;
   for (ConvAlgo algo : HeuristicOrder(direction, p)) {
     if (!CheckConvAlgoSupported(direction, p, algo).ok()) continue;
@@ -62,9 +64,9 @@ absl::StatusOr<std::vector<ConvAlgoPerf>> GetConvolutionAlgorithms(
     out.push_back(perf);
   }
   if (out.empty()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "convolution ", ConvDirectionName(direction), ": no algorithm fits a workspace of ",
-        workspace_limit, " bytes"));
+    return absl::ResourceExhaustedError(absl::StrCat("convolution ", ConvDirectionName(direction),
+                                                     ": no algorithm fits a workspace of ",
+                                                     workspace_limit, " bytes"));
   }
   return out;
 }
@@ -82,8 +84,7 @@ absl::StatusOr<std::vector<ConvAlgoPerf>> FindConvolutionAlgorithms(
   KILN_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
   for (ConvAlgoPerf& perf : candidates) {
     DeviceBuffer ws;
-    if (perf.workspace_bytes > 0 &&
-        cudaMalloc(&ws.ptr, perf.workspace_bytes) != cudaSuccess) {
+    if (perf.workspace_bytes > 0 && cudaMalloc(&ws.ptr, perf.workspace_bytes) != cudaSuccess) {
       cudaGetLastError();
       perf.status = absl::ResourceExhaustedError(
           absl::StrCat("cannot allocate ", perf.workspace_bytes, " bytes of workspace"));

@@ -36,7 +36,7 @@ unsigned GridFor(int64_t n, int threads = 256) {
   return static_cast<unsigned>(blocks < 132 * 64 ? (blocks < 1 ? 1 : blocks) : 132 * 64);
 }
 
-#define KILN_GRID_STRIDE(i, total)                                                   \
+#define KILN_GRID_STRIDE(i, total)                                                           \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (total); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
@@ -75,8 +75,8 @@ __global__ void ScatterKernel(dnn::OutputMap map, const float* d, int64_t groups
   const int64_t per_group = rows * cols;
   KILN_GRID_STRIDE(i, per_group * groups) {
     const int64_t g = i / per_group, r = (i % per_group) / cols, c = i % cols;
-    T* dst = out + g * map.group_stride + Decode(map.rows, row0 + r).offset +
-             Decode(map.cols, c).offset;
+    T* dst =
+        out + g * map.group_stride + Decode(map.rows, row0 + r).offset + Decode(map.cols, c).offset;
     Blend(dst, d[i], alpha, beta);
   }
 }
@@ -112,9 +112,9 @@ __global__ void Col2ImKernel(ConvProblem p, const float* col, int64_t n0, int64_
         for (int64_t s = 0; s < p.filter[2]; ++s) {
           const int64_t zw = coord[2] + p.pad[2] - s * p.dilation[2];
           if (zw < 0 || zw % p.stride[2] != 0 || zw / p.stride[2] >= p.out[2]) continue;
-          const int64_t row =
-              n * opq + ((zd / p.stride[0]) * p.out[1] + zh / p.stride[1]) * p.out[2] +
-              zw / p.stride[2];
+          const int64_t row = n * opq +
+                              ((zd / p.stride[0]) * p.out[1] + zh / p.stride[1]) * p.out[2] +
+                              zw / p.stride[2];
           const int64_t column = ((cc * p.filter[0] + t) * p.filter[1] + r) * p.filter[2] + s;
           sum += col[(g * col_rows + row) * col_cols + column];
         }
@@ -161,9 +161,9 @@ __global__ void ConvDirectKernel(ConvProblem p, const T* x, const T* w, float al
             const int64_t ft = flip ? p.filter[0] - 1 - t : t;
             const int64_t fr = flip ? p.filter[1] - 1 - r : r;
             const int64_t fs = flip ? p.filter[2] - 1 - s : s;
-            acc = fmaf(Load(xc + d * p.x_stride[2] + h * p.x_stride[3] + ww * p.x_stride[4]),
-                       Load(wc + ft * p.w_stride[2] + fr * p.w_stride[3] + fs * p.w_stride[4]),
-                       acc);
+            acc =
+                fmaf(Load(xc + d * p.x_stride[2] + h * p.x_stride[3] + ww * p.x_stride[4]),
+                     Load(wc + ft * p.w_stride[2] + fr * p.w_stride[3] + fs * p.w_stride[4]), acc);
           }
         }
       }
@@ -286,8 +286,8 @@ int LaunchBackwardDataFilter(const ConvProblem& p, ElementType element, const vo
 }
 
 int LaunchMaterialize(const dnn::GatherOperand& op, ElementType element, const void* src,
-                      int64_t groups, bool rows_are_outer, int64_t row0, int64_t rows,
-                      int64_t col0, int64_t cols, void* out, void* stream) {
+                      int64_t groups, bool rows_are_outer, int64_t row0, int64_t rows, int64_t col0,
+                      int64_t cols, void* out, void* stream) {
   const int64_t total = groups * rows * cols;
   if (total == 0) return 0;
   return Dispatch(element, [&](auto zero) {

@@ -211,13 +211,14 @@ struct Accumulator {
         uint32_t a[4][4], b[4][2];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          LdMatrixX4(a[i], af + (wm + 16 * i + lrow + (lsel % 2) * 8) * Smem_::kLd + kk +
-                               (lsel / 2) * 4);
+          LdMatrixX4(a[i],
+                     af + (wm + 16 * i + lrow + (lsel % 2) * 8) * Smem_::kLd + kk + (lsel / 2) * 4);
         }
 #pragma unroll
         for (int j = 0; j < 4; j += 2) {
           uint32_t r[4];
-          LdMatrixX4(r, bf + (wn + 8 * j + lrow + (lsel / 2) * 8) * Smem_::kLd + kk + (lsel % 2) * 4);
+          LdMatrixX4(r,
+                     bf + (wn + 8 * j + lrow + (lsel / 2) * 8) * Smem_::kLd + kk + (lsel % 2) * 4);
           b[j][0] = r[0];
           b[j][1] = r[1];
           b[j + 1][0] = r[2];
@@ -238,7 +239,8 @@ struct Accumulator {
         uint32_t a[4][4], b[4][2];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const T* p = as + (wm + 16 * i + lrow + (lsel % 2) * 8) * Smem_::kLd + kk + (lsel / 2) * 8;
+          const T* p =
+              as + (wm + 16 * i + lrow + (lsel % 2) * 8) * Smem_::kLd + kk + (lsel / 2) * 8;
           LdMatrixX4(a[i], p);
         }
 #pragma unroll
@@ -263,10 +265,12 @@ struct Accumulator {
 #pragma unroll 4
       for (int kk = 0; kk < kBK; ++kk) {
         float a[8], b[8];
-        *reinterpret_cast<float4*>(a) = *reinterpret_cast<const float4*>(af + kk * Smem_::kLd + 4 * ty);
+        *reinterpret_cast<float4*>(a) =
+            *reinterpret_cast<const float4*>(af + kk * Smem_::kLd + 4 * ty);
         *reinterpret_cast<float4*>(a + 4) =
             *reinterpret_cast<const float4*>(af + kk * Smem_::kLd + 64 + 4 * ty);
-        *reinterpret_cast<float4*>(b) = *reinterpret_cast<const float4*>(bf + kk * Smem_::kLd + 4 * tx);
+        *reinterpret_cast<float4*>(b) =
+            *reinterpret_cast<const float4*>(bf + kk * Smem_::kLd + 4 * tx);
         *reinterpret_cast<float4*>(b + 4) =
             *reinterpret_cast<const float4*>(bf + kk * Smem_::kLd + 64 + 4 * tx);
 #pragma unroll
@@ -322,8 +326,8 @@ struct BlockState {
   const T* b_base;
 
   static constexpr size_t Bytes(int col_slots) {
-    return (kBM + kBN + 2 * col_slots * kBK) * sizeof(IndexInfo) +
-           (kBM + kBN) * sizeof(int64_t) + (kBM + kBN);
+    return (kBM + kBN + 2 * col_slots * kBK) * sizeof(IndexInfo) + (kBM + kBN) * sizeof(int64_t) +
+           (kBM + kBN);
   }
 
   __device__ BlockState(const Params& p, unsigned char* smem, int slots) : col_slots(slots) {
@@ -538,8 +542,7 @@ template <typename T, int kMath>
 int LaunchAsync(const Params& p, dim3 grid, cudaStream_t stream) {
   const size_t bytes = AsyncSharedBytes(sizeof(T));
   auto kernel = ConvGemmAsyncKernel<T, kMath>;
-  cudaError_t e =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e != cudaSuccess) return e;
   kernel<<<grid, kThreads, bytes, stream>>>(p);
   return cudaGetLastError();
@@ -555,8 +558,7 @@ template <typename T, int kMath, int kVecA, int kVecB>
 int Launch(const Params& p, dim3 grid, cudaStream_t stream) {
   const size_t bytes = SharedBytes(sizeof(T), kMath != static_cast<int>(GemmMath::kFfma));
   auto kernel = ConvGemmKernel<T, kMath, kVecA, kVecB>;
-  cudaError_t e =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e != cudaSuccess) return e;
   kernel<<<grid, kThreads, bytes, stream>>>(p);
   return cudaGetLastError();
@@ -650,8 +652,9 @@ int LaunchConvGemm(const ConvGemmLaunch& l, void* stream_ptr) {
             h = static_cast<int>(GemmMath::kHalf);
   switch (l.element) {
     case ElementType::kF32:
-      err = l.math == GemmMath::kTf32 ? LaunchVec<float, tf, 4>(p, l.vector_a, l.vector_b, grid, stream)
-                                      : LaunchVec<float, f, 4>(p, l.vector_a, l.vector_b, grid, stream);
+      err = l.math == GemmMath::kTf32
+                ? LaunchVec<float, tf, 4>(p, l.vector_a, l.vector_b, grid, stream)
+                : LaunchVec<float, f, 4>(p, l.vector_a, l.vector_b, grid, stream);
       break;
     case ElementType::kF16:
       err = LaunchVec<__half, h, 8>(p, l.vector_a, l.vector_b, grid, stream);
@@ -666,8 +669,7 @@ int LaunchConvGemm(const ConvGemmLaunch& l, void* stream_ptr) {
   return cudaGetLastError();
 }
 
-int LaunchDecodeTable(const dnn::IndexMap& map, int64_t count, IndexInfo* table,
-                      void* stream) {
+int LaunchDecodeTable(const dnn::IndexMap& map, int64_t count, IndexInfo* table, void* stream) {
   if (count == 0) return 0;
   DecodeTableKernel<<<GridFor(count), 256, 0, static_cast<cudaStream_t>(stream)>>>(map, count,
                                                                                    table);

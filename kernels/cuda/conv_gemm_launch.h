@@ -42,15 +42,14 @@ int LaunchConvGemm(const ConvGemmLaunch& launch, void* stream);
 // The f32 partial-sum workspace `splits` needs, in bytes.
 int64_t ConvGemmPartialBytes(const dnn::GemmView& view, int splits);
 // table[i] = Decode(map, i) for i < count.
-int LaunchDecodeTable(const dnn::IndexMap& map, int64_t count, dnn::IndexInfo* table,
-                      void* stream);
+int LaunchDecodeTable(const dnn::IndexMap& map, int64_t count, dnn::IndexInfo* table, void* stream);
 
 // Writes operand elements as a dense row-major matrix out[g][r][c] (r < rows, c < cols) of
 // `element` type: with rows_are_outer, element (r, c) is op(outer = row0 + r, inner = col0 + c),
 // otherwise op(outer = col0 + c, inner = row0 + r). Padding is written as zero.
 int LaunchMaterialize(const dnn::GatherOperand& op, ElementType element, const void* src,
-                      int64_t groups, bool rows_are_outer, int64_t row0, int64_t rows,
-                      int64_t col0, int64_t cols, void* out, void* stream);
+                      int64_t groups, bool rows_are_outer, int64_t row0, int64_t rows, int64_t col0,
+                      int64_t cols, void* out, void* stream);
 // out[map(row0 + r, c)] = alpha d[g][r][c] + beta out[...] for a dense f32 d[groups][rows][cols].
 int LaunchScatter(const dnn::OutputMap& map, ElementType element, const float* d, int64_t groups,
                   int64_t row0, int64_t rows, int64_t cols, float alpha, float beta, void* out,
@@ -65,11 +64,11 @@ int LaunchCol2Im(const dnn::ConvProblem& p, const float* col, int64_t n0, int64_
 int LaunchBackwardDataFilter(const dnn::ConvProblem& p, ElementType element, const void* w,
                              bool flip, void* out, void* stream);
 // y[n, k, ...] += bias[k] over the output of `p`.
-int LaunchAddChannelBias(const dnn::ConvProblem& p, ElementType element, const void* bias,
-                         void* y, void* stream);
+int LaunchAddChannelBias(const dnn::ConvProblem& p, ElementType element, const void* bias, void* y,
+                         void* stream);
 // Direct forward convolution, one thread per output element.
-int LaunchConvDirect(const dnn::ConvProblem& p, ElementType element, const void* x,
-                     const void* w, float alpha, float beta, void* y, void* stream);
+int LaunchConvDirect(const dnn::ConvProblem& p, ElementType element, const void* x, const void* w,
+                     float alpha, float beta, void* y, void* stream);
 // db[k] = alpha sum(dy[:, k, ...]) + beta db[k], a fixed-order reduction per channel.
 int LaunchBiasGrad(const dnn::ConvProblem& p, ElementType element, const void* dy, float alpha,
                    float beta, void* db, void* stream);

@@ -30,12 +30,11 @@ absl::StatusOr<dnn::ConvProblem> ProblemOf(const Node& node) {
   KILN_ASSIGN_OR_RETURN(
       dnn::TensorDescriptor yd,
       dnn::TensorDescriptor::CreatePacked(DataType::kF32, dnn::TensorFormat::kNCHW, y.dims()));
-  KILN_ASSIGN_OR_RETURN(
-      dnn::ConvolutionDescriptor conv,
-      dnn::ConvolutionDescriptor::Create(params.pad, params.stride, params.dilation, params.group,
-                                         params.flip_filter
-                                             ? dnn::ConvolutionMode::kConvolution
-                                             : dnn::ConvolutionMode::kCrossCorrelation));
+  KILN_ASSIGN_OR_RETURN(dnn::ConvolutionDescriptor conv,
+                        dnn::ConvolutionDescriptor::Create(
+                            params.pad, params.stride, params.dilation, params.group,
+                            params.flip_filter ? dnn::ConvolutionMode::kConvolution
+                                               : dnn::ConvolutionMode::kCrossCorrelation));
   return dnn::MakeConvProblem(xd, wd, conv, yd, "cuda Convolution");
 }
 
@@ -47,9 +46,9 @@ class ConvGraphKernel : public Kernel {
   size_t WorkspaceBytes() const override { return workspace_; }
   absl::Status Run(const KernelArgs& a) const override {
     dnn::Handle handle(a.stream, a.blas_handle, sms_);
-    KILN_RETURN_IF_ERROR(dnn::RunConvolution(
-        handle, dnn::ConvDirection::kForward, p_, algo_, 1.0f, 0.0f, a.inputs[0].data,
-        a.inputs[1].data, a.outputs[0].data, a.workspace, a.workspace_bytes));
+    KILN_RETURN_IF_ERROR(dnn::RunConvolution(handle, dnn::ConvDirection::kForward, p_, algo_, 1.0f,
+                                             0.0f, a.inputs[0].data, a.inputs[1].data,
+                                             a.outputs[0].data, a.workspace, a.workspace_bytes));
     if (!bias_) return absl::OkStatus();
     const int e = cuda::LaunchAddChannelBias(p_, cuda::ElementType::kF32, a.inputs[2].data,
                                              a.outputs[0].data, a.stream);
@@ -87,14 +86,12 @@ absl::Status RegisterCudaConvolutionKernel(KernelRegistry& registry) {
       sms = 1;
     }
     dnn::Handle probe(nullptr, nullptr, sms);  // the heuristic needs no stream or cuBLAS
-    KILN_ASSIGN_OR_RETURN(
-        std::vector<dnn::ConvAlgoPerf> algos,
-        dnn::GetConvolutionAlgorithms(probe, dnn::ConvDirection::kForward, p,
-                                      dnn::ConvAlgoPreference::kSpecifyWorkspaceLimit,
-                                      kWorkspaceCap));
-    return std::unique_ptr<Kernel>(new ConvGraphKernel(p, algos.front().algo,
-                                                       algos.front().workspace_bytes,
-                                                       node.num_inputs() > 2, sms));
+    KILN_ASSIGN_OR_RETURN(std::vector<dnn::ConvAlgoPerf> algos,
+                          dnn::GetConvolutionAlgorithms(
+                              probe, dnn::ConvDirection::kForward, p,
+                              dnn::ConvAlgoPreference::kSpecifyWorkspaceLimit, kWorkspaceCap));
+    return std::unique_ptr<Kernel>(new ConvGraphKernel(
+        p, algos.front().algo, algos.front().workspace_bytes, node.num_inputs() > 2, sms));
   };
   return registry.Register(std::move(f));
 }

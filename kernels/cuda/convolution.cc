@@ -41,14 +41,14 @@ size_t Align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 absl::Status Launched(int error, const char* what) {
   if (error == 0) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, " launch failed: ",
-                                          cudaGetErrorString(static_cast<cudaError_t>(error))));
+  return absl::InternalError(
+      absl::StrCat(what, " launch failed: ", cudaGetErrorString(static_cast<cudaError_t>(error))));
 }
 
 // An implicit-GEMM launch over `view`, vectorizing each operand when its layout and pointer
 // allow.
-ConvGemmLaunch GemmLaunch(const ConvProblem& p, const GemmView& view, const void* a,
-                          const void* b, void* c, float alpha, float beta) {
+ConvGemmLaunch GemmLaunch(const ConvProblem& p, const GemmView& view, const void* a, const void* b,
+                          void* c, float alpha, float beta) {
   ConvGemmLaunch l;
   l.view = view;
   l.element = ElementOf(p.dtype);
@@ -266,13 +266,12 @@ absl::Status BatchedGemm(Handle& h, const ConvProblem& p, int64_t rows, int64_t 
                          const void* lhs, const void* rhs, float* d, bool accumulate) {
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   return CublasOk(
-      cublasGemmStridedBatchedEx(static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_T,
-                                 CUBLAS_OP_N, static_cast<int>(cols), static_cast<int>(rows),
-                                 static_cast<int>(k), &one, rhs, CublasType(p.dtype),
-                                 static_cast<int>(k), cols * k, lhs, CublasType(p.dtype),
-                                 static_cast<int>(k), rows * k, &beta, d, CUDA_R_32F,
-                                 static_cast<int>(cols), rows * cols, static_cast<int>(p.groups),
-                                 CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+      cublasGemmStridedBatchedEx(
+          static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(cols),
+          static_cast<int>(rows), static_cast<int>(k), &one, rhs, CublasType(p.dtype),
+          static_cast<int>(k), cols * k, lhs, CublasType(p.dtype), static_cast<int>(k), rows * k,
+          &beta, d, CUDA_R_32F, static_cast<int>(cols), rows * cols, static_cast<int>(p.groups),
+          CublasCompute(p), CUBLAS_GEMM_DEFAULT),
       "cublasGemmStridedBatchedEx");
 }
 
@@ -292,42 +291,40 @@ absl::Status Forward1x1(Handle& h, const ConvProblem& p, float alpha, float beta
                     "cublasGemmEx (1x1 NHWC)");
   }
   // Per image: y[n] (HW x K, column-major) = x[n] (HW x C) W^T (C x K).
-  return CublasOk(
-      cublasGemmStridedBatchedEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(hw),
-                                 static_cast<int>(p.k), static_cast<int>(p.c), &alpha, x, t,
-                                 static_cast<int>(hw), p.c * hw, w, t, static_cast<int>(p.c), 0,
-                                 &beta, y, t, static_cast<int>(hw), p.k * hw,
-                                 static_cast<int>(p.n), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
-      "cublasGemmStridedBatchedEx (1x1 NCHW)");
+  return CublasOk(cublasGemmStridedBatchedEx(
+                      cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(hw), static_cast<int>(p.k),
+                      static_cast<int>(p.c), &alpha, x, t, static_cast<int>(hw), p.c * hw, w, t,
+                      static_cast<int>(p.c), 0, &beta, y, t, static_cast<int>(hw), p.k * hw,
+                      static_cast<int>(p.n), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+                  "cublasGemmStridedBatchedEx (1x1 NCHW)");
 }
 
-absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta,
-                            const void* x, const void* w, void* y, char* ws) {
+absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
+                            const void* w, void* y, char* ws) {
   const PrecompPlan plan = PlanPrecomp(p, h.multiprocessors());
   const ElementType e = ElementOf(p.dtype);
   const void* xk = x;
   const void* wk = w;
   if (plan.copy) {
     const int64_t xdims[5] = {p.n, p.c, p.in[0], p.in[1], p.in[2]};
-    KILN_RETURN_IF_ERROR(Launched(cuda::LaunchToChannelsLast(e, xdims, p.x_stride, x,
-                                                             plan.padded_c, ws + plan.x_offset,
-                                                             h.stream()),
+    KILN_RETURN_IF_ERROR(Launched(cuda::LaunchToChannelsLast(e, xdims, p.x_stride, x, plan.padded_c,
+                                                             ws + plan.x_offset, h.stream()),
                                   "channels-last copy of x"));
     const int64_t wdims[5] = {p.k, p.cg(), p.filter[0], p.filter[1], p.filter[2]};
-    KILN_RETURN_IF_ERROR(Launched(
-        cuda::LaunchToChannelsLast(e, wdims, p.w_stride, w, plan.problem.cg(), ws + plan.w_offset,
-                                   h.stream()),
-        "channels-last copy of w"));
+    KILN_RETURN_IF_ERROR(
+        Launched(cuda::LaunchToChannelsLast(e, wdims, p.w_stride, w, plan.problem.cg(),
+                                            ws + plan.w_offset, h.stream()),
+                 "channels-last copy of w"));
     xk = ws + plan.x_offset;
     wk = ws + plan.w_offset;
   }
   const GemmView view = ForwardGemmView(plan.problem, plan.copy || p.XChannelsLast());
   auto* a_table = reinterpret_cast<IndexInfo*>(ws + plan.a_table_offset);
   auto* b_table = reinterpret_cast<IndexInfo*>(ws + plan.b_table_offset);
-  KILN_RETURN_IF_ERROR(Launched(cuda::LaunchDecodeTable(view.a.inner, view.k, a_table, h.stream()),
-                                "k table"));
-  KILN_RETURN_IF_ERROR(Launched(cuda::LaunchDecodeTable(view.b.inner, view.k, b_table, h.stream()),
-                                "k table"));
+  KILN_RETURN_IF_ERROR(
+      Launched(cuda::LaunchDecodeTable(view.a.inner, view.k, a_table, h.stream()), "k table"));
+  KILN_RETURN_IF_ERROR(
+      Launched(cuda::LaunchDecodeTable(view.b.inner, view.k, b_table, h.stream()), "k table"));
   ConvGemmLaunch l = GemmLaunch(plan.problem, view, xk, wk, y, alpha, beta);
   l.a_table = a_table;
   l.b_table = b_table;
@@ -337,7 +334,7 @@ absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float 
 }
 
 absl::Status BackwardDataPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta,
-                                const void* dy, const void* w, void* dx, char* ws) {
+                                 const void* dy, const void* w, void* dx, char* ws) {
   ConvProblem q;
   BackwardDataAsForward(p, &q);
   KILN_RETURN_IF_ERROR(Launched(
@@ -360,9 +357,9 @@ absl::Status ForwardGemm(Handle& h, const ConvProblem& p, float alpha, float bet
       cuda::LaunchMaterialize(v.b, e, w, g, true, 0, v.n, 0, v.k, w_mat, h.stream()), "filter"));
   for (int64_t m0 = 0; m0 < v.m; m0 += plan.chunk) {
     const int64_t rows = std::min(plan.chunk, v.m - m0);
-    KILN_RETURN_IF_ERROR(Launched(
-        cuda::LaunchMaterialize(v.a, e, x, g, true, m0, rows, 0, v.k, a_mat, h.stream()),
-        "im2col"));
+    KILN_RETURN_IF_ERROR(
+        Launched(cuda::LaunchMaterialize(v.a, e, x, g, true, m0, rows, 0, v.k, a_mat, h.stream()),
+                 "im2col"));
     KILN_RETURN_IF_ERROR(BatchedGemm(h, p, rows, v.n, v.k, a_mat, w_mat, d, false));
     KILN_RETURN_IF_ERROR(Launched(
         cuda::LaunchScatter(v.c, e, d, g, m0, rows, v.n, alpha, beta, y, h.stream()), "scatter"));
@@ -373,7 +370,7 @@ absl::Status ForwardGemm(Handle& h, const ConvProblem& p, float alpha, float bet
 absl::Status BackwardDataGemm(Handle& h, const ConvProblem& p, float alpha, float beta,
                               const void* dy, const void* w, void* dx, char* ws) {
   const GemmPlan plan = PlanGemm(ConvDirection::kBackwardData, p);
-  const GemmView fwd = ForwardGemmView(p, false);           // b: [k][c, taps]
+  const GemmView fwd = ForwardGemmView(p, false);          // b: [k][c, taps]
   const GemmView filt = BackwardFilterGemmView(p, false);  // a: [k][output pixel]
   const ElementType e = ElementOf(p.dtype);
   const int64_t eb = ElementBytes(p.dtype), g = p.groups, kg = p.kg();
@@ -381,17 +378,17 @@ absl::Status BackwardDataGemm(Handle& h, const ConvProblem& p, float alpha, floa
   char* w_mat = ws;
   char* dy_mat = w_mat + Align256(g * ctaps * kg * eb);
   float* col = reinterpret_cast<float*>(dy_mat + Align256(g * plan.chunk * opq * kg * eb));
-  KILN_RETURN_IF_ERROR(Launched(
-      cuda::LaunchMaterialize(fwd.b, e, w, g, false, 0, ctaps, 0, kg, w_mat, h.stream()),
-      "filter"));
+  KILN_RETURN_IF_ERROR(
+      Launched(cuda::LaunchMaterialize(fwd.b, e, w, g, false, 0, ctaps, 0, kg, w_mat, h.stream()),
+               "filter"));
   for (int64_t n0 = 0; n0 < p.n; n0 += plan.chunk) {
     const int64_t images = std::min(plan.chunk, p.n - n0), rows = images * opq;
-    KILN_RETURN_IF_ERROR(Launched(cuda::LaunchMaterialize(filt.a, e, dy, g, false, n0 * opq, rows,
-                                                          0, kg, dy_mat, h.stream()),
-                                  "dy matrix"));
-    KILN_RETURN_IF_ERROR(BatchedGemm(h, p, rows, ctaps, kg, dy_mat, w_mat, col, false));
     KILN_RETURN_IF_ERROR(Launched(
-        cuda::LaunchCol2Im(p, col, n0, images, e, alpha, beta, dx, h.stream()), "col2im"));
+        cuda::LaunchMaterialize(filt.a, e, dy, g, false, n0 * opq, rows, 0, kg, dy_mat, h.stream()),
+        "dy matrix"));
+    KILN_RETURN_IF_ERROR(BatchedGemm(h, p, rows, ctaps, kg, dy_mat, w_mat, col, false));
+    KILN_RETURN_IF_ERROR(
+        Launched(cuda::LaunchCol2Im(p, col, n0, images, e, alpha, beta, dx, h.stream()), "col2im"));
   }
   return absl::OkStatus();
 }
@@ -407,12 +404,12 @@ absl::Status BackwardFilterGemm(Handle& h, const ConvProblem& p, float alpha, fl
   float* d = reinterpret_cast<float*>(b_mat + Align256(g * v.n * plan.chunk * eb));
   for (int64_t k0 = 0; k0 < v.k; k0 += plan.chunk) {
     const int64_t cols = std::min(plan.chunk, v.k - k0);
-    KILN_RETURN_IF_ERROR(Launched(
-        cuda::LaunchMaterialize(v.a, e, dy, g, true, 0, v.m, k0, cols, a_mat, h.stream()),
-        "dy matrix"));
-    KILN_RETURN_IF_ERROR(Launched(
-        cuda::LaunchMaterialize(v.b, e, x, g, true, 0, v.n, k0, cols, b_mat, h.stream()),
-        "im2col"));
+    KILN_RETURN_IF_ERROR(
+        Launched(cuda::LaunchMaterialize(v.a, e, dy, g, true, 0, v.m, k0, cols, a_mat, h.stream()),
+                 "dy matrix"));
+    KILN_RETURN_IF_ERROR(
+        Launched(cuda::LaunchMaterialize(v.b, e, x, g, true, 0, v.n, k0, cols, b_mat, h.stream()),
+                 "im2col"));
     KILN_RETURN_IF_ERROR(BatchedGemm(h, p, v.m, v.n, cols, a_mat, b_mat, d, k0 > 0));
   }
   return Launched(cuda::LaunchScatter(v.c, e, d, g, 0, v.m, v.n, alpha, beta, dw, h.stream()),
@@ -457,8 +454,7 @@ absl::string_view ConvDirectionName(ConvDirection direction) {
   return "unknown";
 }
 
-absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& p,
-                                    ConvAlgo algo) {
+absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& p, ConvAlgo algo) {
   auto no = [&](absl::string_view why) {
     return absl::UnimplementedError(absl::StrCat("convolution ", ConvDirectionName(direction),
                                                  ": algorithm ", ConvAlgoName(algo), " ", why));
@@ -474,8 +470,9 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
       if (direction == ConvDirection::kBackwardData && BackwardDataAsForward(p, &q)) {
         return absl::OkStatus();
       }
-      return no("serves forward, and backward data with unit strides and pad <= dilation x "
-                "(filter - 1)");
+      return no(
+          "serves forward, and backward data with unit strides and pad <= dilation x "
+          "(filter - 1)");
     }
     case ConvAlgo::kDirect:
       return fwd ? absl::OkStatus() : no("is forward-only");
@@ -519,8 +516,8 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
 absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvProblem& p,
                             ConvAlgo algo, float alpha, float beta, void* x, void* w, void* y,
                             void* workspace, size_t workspace_bytes) {
-  const std::string where = absl::StrCat("convolution ", ConvDirectionName(direction), " (",
-                                         ConvAlgoName(algo), ")");
+  const std::string where =
+      absl::StrCat("convolution ", ConvDirectionName(direction), " (", ConvAlgoName(algo), ")");
   KILN_RETURN_IF_ERROR(CheckConvAlgoSupported(direction, p, algo));
   if (x == nullptr || w == nullptr || y == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": a tensor pointer is null"));
@@ -539,9 +536,9 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
       switch (algo) {
         case ConvAlgo::kImplicitGemm: {
           const GemmView v = ForwardGemmView(p, p.XChannelsLast());
-          status = Launched(cuda::LaunchConvGemm(GemmLaunch(p, v, x, w, y, alpha, beta),
-                                                 handle.stream()),
-                            "implicit GEMM");
+          status = Launched(
+              cuda::LaunchConvGemm(GemmLaunch(p, v, x, w, y, alpha, beta), handle.stream()),
+              "implicit GEMM");
           break;
         }
         case ConvAlgo::kImplicitPrecompGemm:
@@ -551,9 +548,9 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
           status = ForwardGemm(handle, p, alpha, beta, x, w, y, ws);
           break;
         case ConvAlgo::kDirect:
-          status = Launched(cuda::LaunchConvDirect(p, ElementOf(p.dtype), x, w, alpha, beta, y,
-                                                   handle.stream()),
-                            "direct convolution");
+          status = Launched(
+              cuda::LaunchConvDirect(p, ElementOf(p.dtype), x, w, alpha, beta, y, handle.stream()),
+              "direct convolution");
           break;
         case ConvAlgo::kGemm1x1:
           status = Forward1x1(handle, p, alpha, beta, x, w, y);
@@ -567,9 +564,9 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
         status = BackwardDataPrecomp(handle, p, alpha, beta, y, w, x, ws);
       } else if (algo == ConvAlgo::kImplicitGemm) {
         const GemmView v = BackwardDataGemmView(p, p.YChannelsLast());
-        status = Launched(
-            cuda::LaunchConvGemm(GemmLaunch(p, v, y, w, x, alpha, beta), handle.stream()),
-            "implicit GEMM");
+        status =
+            Launched(cuda::LaunchConvGemm(GemmLaunch(p, v, y, w, x, alpha, beta), handle.stream()),
+                     "implicit GEMM");
       } else {
         status = BackwardDataGemm(handle, p, alpha, beta, y, w, x, ws);
       }
@@ -593,37 +590,33 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
 
 absl::Status ConvolutionForward(Handle& handle, float alpha, const TensorDescriptor& x_desc,
                                 const void* x, const FilterDescriptor& w_desc, const void* w,
-                                const ConvolutionDescriptor& conv, ConvAlgo algo,
-                                void* workspace, size_t workspace_bytes, float beta,
-                                const TensorDescriptor& y_desc, void* y) {
+                                const ConvolutionDescriptor& conv, ConvAlgo algo, void* workspace,
+                                size_t workspace_bytes, float beta, const TensorDescriptor& y_desc,
+                                void* y) {
   KILN_ASSIGN_OR_RETURN(const ConvProblem p,
                         MakeConvProblem(x_desc, w_desc, conv, y_desc, "ConvolutionForward"));
-  return RunConvolution(handle, ConvDirection::kForward, p, algo, alpha, beta,
-                        const_cast<void*>(x), const_cast<void*>(w), y, workspace,
-                        workspace_bytes);
+  return RunConvolution(handle, ConvDirection::kForward, p, algo, alpha, beta, const_cast<void*>(x),
+                        const_cast<void*>(w), y, workspace, workspace_bytes);
 }
 
 absl::Status ConvolutionBackwardData(Handle& handle, float alpha, const FilterDescriptor& w_desc,
-                                     const void* w, const TensorDescriptor& dy_desc,
-                                     const void* dy, const ConvolutionDescriptor& conv,
-                                     ConvAlgo algo, void* workspace, size_t workspace_bytes,
-                                     float beta, const TensorDescriptor& dx_desc, void* dx) {
-  KILN_ASSIGN_OR_RETURN(
-      const ConvProblem p,
-      MakeConvProblem(dx_desc, w_desc, conv, dy_desc, "ConvolutionBackwardData"));
+                                     const void* w, const TensorDescriptor& dy_desc, const void* dy,
+                                     const ConvolutionDescriptor& conv, ConvAlgo algo,
+                                     void* workspace, size_t workspace_bytes, float beta,
+                                     const TensorDescriptor& dx_desc, void* dx) {
+  KILN_ASSIGN_OR_RETURN(const ConvProblem p,
+                        MakeConvProblem(dx_desc, w_desc, conv, dy_desc, "ConvolutionBackwardData"));
   return RunConvolution(handle, ConvDirection::kBackwardData, p, algo, alpha, beta, dx,
                         const_cast<void*>(w), const_cast<void*>(dy), workspace, workspace_bytes);
 }
 
-absl::Status ConvolutionBackwardFilter(Handle& handle, float alpha,
-                                       const TensorDescriptor& x_desc, const void* x,
-                                       const TensorDescriptor& dy_desc, const void* dy,
-                                       const ConvolutionDescriptor& conv, ConvAlgo algo,
-                                       void* workspace, size_t workspace_bytes, float beta,
-                                       const FilterDescriptor& dw_desc, void* dw) {
-  KILN_ASSIGN_OR_RETURN(
-      const ConvProblem p,
-      MakeConvProblem(x_desc, dw_desc, conv, dy_desc, "ConvolutionBackwardFilter"));
+absl::Status ConvolutionBackwardFilter(Handle& handle, float alpha, const TensorDescriptor& x_desc,
+                                       const void* x, const TensorDescriptor& dy_desc,
+                                       const void* dy, const ConvolutionDescriptor& conv,
+                                       ConvAlgo algo, void* workspace, size_t workspace_bytes,
+                                       float beta, const FilterDescriptor& dw_desc, void* dw) {
+  KILN_ASSIGN_OR_RETURN(const ConvProblem p, MakeConvProblem(x_desc, dw_desc, conv, dy_desc,
+                                                             "ConvolutionBackwardFilter"));
   return RunConvolution(handle, ConvDirection::kBackwardFilter, p, algo, alpha, beta,
                         const_cast<void*>(x), dw, const_cast<void*>(dy), workspace,
                         workspace_bytes);
@@ -653,9 +646,8 @@ absl::Status ConvolutionBackwardBias(Handle& handle, float alpha, const TensorDe
   if (db_desc.strides[1] != 1) {
     return absl::UnimplementedError("ConvolutionBackwardBias: db must have unit channel stride");
   }
-  return Launched(
-      cuda::LaunchBiasGrad(p, ElementOf(p.dtype), dy, alpha, beta, db, handle.stream()),
-      "bias gradient");
+  return Launched(cuda::LaunchBiasGrad(p, ElementOf(p.dtype), dy, alpha, beta, db, handle.stream()),
+                  "bias gradient");
 }
 
 }  // namespace dnn

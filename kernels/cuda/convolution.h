@@ -25,9 +25,9 @@ enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 //   kImplicitGemm         all three: the convolution as a matrix product whose operands are
 //                         gathered on the fly; no workspace; every configuration.
 //   kImplicitPrecompGemm  forward, and backward data at unit stride (as the forward
-//                         convolution of dy with the transposed, flipped filter): the same with the per-k gather decodings precomputed in the
-//                         workspace, and x/w copied to zero-padded channels-last when that lets
-//                         the kernel load 16-byte vectors.
+//                         convolution of dy with the transposed, flipped filter): the same with the
+//                         per-k gather decodings precomputed in the workspace, and x/w copied to
+//                         zero-padded channels-last when that lets the kernel load 16-byte vectors.
 //   kImplicitGemmSplitK   backward filter: the long N*P*Q reduction split over blocks, partial
 //                         sums in the workspace, added in a fixed order.
 //   kGemm                 all three: explicit im2col (or col2im) in the workspace + cuBLAS.
@@ -43,9 +43,12 @@ enum class ConvAlgo {
   kDirect,
   kGemm1x1,
 };
-constexpr ConvAlgo kAllConvAlgos[] = {ConvAlgo::kImplicitGemm, ConvAlgo::kImplicitPrecompGemm,
-                                      ConvAlgo::kImplicitGemmSplitK, ConvAlgo::kGemm,
-                                      ConvAlgo::kDirect, ConvAlgo::kGemm1x1};
+constexpr ConvAlgo kAllConvAlgos[] = {ConvAlgo::kImplicitGemm,
+                                      ConvAlgo::kImplicitPrecompGemm,
+                                      ConvAlgo::kImplicitGemmSplitK,
+                                      ConvAlgo::kGemm,
+                                      ConvAlgo::kDirect,
+                                      ConvAlgo::kGemm1x1};
 
 absl::string_view ConvAlgoName(ConvAlgo algo);  // "implicit_gemm", ...
 absl::StatusOr<ConvAlgo> ParseConvAlgo(absl::string_view name);
@@ -61,22 +64,21 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
 // y = alpha conv(x, w) + beta y.
 absl::Status ConvolutionForward(Handle& handle, float alpha, const TensorDescriptor& x_desc,
                                 const void* x, const FilterDescriptor& w_desc, const void* w,
-                                const ConvolutionDescriptor& conv, ConvAlgo algo,
-                                void* workspace, size_t workspace_bytes, float beta,
-                                const TensorDescriptor& y_desc, void* y);
+                                const ConvolutionDescriptor& conv, ConvAlgo algo, void* workspace,
+                                size_t workspace_bytes, float beta, const TensorDescriptor& y_desc,
+                                void* y);
 // dx = alpha conv_backward_data(w, dy) + beta dx.
 absl::Status ConvolutionBackwardData(Handle& handle, float alpha, const FilterDescriptor& w_desc,
-                                     const void* w, const TensorDescriptor& dy_desc,
-                                     const void* dy, const ConvolutionDescriptor& conv,
-                                     ConvAlgo algo, void* workspace, size_t workspace_bytes,
-                                     float beta, const TensorDescriptor& dx_desc, void* dx);
+                                     const void* w, const TensorDescriptor& dy_desc, const void* dy,
+                                     const ConvolutionDescriptor& conv, ConvAlgo algo,
+                                     void* workspace, size_t workspace_bytes, float beta,
+                                     const TensorDescriptor& dx_desc, void* dx);
 // dw = alpha conv_backward_filter(x, dy) + beta dw.
-absl::Status ConvolutionBackwardFilter(Handle& handle, float alpha,
-                                       const TensorDescriptor& x_desc, const void* x,
-                                       const TensorDescriptor& dy_desc, const void* dy,
-                                       const ConvolutionDescriptor& conv, ConvAlgo algo,
-                                       void* workspace, size_t workspace_bytes, float beta,
-                                       const FilterDescriptor& dw_desc, void* dw);
+absl::Status ConvolutionBackwardFilter(Handle& handle, float alpha, const TensorDescriptor& x_desc,
+                                       const void* x, const TensorDescriptor& dy_desc,
+                                       const void* dy, const ConvolutionDescriptor& conv,
+                                       ConvAlgo algo, void* workspace, size_t workspace_bytes,
+                                       float beta, const FilterDescriptor& dw_desc, void* dw);
 // db = alpha sum over (n, spatial) of dy + beta db; db is (1, K, 1, 1[, 1]).
 absl::Status ConvolutionBackwardBias(Handle& handle, float alpha, const TensorDescriptor& dy_desc,
                                      const void* dy, float beta, const TensorDescriptor& db_desc,
@@ -101,9 +103,11 @@ enum class ConvAlgoPreference { kPreferFastest, kNoWorkspace, kSpecifyWorkspaceL
 // The supported algorithms in the order a heuristic expects them to be fastest, filtered by the
 // preference (kNoWorkspace: none needing workspace; kSpecifyWorkspaceLimit: within
 // `workspace_limit` bytes).
-absl::StatusOr<std::vector<ConvAlgoPerf>> GetConvolutionAlgorithms(
-    const Handle& handle, ConvDirection direction, const ConvProblem& p,
-    ConvAlgoPreference preference, size_t workspace_limit = 0);
+absl::StatusOr<std::vector<ConvAlgoPerf>> GetConvolutionAlgorithms(const Handle& handle,
+                                                                   ConvDirection direction,
+                                                                   const ConvProblem& p,
+                                                                   ConvAlgoPreference preference,
+                                                                   size_t workspace_limit = 0);
 
 // Runs every supported algorithm within `workspace_limit` on the caller's buffers (warm-up, then
 // the median of `repeats` timed runs with CUDA events) and returns them fastest first; the

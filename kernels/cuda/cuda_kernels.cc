@@ -62,7 +62,6 @@ absl::Status Require2d(const Node& node) {
   return absl::OkStatus();
 }
 
-
 absl::StatusOr<LaunchKernel::Fn> CreatePool(const Node& node) {
   KILN_ASSIGN_OR_RETURN(PoolingParams p, PoolingParams::Create(node.attrs(), node.input(0).type()));
   const TensorType& x = node.input(0).type();

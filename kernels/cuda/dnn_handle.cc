@@ -17,13 +17,13 @@ absl::StatusOr<std::unique_ptr<Handle>> Handle::Create() {
   }
   KILN_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   std::unique_ptr<Handle> h(new Handle());
-  KILN_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&h->multiprocessors_,
-                                                   cudaDevAttrMultiProcessorCount, device));
+  KILN_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&h->multiprocessors_, cudaDevAttrMultiProcessorCount, device));
   cublasHandle_t cublas = nullptr;
   const cublasStatus_t s = cublasCreate(&cublas);
   if (s != CUBLAS_STATUS_SUCCESS) {
-    return absl::InternalError(absl::StrCat("dnn::Handle: cublasCreate failed: ",
-                                            cublasGetStatusString(s)));
+    return absl::InternalError(
+        absl::StrCat("dnn::Handle: cublasCreate failed: ", cublasGetStatusString(s)));
   }
   h->cublas_ = cublas;
   return h;

@@ -14,12 +14,12 @@ double ConvProblem::Flops() const {
 
 std::string ConvProblem::Key() const {
   auto join3 = [](const int64_t* v) { return absl::StrCat(v[0], "x", v[1], "x", v[2]); };
-  return absl::StrCat(
-      DataTypeName(dtype), math == MathMode::kTf32 ? "/tf32" : "/fp32", "/n", n, "c", c, "k", k,
-      "g", groups, "/in", join3(in), "/f", join3(filter), "/p", join3(pad), "/s", join3(stride),
-      "/d", join3(dilation), mode == ConvolutionMode::kConvolution ? "/conv" : "/xcorr", "/x",
-      absl::StrJoin(x_stride, ","), "/y", absl::StrJoin(y_stride, ","),
-      filter_format == TensorFormat::kNCHW ? "/kcrs" : "/krsc");
+  return absl::StrCat(DataTypeName(dtype), math == MathMode::kTf32 ? "/tf32" : "/fp32", "/n", n,
+                      "c", c, "k", k, "g", groups, "/in", join3(in), "/f", join3(filter), "/p",
+                      join3(pad), "/s", join3(stride), "/d", join3(dilation),
+                      mode == ConvolutionMode::kConvolution ? "/conv" : "/xcorr", "/x",
+                      absl::StrJoin(x_stride, ","), "/y", absl::StrJoin(y_stride, ","),
+                      filter_format == TensorFormat::kNCHW ? "/kcrs" : "/krsc");
 }
 
 absl::StatusOr<ConvProblem> MakeConvProblem(const TensorDescriptor& x, const FilterDescriptor& w,
@@ -30,8 +30,8 @@ absl::StatusOr<ConvProblem> MakeConvProblem(const TensorDescriptor& x, const Fil
   if (!out.ok()) return annotate(out.status());
   if (x.dtype != w.dtype || x.dtype != y.dtype) {
     return annotate(absl::InvalidArgumentError(
-        absl::StrCat("dtypes differ: x ", DataTypeName(x.dtype), ", filter ",
-                     DataTypeName(w.dtype), ", y ", DataTypeName(y.dtype))));
+        absl::StrCat("dtypes differ: x ", DataTypeName(x.dtype), ", filter ", DataTypeName(w.dtype),
+                     ", y ", DataTypeName(y.dtype))));
   }
   if (y.dims != *out) {
     return annotate(absl::InvalidArgumentError(
@@ -84,9 +84,9 @@ absl::Status CheckBiasDescriptor(const TensorDescriptor& db, const TensorDescrip
   bool ok = db.rank() == dy.rank() && db.dtype == dy.dtype && db.dims[1] == dy.dims[1];
   for (int i = 0; ok && i < db.rank(); ++i) ok = i == 1 || db.dims[i] == 1;
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(where, ": bias gradient ", db.ToString(), " does not match dy ",
-                   dy.ToString(), " (want dims 1, C, 1, ... and the same dtype)"));
+  return absl::InvalidArgumentError(absl::StrCat(where, ": bias gradient ", db.ToString(),
+                                                 " does not match dy ", dy.ToString(),
+                                                 " (want dims 1, C, 1, ... and the same dtype)"));
 }
 
 }  // namespace dnn

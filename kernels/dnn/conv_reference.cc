@@ -32,9 +32,8 @@ void ForEachProduct(const ConvProblem& p, Visit visit) {
                     for (int64_t s = 0; s < p.filter[2]; ++s) {
                       const int64_t w = q * p.stride[2] - p.pad[2] + s * p.dilation[2];
                       if (w < 0 || w >= p.in[2]) continue;
-                      const int64_t xi = n * p.x_stride[0] + c * p.x_stride[1] +
-                                         d * p.x_stride[2] + h * p.x_stride[3] +
-                                         w * p.x_stride[4];
+                      const int64_t xi = n * p.x_stride[0] + c * p.x_stride[1] + d * p.x_stride[2] +
+                                         h * p.x_stride[3] + w * p.x_stride[4];
                       // True convolution reads the filter flipped in every spatial dim.
                       const bool flip = p.mode == ConvolutionMode::kConvolution;
                       const int64_t ft = flip ? p.filter[0] - 1 - t : t;

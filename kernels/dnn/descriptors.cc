@@ -63,14 +63,13 @@ std::vector<int64_t> PackedStrides(TensorFormat format, const std::vector<int64_
 
 }  // namespace
 
-absl::StatusOr<TensorDescriptor> TensorDescriptor::Create(DataType dtype,
-                                                          std::vector<int64_t> dims,
+absl::StatusOr<TensorDescriptor> TensorDescriptor::Create(DataType dtype, std::vector<int64_t> dims,
                                                           std::vector<int64_t> strides) {
   if (absl::Status s = CheckFloat(dtype, "tensor descriptor"); !s.ok()) return s;
   if (absl::Status s = CheckDims(dims, "tensor descriptor"); !s.ok()) return s;
   if (strides.size() != dims.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor descriptor: ", strides.size(),
-                                                   " strides for ", dims.size(), " dims"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor descriptor: ", strides.size(), " strides for ", dims.size(), " dims"));
   }
   int64_t span = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -90,8 +89,7 @@ absl::StatusOr<TensorDescriptor> TensorDescriptor::Create(DataType dtype,
   return d;
 }
 
-absl::StatusOr<TensorDescriptor> TensorDescriptor::CreatePacked(DataType dtype,
-                                                                TensorFormat format,
+absl::StatusOr<TensorDescriptor> TensorDescriptor::CreatePacked(DataType dtype, TensorFormat format,
                                                                 std::vector<int64_t> dims) {
   if (absl::Status s = CheckDims(dims, "tensor descriptor"); !s.ok()) return s;
   std::vector<int64_t> strides = PackedStrides(format, dims);
@@ -148,9 +146,9 @@ absl::StatusOr<ConvolutionDescriptor> ConvolutionDescriptor::Create(
         absl::StrCat("convolution descriptor: ", nd, " pads (want 2 or 3 spatial dims)"));
   }
   if (strides.size() != nd || dilations.size() != nd) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("convolution descriptor: ", nd, " pads, ", strides.size(), " strides, ",
-                     dilations.size(), " dilations (must all match)"));
+    return absl::InvalidArgumentError(absl::StrCat("convolution descriptor: ", nd, " pads, ",
+                                                   strides.size(), " strides, ", dilations.size(),
+                                                   " dilations (must all match)"));
   }
   for (size_t i = 0; i < nd; ++i) {
     if (pads[i] < 0 || pads[i] > (1 << 20)) {
@@ -167,8 +165,7 @@ absl::StatusOr<ConvolutionDescriptor> ConvolutionDescriptor::Create(
     }
   }
   if (groups < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("convolution descriptor: groups is ", groups));
+    return absl::InvalidArgumentError(absl::StrCat("convolution descriptor: groups is ", groups));
   }
   ConvolutionDescriptor d;
   d.pads = std::move(pads);
@@ -192,28 +189,27 @@ absl::StatusOr<std::vector<int64_t>> ConvolutionOutputDims(const TensorDescripto
                                                            const ConvolutionDescriptor& conv) {
   const int nd = conv.spatial_rank();
   if (x.rank() != nd + 2 || w.rank() != nd + 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("convolution: x has rank ", x.rank(), ", filter rank ", w.rank(),
-                     ", convolution ", nd, " spatial dims (want ", nd + 2, " for both)"));
+    return absl::InvalidArgumentError(absl::StrCat("convolution: x has rank ", x.rank(),
+                                                   ", filter rank ", w.rank(), ", convolution ", nd,
+                                                   " spatial dims (want ", nd + 2, " for both)"));
   }
   if (w.dims[0] % conv.groups != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("convolution: ", w.dims[0],
-                                                   " filters do not split into ", conv.groups,
-                                                   " groups"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "convolution: ", w.dims[0], " filters do not split into ", conv.groups, " groups"));
   }
   if (x.dims[1] != w.dims[1] * conv.groups) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("convolution: x has ", x.dims[1], " channels but the filter expects ",
-                     w.dims[1], " x ", conv.groups, " groups"));
+    return absl::InvalidArgumentError(absl::StrCat("convolution: x has ", x.dims[1],
+                                                   " channels but the filter expects ", w.dims[1],
+                                                   " x ", conv.groups, " groups"));
   }
   std::vector<int64_t> out = {x.dims[0], w.dims[0]};
   for (int i = 0; i < nd; ++i) {
     const int64_t extent = conv.dilations[i] * (w.dims[2 + i] - 1) + 1;
     const int64_t padded = x.dims[2 + i] + 2 * conv.pads[i];
     if (padded < extent) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "convolution: spatial dim ", i, ": input ", x.dims[2 + i], " + 2 x pad ", conv.pads[i],
-          " is smaller than the dilated filter extent ", extent));
+      return absl::InvalidArgumentError(
+          absl::StrCat("convolution: spatial dim ", i, ": input ", x.dims[2 + i], " + 2 x pad ",
+                       conv.pads[i], " is smaller than the dilated filter extent ", extent));
     }
     out.push_back((padded - extent) / conv.strides[i] + 1);
   }

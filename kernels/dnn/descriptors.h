@@ -73,13 +73,10 @@ struct ConvolutionDescriptor {
   ConvolutionMode mode = ConvolutionMode::kCrossCorrelation;
   MathMode math = MathMode::kFp32;
 
-  static absl::StatusOr<ConvolutionDescriptor> Create(std::vector<int64_t> pads,
-                                                      std::vector<int64_t> strides,
-                                                      std::vector<int64_t> dilations,
-                                                      int64_t groups = 1,
-                                                      ConvolutionMode mode =
-                                                          ConvolutionMode::kCrossCorrelation,
-                                                      MathMode math = MathMode::kFp32);
+  static absl::StatusOr<ConvolutionDescriptor> Create(
+      std::vector<int64_t> pads, std::vector<int64_t> strides, std::vector<int64_t> dilations,
+      int64_t groups = 1, ConvolutionMode mode = ConvolutionMode::kCrossCorrelation,
+      MathMode math = MathMode::kFp32);
   int spatial_rank() const { return static_cast<int>(pads.size()); }
   std::string ToString() const;
 };

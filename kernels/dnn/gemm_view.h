@@ -36,14 +36,14 @@ struct IndexInfo {
 
 KILN_HD IndexInfo Decode(const IndexMap& map, int64_t index) {
   IndexInfo info{map.base, {map.coord_base[0], map.coord_base[1], map.coord_base[2]}};
-KILN_UNROLL
+  KILN_UNROLL
   for (int digit = 3; digit >= 0; --digit) {
     const int64_t size = map.size[digit];
     const int64_t q = size == 1 ? index : index / size;
     const int32_t v = static_cast<int32_t>(index - q * size);
     index = q;
     info.offset += v * map.stride[digit];
-KILN_UNROLL
+    KILN_UNROLL
     for (int j = 0; j < 3; ++j) info.coord[j] += v * map.coord[digit][j];
   }
   return info;
@@ -65,7 +65,7 @@ KILN_HD bool Locate(const GatherOperand& op, const IndexInfo& row, const IndexIn
                     int64_t* offset) {
   int64_t off = row.offset + col.offset;
   if (op.spatial) {
-KILN_UNROLL
+    KILN_UNROLL
     for (int j = 0; j < 3; ++j) {
       int32_t c = row.coord[j] + col.coord[j];
       if (op.divide) {

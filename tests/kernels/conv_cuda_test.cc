@@ -73,8 +73,7 @@ class DeviceTensor {
     std::vector<uint16_t> bits(values.size());
     for (size_t i = 0; i < values.size(); ++i)
       bits[i] = dtype_ == DataType::kF16 ? FloatToHalf(values[i]) : FloatToBFloat16(values[i]);
-    ASSERT_EQ(cudaMemcpy(ptr_, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice),
-              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(ptr_, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
   }
   std::vector<float> Download(size_t count) const {
     std::vector<float> out(count);
@@ -145,9 +144,9 @@ TEST_F(ConvCudaTest, EveryAlgorithmMatchesTheReference) {
                                 ConvDirection::kBackwardFilter}) {
         for (ConvAlgo algo : dnn::kAllConvAlgos) {
           if (!dnn::CheckConvAlgoSupported(dir, p, algo).ok()) continue;
-          const std::string what = absl::StrCat(config.name, " ", c.name, " ",
-                                                dnn::ConvDirectionName(dir), " ",
-                                                dnn::ConvAlgoName(algo));
+          const std::string what =
+              absl::StrCat(config.name, " ", c.name, " ", dnn::ConvDirectionName(dir), " ",
+                           dnn::ConvAlgoName(algo));
           SCOPED_TRACE(what);
           // Fresh inputs for every run, representable in the dtype.
           std::vector<float> x = testing::RandomValues(p.x_span, seed++);
@@ -156,9 +155,8 @@ TEST_F(ConvCudaTest, EveryAlgorithmMatchesTheReference) {
           testing::RoundTo(config.dtype, x);
           testing::RoundTo(config.dtype, w);
           testing::RoundTo(config.dtype, y);
-          std::vector<float>& out = dir == ConvDirection::kForward
-                                        ? y
-                                        : (dir == ConvDirection::kBackwardData ? x : w);
+          std::vector<float>& out =
+              dir == ConvDirection::kForward ? y : (dir == ConvDirection::kBackwardData ? x : w);
           // Poison: NaN everywhere the output may not be read; gaps of a view stay NaN too.
           if (c.beta == 0) {
             std::fill(out.begin(), out.end(), std::nanf(""));
@@ -166,16 +164,15 @@ TEST_F(ConvCudaTest, EveryAlgorithmMatchesTheReference) {
           std::vector<float> want = out;
           switch (dir) {
             case ConvDirection::kForward:
-              dnn::ReferenceConvolutionForward(p, x.data(), w.data(), want.data(), c.alpha,
-                                               c.beta);
+              dnn::ReferenceConvolutionForward(p, x.data(), w.data(), want.data(), c.alpha, c.beta);
               break;
             case ConvDirection::kBackwardData:
               dnn::ReferenceConvolutionBackwardData(p, y.data(), w.data(), want.data(), c.alpha,
                                                     c.beta);
               break;
             case ConvDirection::kBackwardFilter:
-              dnn::ReferenceConvolutionBackwardFilter(p, x.data(), y.data(), want.data(),
-                                                      c.alpha, c.beta);
+              dnn::ReferenceConvolutionBackwardFilter(p, x.data(), y.data(), want.data(), c.alpha,
+                                                      c.beta);
               break;
           }
           DeviceTensor dx(config.dtype, x), dw(config.dtype, w), dy(config.dtype, y);
@@ -245,8 +242,8 @@ TEST_F(ConvCudaTest, BadCallsReturnStatus) {
   s = dnn::ConvolutionBackwardData(*handle_, 1, c.w, w.get(), c.y, y.get(), c.conv,
                                    ConvAlgo::kDirect, nullptr, 0, 0, c.x, x.get());
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
-  s = dnn::ConvolutionForward(*handle_, 1, c.x, x.get(), c.w, w.get(), c.conv,
-                              ConvAlgo::kGemm1x1, nullptr, 0, 0, c.y, y.get());
+  s = dnn::ConvolutionForward(*handle_, 1, c.x, x.get(), c.w, w.get(), c.conv, ConvAlgo::kGemm1x1,
+                              nullptr, 0, 0, c.y, y.get());
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
   // y's dims do not match; null pointers.
   s = dnn::ConvolutionForward(*handle_, 1, c.x, x.get(), c.w, w.get(), c.conv,

@@ -76,8 +76,7 @@ TEST(ConvViews, EveryDirectionMatchesTheReference) {
       std::vector<float> dw_old = RandomValues(p.w_count, seed++);
       want = dw_old;
       got = dw_old;
-      dnn::ReferenceConvolutionBackwardFilter(p, x.data(), dy.data(), want.data(), c.alpha,
-                                              c.beta);
+      dnn::ReferenceConvolutionBackwardFilter(p, x.data(), dy.data(), want.data(), c.alpha, c.beta);
       RunView(dnn::BackwardFilterGemmView(p, inner), dy.data(), x.data(), got.data(), c.alpha,
               c.beta);
       ExpectNear(got, want, what + " backward filter");
@@ -145,9 +144,8 @@ TEST(ConvDescriptors, RejectBadInputWithTheField) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(
-      TensorDescriptor::Create(DataType::kF32, {1, 2, 3, 4}, {24, 12, -4, 1}).status().code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TensorDescriptor::Create(DataType::kF32, {1, 2, 3, 4}, {24, 12, -4, 1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(TensorDescriptor::CreatePacked(DataType::kI32, TensorFormat::kNCHW, {1, 2, 3, 4})
                 .status()
                 .code(),

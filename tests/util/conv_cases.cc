@@ -78,12 +78,43 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
       {"nhwc_groups2", {2, 16, 8, 9}, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, F::kNHWC},
       {"sub_region_nchw", {2, 6, 9, 8}, 5, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNCHW, true},
       {"sub_region_nhwc", {2, 8, 7, 9}, 6, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 1, F::kNHWC, true},
-      {"true_convolution", {2, 5, 9, 8}, 6, {3, 2}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNCHW, false,
+      {"true_convolution",
+       {2, 5, 9, 8},
+       6,
+       {3, 2},
+       {1, 1},
+       {1, 1},
+       {1, 1},
+       1,
+       F::kNCHW,
+       false,
        true},
-      {"alpha_beta", {2, 8, 9, 9}, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNCHW, false, false,
-       0.75f, -0.5f},
-      {"nhwc_alpha_beta_3d", {1, 8, 4, 6, 5}, 8, {2, 3, 3}, {0, 1, 1}, {1, 2, 1}, {1, 1, 1}, 1,
-       F::kNHWC, false, false, 1.5f, 0.25f},
+      {"alpha_beta",
+       {2, 8, 9, 9},
+       8,
+       {3, 3},
+       {1, 1},
+       {1, 1},
+       {1, 1},
+       1,
+       F::kNCHW,
+       false,
+       false,
+       0.75f,
+       -0.5f},
+      {"nhwc_alpha_beta_3d",
+       {1, 8, 4, 6, 5},
+       8,
+       {2, 3, 3},
+       {0, 1, 1},
+       {1, 2, 1},
+       {1, 1, 1},
+       1,
+       F::kNHWC,
+       false,
+       false,
+       1.5f,
+       0.25f},
       {"wide_k_reduction", {2, 64, 6, 6}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
   };
   std::vector<ConvCase> cases;
@@ -92,18 +123,18 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
     c.name = s.name;
     c.alpha = s.alpha;
     c.beta = s.beta;
-    c.conv = Must(dnn::ConvolutionDescriptor::Create(
-                      s.pad, s.stride, s.dilation, s.groups,
-                      s.convolution ? dnn::ConvolutionMode::kConvolution
-                                    : dnn::ConvolutionMode::kCrossCorrelation,
-                      math),
-                  s.name);
+    c.conv = Must(
+        dnn::ConvolutionDescriptor::Create(s.pad, s.stride, s.dilation, s.groups,
+                                           s.convolution ? dnn::ConvolutionMode::kConvolution
+                                                         : dnn::ConvolutionMode::kCrossCorrelation,
+                                           math),
+        s.name);
     std::vector<int64_t> wdims = {s.k, s.x[1] / s.groups};
     wdims.insert(wdims.end(), s.filter.begin(), s.filter.end());
     c.w = Must(dnn::FilterDescriptor::Create(dtype, s.format, wdims), s.name);
     if (s.sub_region) {
-      c.x = Must(dnn::TensorDescriptor::Create(dtype, s.x, SubRegionStrides(s.x, s.format)),
-                 s.name);
+      c.x =
+          Must(dnn::TensorDescriptor::Create(dtype, s.x, SubRegionStrides(s.x, s.format)), s.name);
     } else {
       c.x = Must(dnn::TensorDescriptor::CreatePacked(dtype, s.format, s.x), s.name);
     }
