@@ -51,34 +51,19 @@ void ForEachProduct(const ConvProblem& p, Visit visit) {
       }
 }
 
-// Blends a double accumulator into a strided float tensor.
-void Blend(std::vector<double>& acc, const std::vector<int64_t>& index, float* out, double alpha,
-           double beta) {
-  for (size_t i = 0; i < acc.size(); ++i) {
-    const double old = beta == 0 ? 0.0 : beta * out[index[i]];
-    out[index[i]] = static_cast<float>(alpha * acc[i] + old);
-  }
-}
-
-// The element offsets of every logical element of a 5-d strided tensor, in logical order.
-std::vector<int64_t> Offsets(const int64_t* dims, const int64_t* strides) {
-  std::vector<int64_t> out;
+// out[e] = alpha sum[e] + beta out[e] for every logical element e of a 5-d strided tensor, where
+// `sum` is indexed by element offset; out is not read when beta == 0.
+void BlendInto(const std::vector<double>& sum, const int64_t* dims, const int64_t* strides,
+               float* out, double alpha, double beta) {
   for (int64_t a = 0; a < dims[0]; ++a)
     for (int64_t b = 0; b < dims[1]; ++b)
       for (int64_t c = 0; c < dims[2]; ++c)
         for (int64_t d = 0; d < dims[3]; ++d)
-          for (int64_t e = 0; e < dims[4]; ++e)
-            out.push_back(a * strides[0] + b * strides[1] + c * strides[2] + d * strides[3] +
-                          e * strides[4]);
-  return out;
-}
-
-// Dense accumulators keyed by element offset (offsets are unique within each tensor).
-std::vector<double> Accumulate(const std::vector<int64_t>& offsets,
-                               const std::vector<double>& by_offset) {
-  std::vector<double> acc(offsets.size());
-  for (size_t i = 0; i < offsets.size(); ++i) acc[i] = by_offset[offsets[i]];
-  return acc;
+          for (int64_t e = 0; e < dims[4]; ++e) {
+            const int64_t i =
+                a * strides[0] + b * strides[1] + c * strides[2] + d * strides[3] + e * strides[4];
+            out[i] = static_cast<float>(alpha * sum[i] + (beta == 0 ? 0.0 : beta * out[i]));
+          }
 }
 
 }  // namespace
@@ -90,9 +75,7 @@ void ReferenceConvolutionForward(const ConvProblem& p, const float* x, const flo
     sum[yi] += static_cast<double>(x[xi]) * w[wi];
   });
   const int64_t dims[5] = {p.n, p.k, p.out[0], p.out[1], p.out[2]};
-  const std::vector<int64_t> offsets = Offsets(dims, p.y_stride);
-  std::vector<double> acc = Accumulate(offsets, sum);
-  Blend(acc, offsets, y, alpha, beta);
+  BlendInto(sum, dims, p.y_stride, y, alpha, beta);
 }
 
 void ReferenceConvolutionBackwardData(const ConvProblem& p, const float* dy, const float* w,
@@ -102,9 +85,7 @@ void ReferenceConvolutionBackwardData(const ConvProblem& p, const float* dy, con
     sum[xi] += static_cast<double>(dy[yi]) * w[wi];
   });
   const int64_t dims[5] = {p.n, p.c, p.in[0], p.in[1], p.in[2]};
-  const std::vector<int64_t> offsets = Offsets(dims, p.x_stride);
-  std::vector<double> acc = Accumulate(offsets, sum);
-  Blend(acc, offsets, dx, alpha, beta);
+  BlendInto(sum, dims, p.x_stride, dx, alpha, beta);
 }
 
 void ReferenceConvolutionBackwardFilter(const ConvProblem& p, const float* x, const float* dy,
@@ -114,9 +95,7 @@ void ReferenceConvolutionBackwardFilter(const ConvProblem& p, const float* x, co
     sum[wi] += static_cast<double>(x[xi]) * dy[yi];
   });
   const int64_t dims[5] = {p.k, p.cg(), p.filter[0], p.filter[1], p.filter[2]};
-  const std::vector<int64_t> offsets = Offsets(dims, p.w_stride);
-  std::vector<double> acc = Accumulate(offsets, sum);
-  Blend(acc, offsets, dw, alpha, beta);
+  BlendInto(sum, dims, p.w_stride, dw, alpha, beta);
 }
 
 void ReferenceConvolutionBackwardBias(const ConvProblem& p, const float* dy, float* db,
