@@ -18,10 +18,12 @@ absl::Status CheckFloat(DataType dtype, const char* what) {
       absl::StrCat(what, ": dtype ", DataTypeName(dtype), " is not f32, f16 or bf16"));
 }
 
-absl::Status CheckDims(const std::vector<int64_t>& dims, const char* what) {
-  if (dims.size() != 4 && dims.size() != 5) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": rank ", dims.size(), " (want 4 or 5: N, C, [D,] H, W)"));
+// Tensors have rank 1 to kMaxTensorRank (convolution checks its own 4 or 5); filters 4 or 5.
+absl::Status CheckDims(const std::vector<int64_t>& dims, const char* what, size_t min_rank,
+                       size_t max_rank) {
+  if (dims.size() < min_rank || dims.size() > max_rank) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": rank ", dims.size(), " (want ",
+                                                   min_rank, " to ", max_rank, ")"));
   }
   int64_t count = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -66,7 +68,9 @@ std::vector<int64_t> PackedStrides(TensorFormat format, const std::vector<int64_
 absl::StatusOr<TensorDescriptor> TensorDescriptor::Create(DataType dtype, std::vector<int64_t> dims,
                                                           std::vector<int64_t> strides) {
   if (absl::Status s = CheckFloat(dtype, "tensor descriptor"); !s.ok()) return s;
-  if (absl::Status s = CheckDims(dims, "tensor descriptor"); !s.ok()) return s;
+  if (absl::Status s = CheckDims(dims, "tensor descriptor", 1, kMaxTensorRank); !s.ok()) {
+    return s;
+  }
   if (strides.size() != dims.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("tensor descriptor: ", strides.size(), " strides for ", dims.size(), " dims"));
@@ -91,7 +95,10 @@ absl::StatusOr<TensorDescriptor> TensorDescriptor::Create(DataType dtype, std::v
 
 absl::StatusOr<TensorDescriptor> TensorDescriptor::CreatePacked(DataType dtype, TensorFormat format,
                                                                 std::vector<int64_t> dims) {
-  if (absl::Status s = CheckDims(dims, "tensor descriptor"); !s.ok()) return s;
+  const size_t min_rank = format == TensorFormat::kNHWC ? 3 : 1;
+  if (absl::Status s = CheckDims(dims, "tensor descriptor", min_rank, kMaxTensorRank); !s.ok()) {
+    return s;
+  }
   std::vector<int64_t> strides = PackedStrides(format, dims);
   return Create(dtype, std::move(dims), std::move(strides));
 }
@@ -116,7 +123,7 @@ std::string TensorDescriptor::ToString() const {
 absl::StatusOr<FilterDescriptor> FilterDescriptor::Create(DataType dtype, TensorFormat format,
                                                           std::vector<int64_t> dims) {
   if (absl::Status s = CheckFloat(dtype, "filter descriptor"); !s.ok()) return s;
-  if (absl::Status s = CheckDims(dims, "filter descriptor"); !s.ok()) return s;
+  if (absl::Status s = CheckDims(dims, "filter descriptor", 4, 5); !s.ok()) return s;
   FilterDescriptor d;
   d.dtype = dtype;
   d.format = format;

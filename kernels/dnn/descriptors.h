@@ -18,17 +18,21 @@ namespace dnn {
 // The order of a packed 4-d/5-d tensor's dimensions in memory.
 enum class TensorFormat { kNCHW, kNHWC };
 
-// A tensor of rank 4 (N, C, H, W) or 5 (N, C, D, H, W); dims are always listed in that logical
-// order, whatever the memory order the strides describe. Strides are in elements.
+// The most dimensions a tensor descriptor may have.
+constexpr int kMaxTensorRank = 8;
+
+// A tensor of rank 1 to 8. Convolution and pooling want rank 4 (N, C, H, W) or 5 (N, C, D, H, W);
+// dims are always listed in that logical order, whatever the memory order the strides describe
+// (so NHWC is a matter of strides). Strides are in elements; a stride of 0 broadcasts.
 struct TensorDescriptor {
   DataType dtype = DataType::kF32;
   std::vector<int64_t> dims;
   std::vector<int64_t> strides;
 
-  // Validates rank (4 or 5), positive dims, non-negative strides and a floating-point dtype.
+  // Validates rank (1 to 8), positive dims, non-negative strides and a floating-point dtype.
   static absl::StatusOr<TensorDescriptor> Create(DataType dtype, std::vector<int64_t> dims,
                                                  std::vector<int64_t> strides);
-  // Packed strides for `format`; dims in logical order (N, C, [D,] H, W).
+  // Packed strides for `format`; dims in logical order (N, C, spatial...); kNHWC wants rank >= 3.
   static absl::StatusOr<TensorDescriptor> CreatePacked(DataType dtype, TensorFormat format,
                                                        std::vector<int64_t> dims);
 
