@@ -44,6 +44,28 @@ Cudnn LoadCudnn() {
   get(c.BackwardFilter, "cudnnConvolutionBackwardFilter");
   get(c.GetErrorString, "cudnnGetErrorString");
   c.loaded = ok;
+  bool ops = true;
+  auto get_op = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+    if (fn == nullptr) ops = false;
+  };
+  get_op(c.CreateActivationDescriptor, "cudnnCreateActivationDescriptor");
+  get_op(c.SetActivationDescriptor, "cudnnSetActivationDescriptor");
+  get_op(c.ActivationForward, "cudnnActivationForward");
+  get_op(c.ActivationBackward, "cudnnActivationBackward");
+  get_op(c.CreatePoolingDescriptor, "cudnnCreatePoolingDescriptor");
+  get_op(c.SetPooling2dDescriptor, "cudnnSetPooling2dDescriptor");
+  get_op(c.PoolingForward, "cudnnPoolingForward");
+  get_op(c.PoolingBackward, "cudnnPoolingBackward");
+  get_op(c.CreateLRNDescriptor, "cudnnCreateLRNDescriptor");
+  get_op(c.SetLRNDescriptor, "cudnnSetLRNDescriptor");
+  get_op(c.LRNCrossChannelForward, "cudnnLRNCrossChannelForward");
+  get_op(c.LRNCrossChannelBackward, "cudnnLRNCrossChannelBackward");
+  get_op(c.BatchNormForwardTraining, "cudnnBatchNormalizationForwardTraining");
+  get_op(c.BatchNormBackward, "cudnnBatchNormalizationBackward");
+  get_op(c.SoftmaxForward, "cudnnSoftmaxForward");
+  get_op(c.SoftmaxBackward, "cudnnSoftmaxBackward");
+  c.ops_loaded = ok && ops;
   return c;
 }
 

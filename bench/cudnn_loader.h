@@ -59,6 +59,44 @@ struct Cudnn {
   int (*BackwardFilter)(cudnnHandle, const void*, cudnnDesc, const void*, cudnnDesc, const void*,
                         cudnnDesc, int, void*, size_t, const void*, cudnnDesc, void*) = nullptr;
   const char* (*GetErrorString)(int) = nullptr;
+
+  // The legacy ops API (activation, pooling, LRN, batch norm, softmax), for the primitives
+  // benchmark; `ops_loaded` says whether every one of these was found.
+  bool ops_loaded = false;
+  int (*CreateActivationDescriptor)(cudnnDesc*) = nullptr;
+  int (*SetActivationDescriptor)(cudnnDesc, int mode, int nan_opt, double coef) = nullptr;
+  int (*ActivationForward)(cudnnHandle, cudnnDesc, const void*, cudnnDesc, const void*,
+                           const void*, cudnnDesc, void*) = nullptr;
+  int (*ActivationBackward)(cudnnHandle, cudnnDesc, const void*, cudnnDesc, const void*,
+                            cudnnDesc, const void*, cudnnDesc, const void*, const void*,
+                            cudnnDesc, void*) = nullptr;
+  int (*CreatePoolingDescriptor)(cudnnDesc*) = nullptr;
+  int (*SetPooling2dDescriptor)(cudnnDesc, int mode, int nan_opt, int wh, int ww, int ph, int pw,
+                                int sh, int sw) = nullptr;
+  int (*PoolingForward)(cudnnHandle, cudnnDesc, const void*, cudnnDesc, const void*, const void*,
+                        cudnnDesc, void*) = nullptr;
+  int (*PoolingBackward)(cudnnHandle, cudnnDesc, const void*, cudnnDesc, const void*, cudnnDesc,
+                         const void*, cudnnDesc, const void*, const void*, cudnnDesc,
+                         void*) = nullptr;
+  int (*CreateLRNDescriptor)(cudnnDesc*) = nullptr;
+  int (*SetLRNDescriptor)(cudnnDesc, unsigned n, double alpha, double beta, double k) = nullptr;
+  int (*LRNCrossChannelForward)(cudnnHandle, cudnnDesc, int mode, const void*, cudnnDesc,
+                                const void*, const void*, cudnnDesc, void*) = nullptr;
+  int (*LRNCrossChannelBackward)(cudnnHandle, cudnnDesc, int mode, const void*, cudnnDesc,
+                                 const void*, cudnnDesc, const void*, cudnnDesc, const void*,
+                                 const void*, cudnnDesc, void*) = nullptr;
+  int (*BatchNormForwardTraining)(cudnnHandle, int mode, const void*, const void*, cudnnDesc,
+                                  const void*, cudnnDesc, void*, cudnnDesc, const void*,
+                                  const void*, double, void*, void*, double, void*,
+                                  void*) = nullptr;
+  int (*BatchNormBackward)(cudnnHandle, int mode, const void*, const void*, const void*,
+                           const void*, cudnnDesc, const void*, cudnnDesc, const void*, cudnnDesc,
+                           void*, cudnnDesc, const void*, void*, void*, double, const void*,
+                           const void*) = nullptr;
+  int (*SoftmaxForward)(cudnnHandle, int algo, int mode, const void*, cudnnDesc, const void*,
+                        const void*, cudnnDesc, void*) = nullptr;
+  int (*SoftmaxBackward)(cudnnHandle, int algo, int mode, const void*, cudnnDesc, const void*,
+                         cudnnDesc, const void*, const void*, cudnnDesc, void*) = nullptr;
 };
 
 // Loads libcudnn.so.9 (or $KILN_CUDNN_PATH). Never fails hard: `loaded` says whether it worked.

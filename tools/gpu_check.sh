@@ -6,16 +6,20 @@ cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = "--stage" ]; then
   bazel build --config=portable //tests/kernels:cuda_test //tests/kernels:reference_test \
-    //tests/kernels:conv_cuda_test //bench:conv_bench //examples:01_small_cnn //tools:kiln || exit 1
+    //tests/kernels:conv_cuda_test //bench:conv_bench //examples:01_small_cnn //tools:kiln \
+    //tests/kernels:primitives_cuda_test //bench:primitives_bench || exit 1
   # The static OpenBLAS makes each binary ~27 MB; compressed they fit the 64 MiB carry limit.
   rm -rf .gpu && mkdir -p .gpu
   tar -C bazel-bin -cJf .gpu/bin.tar.xz tests/kernels/cuda_test tests/kernels/reference_test \
-    tests/kernels/conv_cuda_test bench/conv_bench examples/01_small_cnn tools/kiln
+    tests/kernels/conv_cuda_test bench/conv_bench examples/01_small_cnn tools/kiln \
+    tests/kernels/primitives_cuda_test bench/primitives_bench
   exit 0
 fi
 
 out="${OUT:-/tmp/kiln-gpu}"
-what="${1:-all}"  # all | conv (convolution tests, memcheck, benchmark) | conv-quick (no memcheck)
+# all | conv (convolution tests, memcheck, benchmark) | conv-quick (no memcheck) |
+# primitives (the other primitives: tests, memcheck, racecheck, benchmark) | primitives-quick
+what="${1:-all}"
 mkdir -p "$out"
 bin=/tmp/kiln-bin
 mkdir -p "$bin" && tar -C "$bin" -xJf .gpu/bin.tar.xz || exit 1
@@ -46,6 +50,29 @@ if [ "$what" = conv ] || [ "$what" = conv-quick ]; then
   sed -n '/^mode /,$p' "$out/conv_bench.log"
   for k in conv_cuda_test conv_memcheck conv_bench; do
     [ -n "${result[$k]+x}" ] && printf '%-16s exit %s\n' "$k" "${result[$k]}"
+  done
+  exit 0
+fi
+if [ "$what" = primitives ] || [ "$what" = primitives-quick ]; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/nvidia_smi.log" 2>&1
+  run primitives_cuda_test "$bin/tests/kernels/primitives_cuda_test"
+  if [ "$what" = primitives ]; then
+    # The same test under memcheck (out-of-bounds, misaligned) and racecheck (shared memory).
+    run prim_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 \
+      "$bin/tests/kernels/primitives_cuda_test"
+    run prim_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 \
+      "$bin/tests/kernels/primitives_cuda_test"
+  fi
+  run primitives_bench "$bin/bench/primitives_bench" ${KILN_BENCH_ARGS:-}
+  cat "$out/nvidia_smi.log"
+  grep -E "^\[  (PASSED|FAILED)|results checked|Failure|got .* want|overwritten" \
+    "$out/primitives_cuda_test.log" | head -40
+  for k in prim_memcheck prim_racecheck; do
+    [ -f "$out/$k.log" ] && tail -2 "$out/$k.log"
+  done
+  sed -n '/^device copy/,$p' "$out/primitives_bench.log"
+  for k in primitives_cuda_test prim_memcheck prim_racecheck primitives_bench; do
+    [ -n "${result[$k]+x}" ] && printf '%-22s exit %s\n' "$k" "${result[$k]}"
   done
   exit 0
 fi

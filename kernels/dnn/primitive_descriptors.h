@@ -86,6 +86,14 @@ enum class BatchNormMode { kSpatial, kPerActivation };
 // the moving_average_fraction; inference divides the sums by scale_factor.
 enum class RunningStatsRule { kExponential, kCaffeSum };
 
+// A batch-norm training call's settings.
+struct BatchNormTraining {
+  BatchNormMode mode = BatchNormMode::kSpatial;
+  RunningStatsRule rule = RunningStatsRule::kExponential;
+  double factor = 0.1;  // kExponential: the new batch's weight; kCaffeSum: moving_average_fraction
+  double epsilon = 1e-5;
+};
+
 // Softmax over the dims [first_axis, last_axis] of a tensor, for each index of the other dims.
 // Channel mode is axes [1, 1], instance mode [1, rank - 1]; any single axis works.
 enum class SoftmaxAlgorithm { kAccurate, kLog };

@@ -55,12 +55,6 @@ absl::Status LrnBackward(const LrnDescriptor& lrn, double alpha, const Desc& yd,
 // Batch normalization; `pd` describes scale, bias, means and variances (f32 dims from
 // CheckBatchNormParam). save_mean / save_inv_std may be null. `caffe_scale_factor` is the one
 // element of Caffe's third blob, used and updated only by RunningStatsRule::kCaffeSum.
-struct BatchNormTraining {
-  BatchNormMode mode = BatchNormMode::kSpatial;
-  RunningStatsRule rule = RunningStatsRule::kExponential;
-  double factor = 0.1;  // kExponential: the new batch's weight; kCaffeSum: moving_average_fraction
-  double epsilon = 1e-5;
-};
 absl::Status BatchNormForwardTraining(const BatchNormTraining& bn, double alpha, double beta,
                                       const Desc& xd, const double* x, const Desc& yd, double* y,
                                       const Desc& pd, const double* scale, const double* bias,

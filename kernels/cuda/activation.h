@@ -1,0 +1,52 @@
+// Element-wise primitives on the GPU: activations, PReLU and dropout, forward and backward, any
+// strides, f32/f16/bf16 storage with f32 math. Every call blends out = alpha op + beta out (out is
+// not read when beta == 0) and validates exactly as the CPU reference (primitive_reference.h).
+#ifndef KILN_KERNELS_CUDA_ACTIVATION_H_
+#define KILN_KERNELS_CUDA_ACTIVATION_H_
+
+#include <cstddef>
+
+#include "absl/status/status.h"
+#include "kernels/cuda/dnn_handle.h"
+#include "kernels/dnn/descriptors.h"
+#include "kernels/dnn/primitive_descriptors.h"
+
+namespace kiln {
+namespace dnn {
+
+absl::Status ActivationForward(Handle& handle, const ActivationDescriptor& act, float alpha,
+                               const TensorDescriptor& xd, const void* x, float beta,
+                               const TensorDescriptor& yd, void* y);
+// dx from y, dy and x (as cuDNN; each activation uses the ones its formula needs).
+absl::Status ActivationBackward(Handle& handle, const ActivationDescriptor& act, float alpha,
+                                const TensorDescriptor& yd, const void* y,
+                                const TensorDescriptor& dyd, const void* dy,
+                                const TensorDescriptor& xd, const void* x, float beta,
+                                const TensorDescriptor& dxd, void* dx);
+
+// PReLU with an f32 slope tensor broadcast onto x (per channel: dims 1, C, 1...; shared: all 1).
+absl::Status PReluForward(Handle& handle, const TensorDescriptor& xd, const void* x,
+                          const TensorDescriptor& slope_d, const void* slope, float alpha,
+                          float beta, const TensorDescriptor& yd, void* y);
+size_t PReluBackwardWorkspaceSize(const TensorDescriptor& xd, const TensorDescriptor& slope_d);
+// dx blended with (alpha, beta); dslope = Σ dy x [x <= 0] with (alpha_param, beta_param).
+absl::Status PReluBackward(Handle& handle, const TensorDescriptor& xd, const void* x,
+                           const TensorDescriptor& dyd, const void* dy,
+                           const TensorDescriptor& slope_d, const void* slope, float alpha,
+                           float beta, const TensorDescriptor& dxd, void* dx, float alpha_param,
+                           float beta_param, void* dslope, void* workspace,
+                           size_t workspace_bytes);
+
+// Dropout with the counter-based mask of DropoutDescriptor. Backward is the same call on dy
+// (the mask is regenerated from the seed, so nothing is stored between the two).
+absl::Status DropoutForward(Handle& handle, const DropoutDescriptor& dropout, float alpha,
+                            const TensorDescriptor& xd, const void* x, float beta,
+                            const TensorDescriptor& yd, void* y);
+absl::Status DropoutBackward(Handle& handle, const DropoutDescriptor& dropout, float alpha,
+                             const TensorDescriptor& dyd, const void* dy, float beta,
+                             const TensorDescriptor& dxd, void* dx);
+
+}  // namespace dnn
+}  // namespace kiln
+
+#endif  // KILN_KERNELS_CUDA_ACTIVATION_H_

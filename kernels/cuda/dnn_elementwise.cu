@@ -1,0 +1,242 @@
+// The element-wise primitives: one kernel template over (op, operand count, index width).
+// Dims that every operand lays out the same way are merged first, so packed tensors become one
+// dense run with no index decoding; each thread then keeps 4 elements' loads in flight before
+// computing, which is what lets a streaming kernel approach the copy bandwidth.
+#include "kernels/cuda/primitive_launch.h"
+#include "kernels/cuda/storage_access.cuh"
+#include "ops/dropout_mask.h"
+
+namespace kiln {
+namespace cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kPerThread = 4;
+
+template <ElementwiseOp kOp, int kN>
+__device__ __forceinline__ float Apply(const ElementwiseCall& c, const float* v, int64_t feature,
+                                       int64_t e) {
+  switch (kOp) {
+    case ElementwiseOp::kCopy:
+      return v[0];
+    case ElementwiseOp::kActivation:
+      return dnn::ActivationValue(c.act, v[0]);
+    case ElementwiseOp::kActivationGradient:
+      return dnn::ActivationGradient(c.act, v[0], v[1], v[2]);
+    case ElementwiseOp::kPRelu:
+      return v[0] > 0.0f ? v[0] : v[1] * v[0];
+    case ElementwiseOp::kPReluGradient:
+      return v[0] > 0.0f ? v[1] : v[2] * v[1];
+    case ElementwiseOp::kDropout:
+      return DropoutKeep(c.seed, static_cast<uint64_t>(e), c.ratio) ? v[0] * c.coef[0] : 0.0f;
+    case ElementwiseOp::kAffine: {
+      float r = c.params[0][feature] * v[0] + c.params[2][feature];
+      if (kN > 1) r += c.params[1][feature] * v[1];
+      return r;
+    }
+    default:
+      break;
+  }
+  // Eltwise: c.num_inputs operands (for the gradients the last one is dy).
+  const int n = c.num_inputs;
+  if (kOp == ElementwiseOp::kEltwiseSum) {
+    float r = 0;
+    for (int i = 0; i < kN; ++i) {
+      if (i < n) r += c.coef[i] * v[i];
+    }
+    return r;
+  }
+  if (kOp == ElementwiseOp::kEltwiseProd) {
+    float r = 1;
+    for (int i = 0; i < kN; ++i) {
+      if (i < n) r *= v[i];
+    }
+    return r;
+  }
+  if (kOp == ElementwiseOp::kEltwiseMax) {
+    float r = v[0];
+    for (int i = 1; i < kN; ++i) {
+      if (i < n && v[i] > r) r = v[i];
+    }
+    return r;
+  }
+  float dy = 0;
+  for (int i = 0; i < kN; ++i) {
+    if (i == n - 1) dy = v[i];
+  }
+  if (kOp == ElementwiseOp::kEltwiseProdGradient) {
+    float r = dy;
+    for (int i = 0; i < kN; ++i) {
+      if (i < n - 1 && i != c.which) r *= v[i];
+    }
+    return r;
+  }
+  // kEltwiseMaxGradient: the first input holding the maximum gets dy.
+  int arg = 0;
+  float best = v[0];
+  for (int i = 1; i < kN; ++i) {
+    if (i < n - 1 && v[i] > best) best = v[i], arg = i;
+  }
+  return arg == c.which ? dy : 0.0f;
+}
+
+template <ElementwiseOp kOp, int kN, typename Index>
+__global__ void __launch_bounds__(kThreads)
+    ElementwiseKernel(const __grid_constant__ ElementwiseCall c, Index total, bool dense) {
+  constexpr bool kUsesFeature = kOp == ElementwiseOp::kAffine;
+  const int n = c.num_inputs;
+  float v[kPerThread][kN];
+  Index out_offset[kPerThread];
+  Index feature[kPerThread];
+  const Index base = static_cast<Index>(blockIdx.x) * (kThreads * kPerThread) + threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const Index e = base + j * kThreads;
+    feature[j] = 0;
+    out_offset[j] = 0;
+    if (e >= total) continue;
+    Index in_offset[kN];
+    if (dense) {
+      for (int i = 0; i < kN; ++i) in_offset[i] = e;
+      out_offset[j] = e;
+      if (kUsesFeature) {
+        Index rest = e;
+        for (int d = c.rank - 1; d >= 0; --d) {
+          const Index dim = static_cast<Index>(c.dims[d]);
+          feature[j] += (rest % dim) * static_cast<Index>(c.feature_strides[d]);
+          rest /= dim;
+        }
+      }
+    } else {
+      for (int i = 0; i < kN; ++i) in_offset[i] = 0;
+      Index rest = e;
+      for (int d = c.rank - 1; d >= 0; --d) {
+        const Index dim = static_cast<Index>(c.dims[d]);
+        const Index idx = rest % dim;
+        rest /= dim;
+#pragma unroll
+        for (int i = 0; i < kN; ++i) in_offset[i] += idx * static_cast<Index>(c.in[i].strides[d]);
+        out_offset[j] += idx * static_cast<Index>(c.out.strides[d]);
+        if (kUsesFeature) feature[j] += idx * static_cast<Index>(c.feature_strides[d]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      // An operand the op does not need (data null) costs no bandwidth.
+      v[j][i] = i < n && c.in[i].data != nullptr ? LoadAny(c.in[i].data, c.in[i].type, in_offset[i])
+                                                 : 0.0f;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const Index e = base + j * kThreads;
+    if (e >= total) continue;
+    const float r = Apply<kOp, kN>(c, v[j], feature[j], e);
+    void* out = const_cast<void*>(c.out.data);
+    const float value = Blend(c.alpha, r, c.beta,
+                              [&] { return LoadAny(out, c.out.type, out_offset[j]); });
+    StoreAny(out, c.out.type, out_offset[j], value);
+  }
+}
+
+// Drops unit dims and merges neighbours every operand (and the feature index) lays out as one.
+void MergeDims(ElementwiseCall& c) {
+  const int operands = c.num_inputs;
+  auto strides_of = [&](int k) -> int64_t* {
+    if (k < operands) return c.in[k].strides;
+    if (k == operands) return c.out.strides;
+    return c.feature_strides;
+  };
+  const int total_operands = operands + 2;
+  int rank = 0;
+  int64_t dims[kMaxRank];
+  int64_t strides[kMaxOperands + 2][kMaxRank];
+  for (int d = 0; d < c.rank; ++d) {
+    if (c.dims[d] == 1) continue;
+    const bool merge = rank > 0 && [&] {
+      for (int k = 0; k < total_operands; ++k) {
+        if (strides[k][rank - 1] != strides_of(k)[d] * c.dims[d]) return false;
+      }
+      return true;
+    }();
+    if (merge) {
+      dims[rank - 1] *= c.dims[d];
+      for (int k = 0; k < total_operands; ++k) strides[k][rank - 1] = strides_of(k)[d];
+    } else {
+      dims[rank] = c.dims[d];
+      for (int k = 0; k < total_operands; ++k) strides[k][rank] = strides_of(k)[d];
+      ++rank;
+    }
+  }
+  if (rank == 0) {
+    rank = 1;
+    dims[0] = 1;
+    for (int k = 0; k < total_operands; ++k) strides[k][0] = 0;
+  }
+  c.rank = rank;
+  for (int d = 0; d < rank; ++d) {
+    c.dims[d] = dims[d];
+    for (int k = 0; k < total_operands; ++k) strides_of(k)[d] = strides[k][d];
+  }
+}
+
+template <ElementwiseOp kOp, int kN>
+int LaunchFor(const ElementwiseCall& c, void* stream) {
+  int64_t total = 1, largest = 0;
+  for (int d = 0; d < c.rank; ++d) total *= c.dims[d];
+  bool dense = c.rank == 1 && c.out.strides[0] == 1;
+  for (int k = 0; k <= c.num_inputs; ++k) {
+    const int64_t* s = k < c.num_inputs ? c.in[k].strides : c.out.strides;
+    int64_t span = 0;
+    for (int d = 0; d < c.rank; ++d) span += (c.dims[d] - 1) * s[d];
+    largest = span > largest ? span : largest;
+    if (k < c.num_inputs && !(c.rank == 1 && s[0] == 1)) dense = false;
+  }
+  const unsigned blocks = BlocksFor(total, kThreads * kPerThread, int64_t{1} << 31);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (total < (int64_t{1} << 30) && largest < (int64_t{1} << 30)) {
+    ElementwiseKernel<kOp, kN, uint32_t>
+        <<<blocks, kThreads, 0, s>>>(c, static_cast<uint32_t>(total), dense);
+  } else {
+    ElementwiseKernel<kOp, kN, int64_t><<<blocks, kThreads, 0, s>>>(c, total, dense);
+  }
+  return LastError();
+}
+
+}  // namespace
+
+int LaunchElementwise(ElementwiseCall call, void* stream) {
+  MergeDims(call);
+  switch (call.op) {
+    case ElementwiseOp::kCopy:
+      return LaunchFor<ElementwiseOp::kCopy, 1>(call, stream);
+    case ElementwiseOp::kActivation:
+      return LaunchFor<ElementwiseOp::kActivation, 1>(call, stream);
+    case ElementwiseOp::kActivationGradient:
+      return LaunchFor<ElementwiseOp::kActivationGradient, 3>(call, stream);
+    case ElementwiseOp::kPRelu:
+      return LaunchFor<ElementwiseOp::kPRelu, 2>(call, stream);
+    case ElementwiseOp::kPReluGradient:
+      return LaunchFor<ElementwiseOp::kPReluGradient, 3>(call, stream);
+    case ElementwiseOp::kDropout:
+      return LaunchFor<ElementwiseOp::kDropout, 1>(call, stream);
+    case ElementwiseOp::kAffine:
+      return call.num_inputs == 1 ? LaunchFor<ElementwiseOp::kAffine, 1>(call, stream)
+                                  : LaunchFor<ElementwiseOp::kAffine, 2>(call, stream);
+    case ElementwiseOp::kEltwiseSum:
+      return LaunchFor<ElementwiseOp::kEltwiseSum, kMaxOperands>(call, stream);
+    case ElementwiseOp::kEltwiseProd:
+      return LaunchFor<ElementwiseOp::kEltwiseProd, kMaxOperands>(call, stream);
+    case ElementwiseOp::kEltwiseMax:
+      return LaunchFor<ElementwiseOp::kEltwiseMax, kMaxOperands>(call, stream);
+    case ElementwiseOp::kEltwiseProdGradient:
+      return LaunchFor<ElementwiseOp::kEltwiseProdGradient, kMaxOperands>(call, stream);
+    case ElementwiseOp::kEltwiseMaxGradient:
+      return LaunchFor<ElementwiseOp::kEltwiseMaxGradient, kMaxOperands>(call, stream);
+  }
+  return static_cast<int>(cudaErrorInvalidValue);
+}
+
+}  // namespace cuda
+}  // namespace kiln

@@ -1,0 +1,273 @@
+// LRN across channels and within channel. Two shapes of kernel:
+//  - sliding (across channels, when channels are not the contiguous dim, e.g. NCHW): one thread
+//    per (n, position) walks the channels keeping a running sum of squares, so each element is
+//    read from DRAM once; backward keeps the last size+1 scales in a shared-memory ring.
+//  - windowed (channels-last, or within channel): one thread per element sums its window; the
+//    neighbours it reads are its neighbours' too, so they come from L1.
+#include "kernels/cuda/primitive_launch.h"
+#include "kernels/cuda/storage_access.cuh"
+
+namespace kiln {
+namespace cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kSlidingThreads = 128;
+
+struct LrnGeometry {
+  int64_t dims[5];  // N, C, D, H, W
+};
+
+LrnGeometry GeometryOf(const LrnCall& c) {
+  return {{c.n, c.c, c.sp[0], c.sp[1], c.sp[2]}};
+}
+
+// Σ x^2 over the window of element `i`, and the window's divisor.
+template <typename T>
+__device__ __forceinline__ float WindowSumSq(const LrnCall& c, const T* x, const int64_t* i,
+                                             float* count) {
+  const int64_t half = c.size / 2;
+  float sum = 0;
+  if (c.across) {
+    const int64_t lo = i[1] - half > 0 ? i[1] - half : 0;
+    const int64_t hi = i[1] + half < c.c - 1 ? i[1] + half : c.c - 1;
+    const int64_t base = i[0] * c.x_strides[0] + i[2] * c.x_strides[2] + i[3] * c.x_strides[3] +
+                         i[4] * c.x_strides[4];
+    for (int64_t ch = lo; ch <= hi; ++ch) {
+      const float v = ToFloat(x[base + ch * c.x_strides[1]]);
+      sum += v * v;
+    }
+    *count = static_cast<float>(c.size);
+    return sum;
+  }
+  // Within channel: a size^k box over the k spatial dims that are not unit (zero padded).
+  int64_t lo[3], hi[3];
+  float n = 1;
+  for (int a = 0; a < 3; ++a) {
+    const int64_t extent = c.sp[a];
+    const bool used = a >= 3 - c.spatial_rank;
+    const int64_t h = used ? half : 0;
+    lo[a] = i[2 + a] - h > 0 ? i[2 + a] - h : 0;
+    hi[a] = i[2 + a] + h < extent - 1 ? i[2 + a] + h : extent - 1;
+    if (used) n *= static_cast<float>(c.size);
+  }
+  const int64_t base = i[0] * c.x_strides[0] + i[1] * c.x_strides[1];
+  for (int64_t d = lo[0]; d <= hi[0]; ++d) {
+    for (int64_t h = lo[1]; h <= hi[1]; ++h) {
+      for (int64_t w = lo[2]; w <= hi[2]; ++w) {
+        const float v = ToFloat(x[base + d * c.x_strides[2] + h * c.x_strides[3] +
+                                  w * c.x_strides[4]]);
+        sum += v * v;
+      }
+    }
+  }
+  *count = n;
+  return sum;
+}
+
+template <typename T>
+__device__ __forceinline__ float ScaleAt(const LrnCall& c, const T* x, const int64_t* i) {
+  float count;
+  const float sum = WindowSumSq(c, x, i, &count);
+  return (c.across ? c.k : 1.0f) + c.alpha / count * sum;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    LrnWindowedForward(const __grid_constant__ LrnCall c, const __grid_constant__ Walk walk,
+                       int64_t total) {
+  const int64_t e = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x;
+  if (e >= total) return;
+  int64_t i[5];
+  DecodeWalk(walk, e, i);
+  const T* x = static_cast<const T*>(c.x);
+  const float v = ToFloat(x[Offset5(c.x_strides, i)]) * powf(ScaleAt(c, x, i), -c.beta);
+  T* y = static_cast<T*>(c.out) + Offset5(c.y_strides, i);
+  *y = FromFloat<T>(Blend(c.blend_alpha, v, c.blend_beta, [&] { return ToFloat(*y); }));
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    LrnWindowedBackward(const __grid_constant__ LrnCall c, const __grid_constant__ Walk walk,
+                        int64_t total) {
+  const int64_t e = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x;
+  if (e >= total) return;
+  int64_t i[5];
+  DecodeWalk(walk, e, i);
+  const T* x = static_cast<const T*>(c.x);
+  const T* y = static_cast<const T*>(c.y);
+  const T* dy = static_cast<const T*>(c.dy);
+  // The windows are symmetric: the elements whose windows hold i are those of i's window.
+  const int64_t half = c.size / 2;
+  int64_t lo[4], hi[4];  // C, D, H, W ranges
+  for (int a = 0; a < 4; ++a) lo[a] = hi[a] = i[1 + a];
+  float count = 1;
+  if (c.across) {
+    lo[0] = i[1] - half > 0 ? i[1] - half : 0;
+    hi[0] = i[1] + half < c.c - 1 ? i[1] + half : c.c - 1;
+    count = static_cast<float>(c.size);
+  } else {
+    for (int a = 0; a < 3; ++a) {
+      const bool used = a >= 3 - c.spatial_rank;
+      if (!used) continue;
+      lo[1 + a] = i[2 + a] - half > 0 ? i[2 + a] - half : 0;
+      hi[1 + a] = i[2 + a] + half < c.sp[a] - 1 ? i[2 + a] + half : c.sp[a] - 1;
+      count *= static_cast<float>(c.size);
+    }
+  }
+  float ratio_sum = 0;
+  int64_t t[5] = {i[0], 0, 0, 0, 0};
+  for (t[1] = lo[0]; t[1] <= hi[0]; ++t[1]) {
+    for (t[2] = lo[1]; t[2] <= hi[1]; ++t[2]) {
+      for (t[3] = lo[2]; t[3] <= hi[2]; ++t[3]) {
+        for (t[4] = lo[3]; t[4] <= hi[3]; ++t[4]) {
+          ratio_sum += ToFloat(dy[Offset5(c.dy_strides, t)]) * ToFloat(y[Offset5(c.y_strides, t)]) /
+                       ScaleAt(c, x, t);
+        }
+      }
+    }
+  }
+  const float xi = ToFloat(x[Offset5(c.x_strides, i)]);
+  const float g = ToFloat(dy[Offset5(c.dy_strides, i)]) * powf(ScaleAt(c, x, i), -c.beta) -
+                  2.0f * c.alpha * c.beta / count * xi * ratio_sum;
+  T* dx = static_cast<T*>(c.out) + Offset5(c.dx_strides, i);
+  *dx = FromFloat<T>(Blend(c.blend_alpha, g, c.blend_beta, [&] { return ToFloat(*dx); }));
+}
+
+// One thread per (n, d, h, w); positions are numbered with w fastest.
+__device__ __forceinline__ bool SlidingPosition(const LrnCall& c, int64_t* i) {
+  const int64_t p = blockIdx.x * static_cast<int64_t>(kSlidingThreads) + threadIdx.x;
+  if (p >= c.n * c.sp[0] * c.sp[1] * c.sp[2]) return false;
+  int64_t rest = p;
+  i[4] = rest % c.sp[2];
+  rest /= c.sp[2];
+  i[3] = rest % c.sp[1];
+  rest /= c.sp[1];
+  i[2] = rest % c.sp[0];
+  i[0] = rest / c.sp[0];
+  i[1] = 0;
+  return true;
+}
+
+__device__ __forceinline__ int64_t SpatialBase(const int64_t* strides, const int64_t* i) {
+  return i[0] * strides[0] + i[2] * strides[2] + i[3] * strides[3] + i[4] * strides[4];
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kSlidingThreads)
+    LrnSlidingForward(const __grid_constant__ LrnCall c) {
+  int64_t i[5];
+  if (!SlidingPosition(c, i)) return;
+  const T* x = static_cast<const T*>(c.x) + SpatialBase(c.x_strides, i);
+  T* y = static_cast<T*>(c.out) + SpatialBase(c.y_strides, i);
+  const int64_t xs = c.x_strides[1], ys = c.y_strides[1];
+  const int64_t half = c.size / 2;
+  const float a = c.alpha / static_cast<float>(c.size);
+  auto sq = [&](int64_t ch) {
+    if (ch < 0 || ch >= c.c) return 0.0f;
+    const float v = ToFloat(x[ch * xs]);
+    return v * v;
+  };
+  float sum = 0;
+  for (int64_t ch = 0; ch < half && ch < c.c; ++ch) sum += sq(ch);
+  for (int64_t ch = 0; ch < c.c; ++ch) {
+    sum += sq(ch + half) - sq(ch - half - 1);
+    const float v = ToFloat(x[ch * xs]) * powf(c.k + a * sum, -c.beta);
+    T* out = y + ch * ys;
+    *out = FromFloat<T>(Blend(c.blend_alpha, v, c.blend_beta, [&] { return ToFloat(*out); }));
+  }
+}
+
+// ring: (size + 1) scales per thread in shared memory, thread-minor so a warp's accesses fall
+// in distinct banks.
+template <typename T>
+__global__ void __launch_bounds__(kSlidingThreads)
+    LrnSlidingBackward(const __grid_constant__ LrnCall c) {
+  extern __shared__ float ring[];
+  int64_t i[5];
+  if (!SlidingPosition(c, i)) return;
+  const T* x = static_cast<const T*>(c.x) + SpatialBase(c.x_strides, i);
+  const T* y = static_cast<const T*>(c.y) + SpatialBase(c.y_strides, i);
+  const T* dy = static_cast<const T*>(c.dy) + SpatialBase(c.dy_strides, i);
+  T* dx = static_cast<T*>(c.out) + SpatialBase(c.dx_strides, i);
+  const int64_t half = c.size / 2, len = c.size + 1;
+  const float a = c.alpha / static_cast<float>(c.size);
+  auto slot = [&](int64_t ch) -> float& { return ring[(ch % len) * kSlidingThreads + threadIdx.x]; };
+  auto sq = [&](int64_t ch) {
+    if (ch < 0 || ch >= c.c) return 0.0f;
+    const float v = ToFloat(x[ch * c.x_strides[1]]);
+    return v * v;
+  };
+  auto ratio = [&](int64_t ch) {  // dy y / scale, with the scale from the ring
+    return ToFloat(dy[ch * c.dy_strides[1]]) * ToFloat(y[ch * c.y_strides[1]]) / slot(ch);
+  };
+  float sum = 0, ratio_sum = 0;
+  for (int64_t ch = 0; ch < half && ch < c.c; ++ch) sum += sq(ch);
+  // Step j computes scale_j and adds ratio_j, then finishes channel j - half.
+  for (int64_t j = 0; j < c.c + half; ++j) {
+    if (j < c.c) {
+      sum += sq(j + half) - sq(j - half - 1);
+      slot(j) = c.k + a * sum;
+      ratio_sum += ratio(j);
+    }
+    const int64_t ch = j - half;
+    if (ch < 0) continue;
+    if (ch - half - 1 >= 0) ratio_sum -= ratio(ch - half - 1);
+    const float g = ToFloat(dy[ch * c.dy_strides[1]]) * powf(slot(ch), -c.beta) -
+                    2.0f * c.beta * a * ToFloat(x[ch * c.x_strides[1]]) * ratio_sum;
+    T* out = dx + ch * c.dx_strides[1];
+    *out = FromFloat<T>(Blend(c.blend_alpha, g, c.blend_beta, [&] { return ToFloat(*out); }));
+  }
+}
+
+template <typename T>
+int LaunchTyped(const LrnCall& c, bool forward, void* stream) {
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  const int64_t positions = c.n * c.sp[0] * c.sp[1] * c.sp[2];
+  // Sliding when channels are not the contiguous dim and the ring fits in shared memory.
+  const bool sliding = c.across && c.x_strides[1] != 1 && c.size + 1 <= 64;
+  if (sliding) {
+    const unsigned blocks = BlocksFor(positions, kSlidingThreads, int64_t{1} << 31);
+    if (forward) {
+      LrnSlidingForward<T><<<blocks, kSlidingThreads, 0, s>>>(c);
+    } else {
+      const size_t smem = static_cast<size_t>(c.size + 1) * kSlidingThreads * sizeof(float);
+      if (smem > 48 * 1024) {
+        cudaFuncSetAttribute(LrnSlidingBackward<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(smem));
+      }
+      LrnSlidingBackward<T><<<blocks, kSlidingThreads, smem, s>>>(c);
+    }
+    return LastError();
+  }
+  const LrnGeometry g = GeometryOf(c);
+  const Walk walk = WalkFor(g.dims, forward ? c.y_strides : c.dx_strides);
+  const int64_t total = positions * c.c;
+  const unsigned blocks = BlocksFor(total, kThreads, int64_t{1} << 31);
+  if (forward) {
+    LrnWindowedForward<T><<<blocks, kThreads, 0, s>>>(c, walk, total);
+  } else {
+    LrnWindowedBackward<T><<<blocks, kThreads, 0, s>>>(c, walk, total);
+  }
+  return LastError();
+}
+
+int LaunchLrn(const LrnCall& c, bool forward, void* stream) {
+  switch (c.type) {
+    case Storage::kF16:
+      return LaunchTyped<__half>(c, forward, stream);
+    case Storage::kBF16:
+      return LaunchTyped<__nv_bfloat16>(c, forward, stream);
+    default:
+      return LaunchTyped<float>(c, forward, stream);
+  }
+}
+
+}  // namespace
+
+int LaunchLrnForward(const LrnCall& call, void* stream) { return LaunchLrn(call, true, stream); }
+int LaunchLrnBackward(const LrnCall& call, void* stream) { return LaunchLrn(call, false, stream); }
+
+}  // namespace cuda
+}  // namespace kiln

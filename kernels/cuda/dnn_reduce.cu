@@ -1,0 +1,298 @@
+// Per-feature reductions (batch-norm statistics and gradients, bias and PReLU-slope gradients)
+// in two deterministic stages: each block sums its share of one feature (or of 32 features, when
+// features are the contiguous dim) in double and writes a partial; one thread per feature then
+// adds the partials in a fixed order and finishes the op. No atomics, so results are the same on
+// every run.
+#include "kernels/cuda/primitive_launch.h"
+#include "kernels/cuda/storage_access.cuh"
+
+namespace kiln {
+namespace cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename Index>
+__device__ __forceinline__ void Decode(Index i, int rank, const int64_t* dims,
+                                       const int64_t* strides_a, const int64_t* strides_b,
+                                       Index* a, Index* b) {
+  Index oa = 0, ob = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    const Index dim = static_cast<Index>(dims[d]);
+    const Index idx = i % dim;
+    i /= dim;
+    oa += idx * static_cast<Index>(strides_a[d]);
+    ob += idx * static_cast<Index>(strides_b[d]);
+  }
+  *a = oa;
+  *b = ob;
+}
+
+__device__ __forceinline__ void Accumulate(ReduceOp op, float a, float b, double* s0,
+                                           double* s1) {
+  switch (op) {
+    case ReduceOp::kMoments:
+      *s0 += a;
+      *s1 += static_cast<double>(a) * a;
+      break;
+    case ReduceOp::kGradientSums:  // a = x, b = dy
+      *s0 += b;
+      *s1 += static_cast<double>(b) * a;
+      break;
+    case ReduceOp::kSum:
+      *s0 += a;
+      break;
+    case ReduceOp::kPReluSlope:  // a = x, b = dy
+      if (a <= 0.0f) *s0 += static_cast<double>(b) * a;
+      break;
+  }
+}
+
+__device__ __forceinline__ double WarpSum(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// One block per (feature, split), threads along the reduction.
+template <typename Index>
+__global__ void __launch_bounds__(kThreads)
+    ReduceAlongKernel(const __grid_constant__ ReduceCall c) {
+  const Index f = blockIdx.x, split = blockIdx.y;
+  const Index count = static_cast<Index>(c.reduce_count);
+  const Index chunk = (count + c.splits - 1) / c.splits;
+  const Index begin = split * chunk;
+  const Index end = begin + chunk < count ? begin + chunk : count;
+  Index fa, fb;
+  Decode<Index>(f, c.feature_rank, c.feature_dims, c.a_feature_strides, c.b_feature_strides, &fa,
+                &fb);
+  const bool two = c.op == ReduceOp::kGradientSums || c.op == ReduceOp::kPReluSlope;
+  double s0 = 0, s1 = 0;
+  for (Index r = begin + threadIdx.x; r < end; r += kThreads) {
+    Index ra, rb;
+    Decode<Index>(r, c.reduce_rank, c.reduce_dims, c.a_reduce_strides, c.b_reduce_strides, &ra,
+                  &rb);
+    const float a = LoadAny(c.a.data, c.a.type, fa + ra);
+    const float b = two ? LoadAny(c.b.data, c.b.type, fb + rb) : 0.0f;
+    Accumulate(c.op, a, b, &s0, &s1);
+  }
+  __shared__ double partial[2][kThreads / 32];
+  s0 = WarpSum(s0);
+  s1 = WarpSum(s1);
+  if (threadIdx.x % 32 == 0) {
+    partial[0][threadIdx.x / 32] = s0;
+    partial[1][threadIdx.x / 32] = s1;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double t0 = 0, t1 = 0;
+    for (int w = 0; w < kThreads / 32; ++w) t0 += partial[0][w], t1 += partial[1][w];
+    double* out = c.partials + (static_cast<int64_t>(split) * c.features + f) * 2;
+    out[0] = t0;
+    out[1] = t1;
+  }
+}
+
+// Blocks of 32 features x 8 reduction lanes, for features that are the contiguous dim.
+template <typename Index>
+__global__ void __launch_bounds__(kThreads)
+    ReduceAcrossKernel(const __grid_constant__ ReduceCall c) {
+  const int lane = threadIdx.x % 32, row = threadIdx.x / 32;
+  const Index f = static_cast<Index>(blockIdx.x) * 32 + lane;
+  const Index split = blockIdx.y;
+  const Index count = static_cast<Index>(c.reduce_count);
+  const Index chunk = (count + c.splits - 1) / c.splits;
+  const Index begin = split * chunk;
+  const Index end = begin + chunk < count ? begin + chunk : count;
+  const bool two = c.op == ReduceOp::kGradientSums || c.op == ReduceOp::kPReluSlope;
+  double s0 = 0, s1 = 0;
+  if (f < static_cast<Index>(c.features)) {
+    Index fa, fb;
+    Decode<Index>(f, c.feature_rank, c.feature_dims, c.a_feature_strides, c.b_feature_strides,
+                  &fa, &fb);
+    for (Index r = begin + row; r < end; r += kThreads / 32) {
+      Index ra, rb;
+      Decode<Index>(r, c.reduce_rank, c.reduce_dims, c.a_reduce_strides, c.b_reduce_strides, &ra,
+                    &rb);
+      const float a = LoadAny(c.a.data, c.a.type, fa + ra);
+      const float b = two ? LoadAny(c.b.data, c.b.type, fb + rb) : 0.0f;
+      Accumulate(c.op, a, b, &s0, &s1);
+    }
+  }
+  __shared__ double partial[2][kThreads / 32][32];
+  partial[0][row][lane] = s0;
+  partial[1][row][lane] = s1;
+  __syncthreads();
+  if (row == 0 && f < static_cast<Index>(c.features)) {
+    double t0 = 0, t1 = 0;
+    for (int w = 0; w < kThreads / 32; ++w) t0 += partial[0][w][lane], t1 += partial[1][w][lane];
+    double* out = c.partials + (static_cast<int64_t>(split) * c.features + f) * 2;
+    out[0] = t0;
+    out[1] = t1;
+  }
+}
+
+__device__ __forceinline__ int64_t ParamOffset(const ReduceCall& c, int64_t f) {
+  int64_t offset = 0;
+  for (int d = c.feature_rank - 1; d >= 0; --d) {
+    offset += (f % c.feature_dims[d]) * c.param_strides[d];
+    f /= c.feature_dims[d];
+  }
+  return offset;
+}
+
+__device__ __forceinline__ float BlendInto(float alpha, double v, float beta, const float* old) {
+  return Blend(alpha, static_cast<float>(v), beta, [&] { return *old; });
+}
+
+__global__ void FinishKernel(const __grid_constant__ ReduceCall c) {
+  const int64_t f = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (f >= c.features) return;
+  double s0 = 0, s1 = 0;
+  for (int s = 0; s < c.splits; ++s) {
+    s0 += c.partials[(s * c.features + f) * 2];
+    s1 += c.partials[(s * c.features + f) * 2 + 1];
+  }
+  const int64_t po = ParamOffset(c, f);
+  const double m = static_cast<double>(c.reduce_count);
+  const int64_t F = c.features;
+  if (c.op == ReduceOp::kSum || c.op == ReduceOp::kPReluSlope) {
+    c.out0[po] = BlendInto(c.alpha, s0, c.beta, c.out0 + po);
+    return;
+  }
+  if (c.op == ReduceOp::kMoments) {
+    const double mean = s0 / m;
+    double var = s1 / m - mean * mean;
+    var = var > 0 ? var : 0;
+    const double inv_std = 1.0 / sqrt(var + c.epsilon);
+    if (c.save_mean) c.save_mean[po] = static_cast<float>(mean);
+    if (c.save_inv_std) c.save_inv_std[po] = static_cast<float>(inv_std);
+    if (c.mean_dense) c.mean_dense[f] = static_cast<float>(mean);
+    if (c.inv_std_dense) c.inv_std_dense[f] = static_cast<float>(inv_std);
+    if (c.running_mean && c.running_var) {
+      const double unbiased = m > 1 ? var * m / (m - 1) : var;
+      if (c.caffe_rule) {
+        c.running_mean[po] = static_cast<float>(c.factor * c.running_mean[po] + mean);
+        c.running_var[po] = static_cast<float>(c.factor * c.running_var[po] + unbiased);
+        if (f == 0) *c.caffe_factor = static_cast<float>(c.factor * *c.caffe_factor + 1);
+      } else {
+        c.running_mean[po] =
+            static_cast<float>((1 - c.factor) * c.running_mean[po] + c.factor * mean);
+        c.running_var[po] =
+            static_cast<float>((1 - c.factor) * c.running_var[po] + c.factor * unbiased);
+      }
+    }
+    if (c.dense) {
+      const double a = c.scale[po] * inv_std;
+      c.dense[f] = static_cast<float>(a);
+      c.dense[F + f] = 0.0f;
+      c.dense[2 * F + f] = static_cast<float>(c.bias[po] - mean * a);
+    }
+    return;
+  }
+  // kGradientSums: s0 = Σ dy, s1 = Σ dy x.
+  const int64_t so = c.stats_dense ? f : po;
+  const double mean = c.mean_in[so], inv_std = c.inv_std_in[so];
+  const double dxhat = inv_std * (s1 - mean * s0);  // Σ dy x̂
+  if (c.dscale) c.dscale[po] = BlendInto(c.alpha, dxhat, c.beta, c.dscale + po);
+  if (c.dbias) c.dbias[po] = BlendInto(c.alpha, s0, c.beta, c.dbias + po);
+  if (c.dense) {
+    const double p = c.scale[po] * inv_std;
+    const double q = -p * inv_std * dxhat / m;
+    c.dense[f] = static_cast<float>(p);
+    c.dense[F + f] = static_cast<float>(q);
+    c.dense[2 * F + f] = static_cast<float>(-p * s0 / m - q * mean);
+  }
+}
+
+struct InferenceParams {
+  int64_t features;
+  int rank;
+  int64_t dims[kMaxRank], strides[kMaxRank];
+  const float *scale, *bias, *mean, *var, *caffe_factor;
+  double epsilon;
+  float* dense;
+};
+
+// y = A x + B with A = scale / sqrt(s var + eps), B = bias - s mean A (s: Caffe's 1 / factor).
+__global__ void InferenceParamsKernel(const __grid_constant__ InferenceParams p) {
+  const int64_t f = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (f >= p.features) return;
+  int64_t po = 0, rest = f;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    po += (rest % p.dims[d]) * p.strides[d];
+    rest /= p.dims[d];
+  }
+  double s = 1;
+  if (p.caffe_factor) s = *p.caffe_factor == 0.0f ? 0.0 : 1.0 / *p.caffe_factor;
+  const double a = p.scale[po] / sqrt(s * p.var[po] + p.epsilon);
+  p.dense[f] = static_cast<float>(a);
+  p.dense[p.features + f] = 0.0f;
+  p.dense[2 * p.features + f] = static_cast<float>(p.bias[po] - s * p.mean[po] * a);
+}
+
+}  // namespace
+
+int ReduceSplits(int64_t features, int64_t reduce_count, bool feature_major) {
+  const int64_t blocks = feature_major ? (features + 31) / 32 : features;
+  int64_t splits = (2048 + blocks - 1) / blocks;
+  const int64_t most = (reduce_count + 1023) / 1024;
+  if (splits > most) splits = most;
+  if (splits > 4096) splits = 4096;
+  return static_cast<int>(splits < 1 ? 1 : splits);
+}
+
+int LaunchReduce(const ReduceCall& c, void* stream) {
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  int64_t span = 0;
+  for (int d = 0; d < c.feature_rank; ++d) {
+    span += (c.feature_dims[d] - 1) * (c.a_feature_strides[d] + c.b_feature_strides[d]);
+  }
+  for (int d = 0; d < c.reduce_rank; ++d) {
+    span += (c.reduce_dims[d] - 1) * (c.a_reduce_strides[d] + c.b_reduce_strides[d]);
+  }
+  const bool narrow = c.features * c.reduce_count < (int64_t{1} << 30) && span < (int64_t{1} << 30);
+  const dim3 grid(static_cast<unsigned>(c.feature_major ? (c.features + 31) / 32 : c.features),
+                  static_cast<unsigned>(c.splits));
+  if (c.feature_major) {
+    if (narrow) {
+      ReduceAcrossKernel<uint32_t><<<grid, kThreads, 0, s>>>(c);
+    } else {
+      ReduceAcrossKernel<int64_t><<<grid, kThreads, 0, s>>>(c);
+    }
+  } else if (narrow) {
+    ReduceAlongKernel<uint32_t><<<grid, kThreads, 0, s>>>(c);
+  } else {
+    ReduceAlongKernel<int64_t><<<grid, kThreads, 0, s>>>(c);
+  }
+  if (int e = LastError()) return e;
+  FinishKernel<<<BlocksFor(c.features, 128), 128, 0, s>>>(c);
+  return LastError();
+}
+
+int LaunchBatchNormInferenceParams(int64_t features, int feature_rank,
+                                   const int64_t* feature_dims, const int64_t* param_strides,
+                                   const float* scale, const float* bias, const float* mean,
+                                   const float* var, const float* caffe_factor, double epsilon,
+                                   float* dense, void* stream) {
+  InferenceParams p{};
+  p.features = features;
+  p.rank = feature_rank;
+  for (int d = 0; d < feature_rank; ++d) {
+    p.dims[d] = feature_dims[d];
+    p.strides[d] = param_strides[d];
+  }
+  p.scale = scale;
+  p.bias = bias;
+  p.mean = mean;
+  p.var = var;
+  p.caffe_factor = caffe_factor;
+  p.epsilon = epsilon;
+  p.dense = dense;
+  InferenceParamsKernel<<<BlocksFor(features, 128), 128, 0, static_cast<cudaStream_t>(stream)>>>(
+      p);
+  return LastError();
+}
+
+}  // namespace cuda
+}  // namespace kiln

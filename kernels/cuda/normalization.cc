@@ -1,0 +1,225 @@
+#include "kernels/cuda/normalization.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "kernels/cuda/primitive_call.h"
+#include "kernels/dnn/primitive_checks.h"
+
+namespace kiln {
+namespace dnn {
+
+using internal::LaunchStatus;
+
+namespace {
+
+void Strides5(const TensorDescriptor& d, int64_t* out) {
+  const int off = 5 - d.rank();
+  out[0] = d.strides[0];
+  out[1] = d.strides[1];
+  for (int i = 2; i < 5; ++i) out[i] = 0;
+  for (int i = 2; i < d.rank(); ++i) out[i + off] = d.strides[i];
+}
+
+absl::StatusOr<cuda::LrnCall> LrnCallFor(const LrnDescriptor& lrn, const TensorDescriptor& xd,
+                                         float alpha, float beta, const char* where) {
+  KILN_RETURN_IF_ERROR(CheckLrn(lrn, xd, where));
+  if (xd.rank() > 5) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": x ", xd.ToString(), " has more than 3 spatial dims"));
+  }
+  cuda::LrnCall c;
+  c.across = lrn.mode == LrnMode::kAcrossChannels;
+  c.size = lrn.size;
+  c.alpha = static_cast<float>(lrn.alpha);
+  c.beta = static_cast<float>(lrn.beta);
+  c.k = static_cast<float>(lrn.k);
+  c.n = xd.dims[0];
+  c.c = xd.dims[1];
+  c.spatial_rank = xd.rank() - 2;
+  for (int i = 2; i < xd.rank(); ++i) c.sp[i - 2 + (5 - xd.rank())] = xd.dims[i];
+  c.type = internal::StorageOf(xd.dtype);
+  Strides5(xd, c.x_strides);
+  c.blend_alpha = alpha;
+  c.blend_beta = beta;
+  return c;
+}
+
+std::vector<bool> BatchNormFeatures(BatchNormMode mode, const TensorDescriptor& xd) {
+  std::vector<bool> is_feature(xd.rank(), false);
+  for (int i = 1; i < xd.rank(); ++i) is_feature[i] = i == 1 || mode == BatchNormMode::kPerActivation;
+  return is_feature;
+}
+
+absl::Status CheckBatchNorm(BatchNormMode mode, const TensorDescriptor& xd,
+                            const TensorDescriptor& yd, const TensorDescriptor& pd, double epsilon,
+                            const char* where) {
+  KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", where));
+  KILN_RETURN_IF_ERROR(CheckBatchNormParam(mode, xd, pd, where));
+  if (!(epsilon > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": epsilon is ", epsilon, " (must be > 0)"));
+  }
+  return absl::OkStatus();
+}
+
+// y = A x + B (or dx = P dy + Q x + R) with the dense parameters of a bound reduction.
+absl::Status LaunchApply(Handle& handle, const cuda::ReduceCall& r, BatchNormMode mode,
+                         float alpha, float beta, const TensorDescriptor& outd, void* out,
+                         const TensorDescriptor& v0d, const void* v0, const TensorDescriptor* v1d,
+                         const void* v1, const char* where) {
+  cuda::ElementwiseCall c =
+      internal::ElementwiseOver(cuda::ElementwiseOp::kAffine, outd, out, alpha, beta);
+  internal::AddInput(c, internal::OperandOf(v0d, v0));
+  if (v1d) internal::AddInput(c, internal::OperandOf(*v1d, v1));
+  // Dense feature index: row-major over the feature dims.
+  const std::vector<bool> is_feature = BatchNormFeatures(mode, outd);
+  int64_t stride = 1;
+  for (int d = outd.rank() - 1; d >= 0; --d) {
+    c.feature_strides[d] = is_feature[d] ? stride : 0;
+    if (is_feature[d]) stride *= outd.dims[d];
+  }
+  for (int k = 0; k < 3; ++k) c.params[k] = internal::DenseVector(r, k);
+  return LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), where);
+}
+
+cuda::ReduceCall MomentsCall(BatchNormMode mode, const TensorDescriptor& xd, const void* x,
+                             const TensorDescriptor& pd) {
+  return internal::ReduceOver(cuda::ReduceOp::kMoments, xd, x, nullptr, nullptr,
+                              BatchNormFeatures(mode, xd), pd);
+}
+
+}  // namespace
+
+absl::Status LrnForward(Handle& handle, const LrnDescriptor& lrn, float alpha,
+                        const TensorDescriptor& xd, const void* x, float beta,
+                        const TensorDescriptor& yd, void* y) {
+  const char* where = "LrnForward";
+  KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", where));
+  KILN_ASSIGN_OR_RETURN(cuda::LrnCall c, LrnCallFor(lrn, xd, alpha, beta, where));
+  Strides5(yd, c.y_strides);
+  c.x = x;
+  c.out = y;
+  return LaunchStatus(cuda::LaunchLrnForward(c, handle.stream()), where);
+}
+
+absl::Status LrnBackward(Handle& handle, const LrnDescriptor& lrn, float alpha,
+                         const TensorDescriptor& yd, const void* y, const TensorDescriptor& dyd,
+                         const void* dy, const TensorDescriptor& xd, const void* x, float beta,
+                         const TensorDescriptor& dxd, void* dx) {
+  const char* where = "LrnBackward";
+  KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", where));
+  KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dyd, "dy", where));
+  KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dxd, "dx", where));
+  KILN_ASSIGN_OR_RETURN(cuda::LrnCall c, LrnCallFor(lrn, xd, alpha, beta, where));
+  Strides5(yd, c.y_strides);
+  Strides5(dyd, c.dy_strides);
+  Strides5(dxd, c.dx_strides);
+  c.x = x;
+  c.y = y;
+  c.dy = dy;
+  c.out = dx;
+  return LaunchStatus(cuda::LaunchLrnBackward(c, handle.stream()), where);
+}
+
+size_t BatchNormWorkspaceSize(BatchNormMode mode, const TensorDescriptor& xd) {
+  if (xd.rank() < 2) return 0;
+  TensorDescriptor pd = xd;  // only the feature strides matter for the size
+  return internal::ReduceWorkspaceBytes(MomentsCall(mode, xd, nullptr, pd));
+}
+
+absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& bn, float alpha,
+                                      float beta, const TensorDescriptor& xd, const void* x,
+                                      const TensorDescriptor& yd, void* y,
+                                      const TensorDescriptor& pd, const void* scale,
+                                      const void* bias, void* running_mean, void* running_var,
+                                      void* caffe_scale_factor, void* save_mean,
+                                      void* save_inv_std, void* workspace,
+                                      size_t workspace_bytes) {
+  const char* where = "BatchNormForwardTraining";
+  KILN_RETURN_IF_ERROR(CheckBatchNorm(bn.mode, xd, yd, pd, bn.epsilon, where));
+  if ((running_mean == nullptr) != (running_var == nullptr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": give both running statistics or neither"));
+  }
+  const bool caffe = bn.rule == RunningStatsRule::kCaffeSum;
+  if (caffe && running_mean && !caffe_scale_factor) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": Caffe's running sums need the scale-factor element"));
+  }
+  cuda::ReduceCall r = MomentsCall(bn.mode, xd, x, pd);
+  KILN_RETURN_IF_ERROR(internal::BindReduceWorkspace(r, workspace, workspace_bytes, where));
+  r.scale = static_cast<const float*>(scale);
+  r.bias = static_cast<const float*>(bias);
+  r.save_mean = static_cast<float*>(save_mean);
+  r.save_inv_std = static_cast<float*>(save_inv_std);
+  r.running_mean = static_cast<float*>(running_mean);
+  r.running_var = static_cast<float*>(running_var);
+  r.caffe_factor = static_cast<float*>(caffe_scale_factor);
+  r.caffe_rule = caffe;
+  r.factor = bn.factor;
+  r.epsilon = bn.epsilon;
+  KILN_RETURN_IF_ERROR(LaunchStatus(cuda::LaunchReduce(r, handle.stream()), where));
+  return LaunchApply(handle, r, bn.mode, alpha, beta, yd, y, xd, x, nullptr, nullptr, where);
+}
+
+absl::Status BatchNormForwardInference(Handle& handle, BatchNormMode mode, float alpha, float beta,
+                                       const TensorDescriptor& xd, const void* x,
+                                       const TensorDescriptor& yd, void* y,
+                                       const TensorDescriptor& pd, const void* scale,
+                                       const void* bias, const void* mean, const void* var,
+                                       double epsilon, const void* caffe_scale_factor,
+                                       void* workspace, size_t workspace_bytes) {
+  const char* where = "BatchNormForwardInference";
+  KILN_RETURN_IF_ERROR(CheckBatchNorm(mode, xd, yd, pd, epsilon, where));
+  cuda::ReduceCall r = MomentsCall(mode, xd, x, pd);
+  KILN_RETURN_IF_ERROR(internal::BindReduceWorkspace(r, workspace, workspace_bytes, where));
+  KILN_RETURN_IF_ERROR(LaunchStatus(
+      cuda::LaunchBatchNormInferenceParams(
+          r.features, r.feature_rank, r.feature_dims, r.param_strides,
+          static_cast<const float*>(scale), static_cast<const float*>(bias),
+          static_cast<const float*>(mean), static_cast<const float*>(var),
+          static_cast<const float*>(caffe_scale_factor), epsilon, r.dense, handle.stream()),
+      where));
+  return LaunchApply(handle, r, mode, alpha, beta, yd, y, xd, x, nullptr, nullptr, where);
+}
+
+absl::Status BatchNormBackward(Handle& handle, BatchNormMode mode, float alpha_data,
+                               float beta_data, float alpha_param, float beta_param,
+                               const TensorDescriptor& xd, const void* x,
+                               const TensorDescriptor& dyd, const void* dy,
+                               const TensorDescriptor& dxd, void* dx, const TensorDescriptor& pd,
+                               const void* scale, void* dscale, void* dbias, double epsilon,
+                               const void* saved_mean, const void* saved_inv_std, void* workspace,
+                               size_t workspace_bytes) {
+  const char* where = "BatchNormBackward";
+  KILN_RETURN_IF_ERROR(CheckBatchNorm(mode, xd, dyd, pd, epsilon, where));
+  KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dxd, "dx", where));
+  cuda::ReduceCall r = internal::ReduceOver(cuda::ReduceOp::kGradientSums, xd, x, &dyd, dy,
+                                            BatchNormFeatures(mode, xd), pd);
+  KILN_RETURN_IF_ERROR(internal::BindReduceWorkspace(r, workspace, workspace_bytes, where));
+  if (saved_mean && saved_inv_std) {
+    r.mean_in = static_cast<const float*>(saved_mean);
+    r.inv_std_in = static_cast<const float*>(saved_inv_std);
+  } else {
+    // Recompute the statistics into dense vectors 3 and 4 of the same workspace.
+    cuda::ReduceCall m = MomentsCall(mode, xd, x, pd);
+    KILN_RETURN_IF_ERROR(internal::BindReduceWorkspace(m, workspace, workspace_bytes, where));
+    m.dense = nullptr;
+    m.epsilon = epsilon;
+    m.mean_dense = internal::DenseVector(m, 3);
+    m.inv_std_dense = internal::DenseVector(m, 4);
+    KILN_RETURN_IF_ERROR(LaunchStatus(cuda::LaunchReduce(m, handle.stream()), where));
+    r.mean_in = m.mean_dense;
+    r.inv_std_in = m.inv_std_dense;
+    r.stats_dense = true;
+  }
+  r.scale = static_cast<const float*>(scale);
+  r.dscale = static_cast<float*>(dscale);
+  r.dbias = static_cast<float*>(dbias);
+  r.alpha = alpha_param;
+  r.beta = beta_param;
+  KILN_RETURN_IF_ERROR(LaunchStatus(cuda::LaunchReduce(r, handle.stream()), where));
+  return LaunchApply(handle, r, mode, alpha_data, beta_data, dxd, dx, dyd, dy, &xd, x, where);
+}
+
+}  // namespace dnn
+}  // namespace kiln

@@ -1,0 +1,145 @@
+#include "kernels/cuda/primitive_call.h"
+
+#include <cuda_runtime_api.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln {
+namespace dnn {
+namespace internal {
+
+namespace {
+
+constexpr size_t kAlign = 256;
+
+size_t AlignUp(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace
+
+cuda::Storage StorageOf(DataType dtype) {
+  switch (dtype) {
+    case DataType::kF16:
+      return cuda::Storage::kF16;
+    case DataType::kBF16:
+      return cuda::Storage::kBF16;
+    default:
+      return cuda::Storage::kF32;
+  }
+}
+
+cuda::Operand OperandOf(const TensorDescriptor& d, const void* data) {
+  cuda::Operand o;
+  o.data = data;
+  o.type = StorageOf(d.dtype);
+  for (int i = 0; i < d.rank(); ++i) o.strides[i] = d.strides[i];
+  return o;
+}
+
+cuda::Operand BroadcastOperandOf(const TensorDescriptor& d, const void* data,
+                                 const TensorDescriptor& full) {
+  cuda::Operand o = OperandOf(d, data);
+  for (int i = 0; i < d.rank(); ++i) {
+    if (d.dims[i] == 1 && full.dims[i] != 1) o.strides[i] = 0;
+  }
+  return o;
+}
+
+cuda::ElementwiseCall ElementwiseOver(cuda::ElementwiseOp op, const TensorDescriptor& out,
+                                      void* out_data, float alpha, float beta) {
+  cuda::ElementwiseCall c;
+  c.op = op;
+  c.rank = out.rank();
+  for (int i = 0; i < out.rank(); ++i) c.dims[i] = out.dims[i];
+  c.out = OperandOf(out, out_data);
+  c.alpha = alpha;
+  c.beta = beta;
+  return c;
+}
+
+void AddInput(cuda::ElementwiseCall& call, cuda::Operand operand) {
+  call.in[call.num_inputs++] = operand;
+}
+
+cuda::ReduceCall ReduceOver(cuda::ReduceOp op, const TensorDescriptor& a, const void* a_data,
+                            const TensorDescriptor* b, const void* b_data,
+                            const std::vector<bool>& is_feature, const TensorDescriptor& param) {
+  cuda::ReduceCall c;
+  c.op = op;
+  c.a = OperandOf(a, a_data);
+  if (b) c.b = OperandOf(*b, b_data);
+  int64_t smallest_stride = INT64_MAX;
+  bool smallest_is_feature = false;
+  bool previous_was_feature = true;  // no reduction dim to merge with yet
+  for (int d = 0; d < a.rank(); ++d) {
+    if (a.dims[d] == 1) continue;
+    const bool was_feature = previous_was_feature;
+    previous_was_feature = is_feature[d];
+    const int64_t bs = b ? b->strides[d] : 0;
+    if (a.strides[d] < smallest_stride) {
+      smallest_stride = a.strides[d];
+      smallest_is_feature = is_feature[d];
+    }
+    if (is_feature[d]) {
+      const int k = c.feature_rank++;
+      c.feature_dims[k] = a.dims[d];
+      c.a_feature_strides[k] = a.strides[d];
+      c.b_feature_strides[k] = bs;
+      c.param_strides[k] = param.strides[d];
+      c.features *= a.dims[d];
+      continue;
+    }
+    // Merge with the previous reduction dim when both operands allow it.
+    const int k = c.reduce_rank;
+    if (k > 0 && c.a_reduce_strides[k - 1] == a.strides[d] * a.dims[d] &&
+        c.b_reduce_strides[k - 1] == bs * a.dims[d] && !was_feature) {
+      c.reduce_dims[k - 1] *= a.dims[d];
+      c.a_reduce_strides[k - 1] = a.strides[d];
+      c.b_reduce_strides[k - 1] = bs;
+    } else {
+      c.reduce_dims[k] = a.dims[d];
+      c.a_reduce_strides[k] = a.strides[d];
+      c.b_reduce_strides[k] = bs;
+      ++c.reduce_rank;
+    }
+    c.reduce_count *= a.dims[d];
+  }
+  c.feature_major = smallest_is_feature;
+  c.splits = cuda::ReduceSplits(c.features, c.reduce_count, c.feature_major);
+  return c;
+}
+
+size_t ReduceWorkspaceBytes(const cuda::ReduceCall& call) {
+  return AlignUp(static_cast<size_t>(call.splits) * call.features * 2 * sizeof(double)) +
+         5 * AlignUp(static_cast<size_t>(call.features) * sizeof(float));
+}
+
+absl::Status BindReduceWorkspace(cuda::ReduceCall& call, void* workspace, size_t bytes,
+                                 const char* where) {
+  const size_t need = ReduceWorkspaceBytes(call);
+  if (bytes < need || (need > 0 && workspace == nullptr)) {
+    return absl::ResourceExhaustedError(absl::StrCat(where, ": the workspace has ", bytes,
+                                                     " bytes but the call needs ", need));
+  }
+  call.partials = static_cast<double*>(workspace);
+  call.dense = DenseVector(call, 0);
+  return absl::OkStatus();
+}
+
+float* DenseVector(const cuda::ReduceCall& call, int k) {
+  char* base = reinterpret_cast<char*>(call.partials) +
+               AlignUp(static_cast<size_t>(call.splits) * call.features * 2 * sizeof(double));
+  // Vectors 0..2 are the kAffine parameters, stored back to back (dense[f], dense[F + f], ...).
+  if (k < 3) return reinterpret_cast<float*>(base) + k * call.features;
+  return reinterpret_cast<float*>(base + 3 * AlignUp(call.features * sizeof(float)) +
+                                  (k - 3) * AlignUp(call.features * sizeof(float)));
+}
+
+absl::Status LaunchStatus(int error, const char* where) {
+  if (error == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(where, ": kernel launch failed: ",
+                                          cudaGetErrorString(static_cast<cudaError_t>(error))));
+}
+
+}  // namespace internal
+}  // namespace dnn
+}  // namespace kiln

@@ -1,0 +1,50 @@
+// Host helpers shared by the primitive API's .cc files: descriptors to launcher operands,
+// per-feature reduction set-up and its workspace, and launch-error conversion.
+#ifndef KILN_KERNELS_CUDA_PRIMITIVE_CALL_H_
+#define KILN_KERNELS_CUDA_PRIMITIVE_CALL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "kernels/cuda/primitive_launch.h"
+#include "kernels/dnn/descriptors.h"
+
+namespace kiln {
+namespace dnn {
+namespace internal {
+
+cuda::Storage StorageOf(DataType dtype);
+// An operand over `d`'s dims (rank <= kMaxRank), strides copied; `broadcast_onto` zeroes the
+// strides of dims where `d` has 1 and the full tensor more.
+cuda::Operand OperandOf(const TensorDescriptor& d, const void* data);
+cuda::Operand BroadcastOperandOf(const TensorDescriptor& d, const void* data,
+                                 const TensorDescriptor& full);
+// An element-wise call over `dims` writing `out`.
+cuda::ElementwiseCall ElementwiseOver(cuda::ElementwiseOp op, const TensorDescriptor& out,
+                                      void* out_data, float alpha, float beta);
+void AddInput(cuda::ElementwiseCall& call, cuda::Operand operand);
+
+// A per-feature reduction over `a` (and `b`, same dims): dims where `is_feature` holds are
+// features (numbered row-major), the rest are summed; `param` gives the features' strides in the
+// parameter tensors.
+cuda::ReduceCall ReduceOver(cuda::ReduceOp op, const TensorDescriptor& a, const void* a_data,
+                            const TensorDescriptor* b, const void* b_data,
+                            const std::vector<bool>& is_feature, const TensorDescriptor& param);
+// Workspace a reduction over these descriptors needs: partial sums plus 5 dense f32 vectors.
+size_t ReduceWorkspaceBytes(const cuda::ReduceCall& call);
+// Points the call's partials and dense vectors into `workspace`; ResourceExhausted when small.
+absl::Status BindReduceWorkspace(cuda::ReduceCall& call, void* workspace, size_t bytes,
+                                 const char* where);
+// Dense f32 vector `k` (0..4) of a bound reduction's workspace.
+float* DenseVector(const cuda::ReduceCall& call, int k);
+
+// Internal naming the launch and CUDA's message when `error` is not 0.
+absl::Status LaunchStatus(int error, const char* where);
+
+}  // namespace internal
+}  // namespace dnn
+}  // namespace kiln
+
+#endif  // KILN_KERNELS_CUDA_PRIMITIVE_CALL_H_

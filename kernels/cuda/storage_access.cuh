@@ -1,0 +1,132 @@
+// Device helpers shared by the primitives' kernels: loading and storing an element of any
+// Storage as f32, blending, grid sizing and index decoding. CUDA only.
+#ifndef KILN_KERNELS_CUDA_STORAGE_ACCESS_CUH_
+#define KILN_KERNELS_CUDA_STORAGE_ACCESS_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "kernels/cuda/primitive_launch.h"
+
+namespace kiln {
+namespace cuda {
+
+template <typename T>
+__device__ __forceinline__ float ToFloat(T v);
+template <>
+__device__ __forceinline__ float ToFloat<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ float ToFloat<__half>(__half v) {
+  return __half2float(v);
+}
+template <>
+__device__ __forceinline__ float ToFloat<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+
+template <typename T>
+__device__ __forceinline__ T FromFloat(float v);
+template <>
+__device__ __forceinline__ float FromFloat<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __half FromFloat<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+// An element of runtime storage `type` (the branch is uniform across a warp).
+__device__ __forceinline__ float LoadAny(const void* p, Storage type, int64_t offset) {
+  switch (type) {
+    case Storage::kF16:
+      return __half2float(static_cast<const __half*>(p)[offset]);
+    case Storage::kBF16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[offset]);
+    default:
+      return static_cast<const float*>(p)[offset];
+  }
+}
+
+__device__ __forceinline__ void StoreAny(void* p, Storage type, int64_t offset, float v) {
+  switch (type) {
+    case Storage::kF16:
+      static_cast<__half*>(p)[offset] = __float2half_rn(v);
+      break;
+    case Storage::kBF16:
+      static_cast<__nv_bfloat16*>(p)[offset] = __float2bfloat16_rn(v);
+      break;
+    default:
+      static_cast<float*>(p)[offset] = v;
+  }
+}
+
+// out = alpha v + beta out; `old` is only evaluated (read) when beta != 0, so NaN poison in an
+// output that is fully overwritten does not leak through.
+template <class Old>
+__device__ __forceinline__ float Blend(float alpha, float v, float beta, Old old) {
+  return beta == 0.0f ? alpha * v : alpha * v + beta * old();
+}
+
+inline unsigned BlocksFor(int64_t work, int per_block, int64_t cap = 1 << 20) {
+  int64_t blocks = (work + per_block - 1) / per_block;
+  if (blocks > cap) blocks = cap;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+// The (N, C, D, H, W) dims walked by the threads and the order to decode them in (innermost
+// memory dim first), so consecutive threads touch consecutive addresses.
+struct Walk {
+  int64_t dims[5];
+  int order[5];
+};
+
+inline Walk WalkFor(const int64_t* dims, const int64_t* strides) {
+  Walk w;
+  for (int d = 0; d < 5; ++d) {
+    w.dims[d] = dims[d];
+    w.order[d] = d;
+  }
+  // Insertion sort by stride, ascending; unit dims last so they cost nothing.
+  auto key = [&](int d) { return dims[d] == 1 ? INT64_MAX : strides[d]; };
+  for (int i = 1; i < 5; ++i) {
+    for (int j = i; j > 0 && key(w.order[j]) < key(w.order[j - 1]); --j) {
+      const int t = w.order[j];
+      w.order[j] = w.order[j - 1];
+      w.order[j - 1] = t;
+    }
+  }
+  return w;
+}
+
+template <typename Index>
+__device__ __forceinline__ void DecodeWalk(const Walk& w, Index e, int64_t* idx) {
+#pragma unroll
+  for (int k = 0; k < 5; ++k) {
+    const int d = w.order[k];
+    const Index dim = static_cast<Index>(w.dims[d]);
+    idx[d] = static_cast<int64_t>(e % dim);
+    e /= dim;
+  }
+}
+
+__device__ __forceinline__ int64_t Offset5(const int64_t* strides, const int64_t* idx) {
+  return idx[0] * strides[0] + idx[1] * strides[1] + idx[2] * strides[2] + idx[3] * strides[3] +
+         idx[4] * strides[4];
+}
+
+inline int LastError() { return static_cast<int>(cudaGetLastError()); }
+
+}  // namespace cuda
+}  // namespace kiln
+
+#endif  // KILN_KERNELS_CUDA_STORAGE_ACCESS_CUH_
