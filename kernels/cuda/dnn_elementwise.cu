@@ -31,9 +31,12 @@ __device__ __forceinline__ float Apply(const ElementwiseCall& c, const float* v,
     case ElementwiseOp::kDropout:
       return DropoutKeep(c.seed, static_cast<uint64_t>(e), c.ratio) ? v[0] * c.coef[0] : 0.0f;
     case ElementwiseOp::kAffine: {
-      float r = c.params[0][feature] * v[0] + c.params[2][feature];
-      if (kN > 1) r += c.params[1][feature] * v[1];
-      return r;
+      // The last operand is centred first (x - mean), which keeps f32 accurate when the mean is
+      // large next to the spread.
+      const float shift = c.params[3][feature];
+      if (kN == 1) return c.params[0][feature] * (v[0] - shift) + c.params[2][feature];
+      return c.params[0][feature] * v[0] + c.params[1][feature] * (v[kN - 1] - shift) +
+             c.params[2][feature];
     }
     default:
       break;

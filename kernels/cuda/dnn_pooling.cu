@@ -3,6 +3,7 @@
 // thread per input element visits the outputs whose windows cover it), so there are no atomics
 // and the result is deterministic; max pooling sends the gradient to the first maximum of each
 // window in (d, h, w) order, found by comparing with the forward output y.
+#include <algorithm>
 #include <cfloat>
 
 #include "kernels/cuda/primitive_launch.h"
@@ -16,128 +17,173 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ dnn::PoolAxis Axis(const PoolingCall& c, int a) {
-  dnn::PoolAxis axis;
-  axis.in = c.in[a];
-  axis.out = c.out[a];
-  axis.window = c.window[a];
-  axis.stride = c.stride[a];
-  axis.pad = c.pad[a];
-  return axis;
+// The call's geometry in index type I: axes, and strides in (N, C, D, H, W) order.
+template <typename I>
+struct Geometry {
+  dnn::PoolAxisOf<I> axis[3];
+  I x[5], y[5], dy[5], dx[5];
+  int mode;
+  float alpha, beta;
+};
+
+template <typename I>
+Geometry<I> GeometryOf(const PoolingCall& c) {
+  Geometry<I> g;
+  for (int a = 0; a < 3; ++a) {
+    g.axis[a] = {static_cast<I>(c.in[a]), static_cast<I>(c.out[a]), static_cast<I>(c.window[a]),
+                 static_cast<I>(c.stride[a]), static_cast<I>(c.pad[a])};
+  }
+  for (int d = 0; d < 5; ++d) {
+    g.x[d] = static_cast<I>(c.x_strides[d]);
+    g.y[d] = static_cast<I>(c.y_strides[d]);
+    g.dy[d] = static_cast<I>(c.dy_strides[d]);
+    g.dx[d] = static_cast<I>(c.dx_strides[d]);
+  }
+  g.mode = c.mode;
+  g.alpha = c.alpha;
+  g.beta = c.beta;
+  return g;
 }
 
-template <typename T, typename Index>
-__global__ void __launch_bounds__(kThreads)
-    PoolForwardKernel(const __grid_constant__ PoolingCall c, const __grid_constant__ Walk walk,
-                      Index total) {
-  const Index e = static_cast<Index>(blockIdx.x) * kThreads + threadIdx.x;
-  if (e >= total) return;
-  int64_t o[5];
-  DecodeWalk(walk, e, o);
-  int64_t begin[3], end[3], padded[3];
+template <typename I>
+__device__ __forceinline__ void Decode(const Walk& w, I e, I* idx) {
 #pragma unroll
-  for (int a = 0; a < 3; ++a) dnn::PoolWindow(Axis(c, a), o[2 + a], &begin[a], &end[a], &padded[a]);
-  const T* x = static_cast<const T*>(c.x) + o[0] * c.x_strides[0] + o[1] * c.x_strides[1];
+  for (int k = 0; k < 5; ++k) {
+    const int d = w.order[k];
+    const I dim = static_cast<I>(w.dims[d]);
+    idx[d] = e % dim;
+    e /= dim;
+  }
+}
+
+template <typename I>
+__device__ __forceinline__ I Dot5(const I* strides, const I* idx) {
+  return idx[0] * strides[0] + idx[1] * strides[1] + idx[2] * strides[2] + idx[3] * strides[3] +
+         idx[4] * strides[4];
+}
+
+template <typename T, typename I>
+__global__ void __launch_bounds__(kThreads)
+    PoolForwardKernel(const __grid_constant__ Geometry<I> g, const __grid_constant__ Walk walk,
+                      I total, const T* __restrict__ x, T* __restrict__ y) {
+  const I e = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x;
+  if (e >= total) return;
+  I o[5];
+  Decode(walk, e, o);
+  I begin[3], end[3], padded[3];
+#pragma unroll
+  for (int a = 0; a < 3; ++a) dnn::PoolWindow(g.axis[a], o[2 + a], &begin[a], &end[a], &padded[a]);
+  const T* plane = x + o[0] * g.x[0] + o[1] * g.x[1];
   float best = -FLT_MAX, sum = 0;
-  for (int64_t d = begin[0]; d < end[0]; ++d) {
-    for (int64_t h = begin[1]; h < end[1]; ++h) {
-      const T* row = x + d * c.x_strides[2] + h * c.x_strides[3];
-      for (int64_t w = begin[2]; w < end[2]; ++w) {
-        const float v = ToFloat(row[w * c.x_strides[4]]);
+  for (I d = begin[0]; d < end[0]; ++d) {
+    for (I h = begin[1]; h < end[1]; ++h) {
+      const T* row = plane + d * g.x[2] + h * g.x[3];
+      for (I w = begin[2]; w < end[2]; ++w) {
+        const float v = ToFloat(row[w * g.x[4]]);
         best = v > best ? v : best;
         sum += v;
       }
     }
   }
-  float r;
-  if (c.mode == 0) {
-    r = best;
-  } else {
-    const int64_t divisor = c.mode == 1 ? padded[0] * padded[1] * padded[2]
-                                        : (end[0] - begin[0]) * (end[1] - begin[1]) *
-                                              (end[2] - begin[2]);
+  float r = best;
+  if (g.mode != 0) {
+    const I divisor = g.mode == 1 ? padded[0] * padded[1] * padded[2]
+                                  : (end[0] - begin[0]) * (end[1] - begin[1]) * (end[2] - begin[2]);
     r = sum / static_cast<float>(divisor);
   }
-  T* y = static_cast<T*>(c.result) + Offset5(c.y_strides, o);
-  *y = FromFloat<T>(Blend(c.alpha, r, c.beta, [&] { return ToFloat(*y); }));
+  T* out = y + Dot5(g.y, o);
+  *out = FromFloat<T>(Blend(g.alpha, r, g.beta, [&] { return ToFloat(*out); }));
 }
 
-template <typename T, typename Index>
+template <typename T, typename I>
 __global__ void __launch_bounds__(kThreads)
-    PoolBackwardKernel(const __grid_constant__ PoolingCall c, const __grid_constant__ Walk walk,
-                       Index total) {
-  const Index e = static_cast<Index>(blockIdx.x) * kThreads + threadIdx.x;
+    PoolBackwardKernel(const __grid_constant__ Geometry<I> g, const __grid_constant__ Walk walk,
+                       I total, const T* __restrict__ x, const T* __restrict__ y,
+                       const T* __restrict__ dy, T* __restrict__ dx) {
+  const I e = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x;
   if (e >= total) return;
-  int64_t i[5];
-  DecodeWalk(walk, e, i);
-  int64_t first[3], last[3];
+  I i[5];
+  Decode(walk, e, i);
+  I first[3], last[3];
 #pragma unroll
-  for (int a = 0; a < 3; ++a) dnn::PoolCoveringOutputs(Axis(c, a), i[2 + a], &first[a], &last[a]);
-  const T* x = static_cast<const T*>(c.x) + i[0] * c.x_strides[0] + i[1] * c.x_strides[1];
-  const T* y = static_cast<const T*>(c.y) + i[0] * c.y_strides[0] + i[1] * c.y_strides[1];
-  const T* dy = static_cast<const T*>(c.dy) + i[0] * c.dy_strides[0] + i[1] * c.dy_strides[1];
-  const float self =
-      c.mode == 0 ? ToFloat(x[i[2] * c.x_strides[2] + i[3] * c.x_strides[3] + i[4] * c.x_strides[4]])
-                  : 0.0f;
+  for (int a = 0; a < 3; ++a) dnn::PoolCoveringOutputs(g.axis[a], i[2 + a], &first[a], &last[a]);
+  const T* xp = x + i[0] * g.x[0] + i[1] * g.x[1];
+  const T* yp = y + i[0] * g.y[0] + i[1] * g.y[1];
+  const T* dyp = dy + i[0] * g.dy[0] + i[1] * g.dy[1];
+  const float self = g.mode == 0 ? ToFloat(xp[i[2] * g.x[2] + i[3] * g.x[3] + i[4] * g.x[4]]) : 0;
   float acc = 0;
-  for (int64_t od = first[0]; od <= last[0]; ++od) {
-    for (int64_t oh = first[1]; oh <= last[1]; ++oh) {
-      for (int64_t ow = first[2]; ow <= last[2]; ++ow) {
-        const int64_t out[3] = {od, oh, ow};
-        const float g =
-            ToFloat(dy[od * c.dy_strides[2] + oh * c.dy_strides[3] + ow * c.dy_strides[4]]);
-        int64_t begin[3], end[3], padded[3];
+  for (I od = first[0]; od <= last[0]; ++od) {
+    for (I oh = first[1]; oh <= last[1]; ++oh) {
+      for (I ow = first[2]; ow <= last[2]; ++ow) {
+        const float grad = ToFloat(dyp[od * g.dy[2] + oh * g.dy[3] + ow * g.dy[4]]);
+        if (g.mode != 0) {
+          I divisor = 1;
+          const I out[3] = {od, oh, ow};
 #pragma unroll
-        for (int a = 0; a < 3; ++a) {
-          dnn::PoolWindow(Axis(c, a), out[a], &begin[a], &end[a], &padded[a]);
-        }
-        if (c.mode != 0) {
-          const int64_t divisor = c.mode == 1 ? padded[0] * padded[1] * padded[2]
-                                              : (end[0] - begin[0]) * (end[1] - begin[1]) *
-                                                    (end[2] - begin[2]);
-          acc += g / static_cast<float>(divisor);
+          for (int a = 0; a < 3; ++a) {
+            I begin, end, padded;
+            dnn::PoolWindow(g.axis[a], out[a], &begin, &end, &padded);
+            divisor *= g.mode == 1 ? padded : end - begin;
+          }
+          acc += grad / static_cast<float>(divisor);
           continue;
         }
-        const float best =
-            ToFloat(y[od * c.y_strides[2] + oh * c.y_strides[3] + ow * c.y_strides[4]]);
+        const float best = ToFloat(yp[od * g.y[2] + oh * g.y[3] + ow * g.y[4]]);
         if (self != best) continue;
         // Self holds the maximum; it wins unless an earlier element of the window holds it too.
+        I begin[3], end[3], padded[3];
+        const I out[3] = {od, oh, ow};
+#pragma unroll
+        for (int a = 0; a < 3; ++a) {
+          dnn::PoolWindow(g.axis[a], out[a], &begin[a], &end[a], &padded[a]);
+        }
         bool earlier = false;
-        for (int64_t d = begin[0]; d <= i[2] && !earlier; ++d) {
-          for (int64_t h = begin[1]; h < end[1] && !earlier; ++h) {
-            for (int64_t w = begin[2]; w < end[2]; ++w) {
+        for (I d = begin[0]; d <= i[2] && !earlier; ++d) {
+          for (I h = begin[1]; h < end[1] && !earlier; ++h) {
+            for (I w = begin[2]; w < end[2]; ++w) {
               if (d == i[2] && (h > i[3] || (h == i[3] && w >= i[4]))) break;
-              if (ToFloat(x[d * c.x_strides[2] + h * c.x_strides[3] + w * c.x_strides[4]]) ==
-                  best) {
+              if (ToFloat(xp[d * g.x[2] + h * g.x[3] + w * g.x[4]]) == best) {
                 earlier = true;
                 break;
               }
             }
           }
         }
-        if (!earlier) acc += g;
+        if (!earlier) acc += grad;
       }
     }
   }
-  T* dx = static_cast<T*>(c.result) + Offset5(c.dx_strides, i);
-  *dx = FromFloat<T>(Blend(c.alpha, acc, c.beta, [&] { return ToFloat(*dx); }));
+  T* out = dx + Dot5(g.dx, i);
+  *out = FromFloat<T>(Blend(g.alpha, acc, g.beta, [&] { return ToFloat(*out); }));
 }
 
+template <typename T, typename I, bool kForward>
+void Launch(const PoolingCall& c, const Walk& walk, int64_t total, cudaStream_t s) {
+  const unsigned blocks = BlocksFor(total, kThreads, int64_t{1} << 31);
+  const Geometry<I> g = GeometryOf<I>(c);
+  if (kForward) {
+    PoolForwardKernel<T, I><<<blocks, kThreads, 0, s>>>(
+        g, walk, static_cast<I>(total), static_cast<const T*>(c.x), static_cast<T*>(c.result));
+  } else {
+    PoolBackwardKernel<T, I><<<blocks, kThreads, 0, s>>>(
+        g, walk, static_cast<I>(total), static_cast<const T*>(c.x), static_cast<const T*>(c.y),
+        static_cast<const T*>(c.dy), static_cast<T*>(c.result));
+  }
+}
+
+// 32-bit index arithmetic when every offset fits, else 64-bit.
 template <typename T, bool kForward>
 int LaunchTyped(const PoolingCall& c, const Walk& walk, int64_t total, void* stream) {
-  const unsigned blocks = BlocksFor(total, kThreads, int64_t{1} << 31);
+  int64_t span = total;
+  for (int d = 0; d < 5; ++d) {
+    const int64_t extent = d < 2 ? (d == 0 ? c.n : c.c) : std::max(c.in[d - 2], c.out[d - 2]);
+    span += (extent - 1) * (c.x_strides[d] + c.y_strides[d] + c.dy_strides[d] + c.dx_strides[d]);
+  }
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const bool narrow = total < (int64_t{1} << 31);
-  if (kForward) {
-    if (narrow) {
-      PoolForwardKernel<T, uint32_t><<<blocks, kThreads, 0, s>>>(c, walk, total);
-    } else {
-      PoolForwardKernel<T, int64_t><<<blocks, kThreads, 0, s>>>(c, walk, total);
-    }
-  } else if (narrow) {
-    PoolBackwardKernel<T, uint32_t><<<blocks, kThreads, 0, s>>>(c, walk, total);
+  if (span < (int64_t{1} << 31)) {
+    Launch<T, int, kForward>(c, walk, total, s);
   } else {
-    PoolBackwardKernel<T, int64_t><<<blocks, kThreads, 0, s>>>(c, walk, total);
+    Launch<T, int64_t, kForward>(c, walk, total, s);
   }
   return LastError();
 }

@@ -182,11 +182,11 @@ __global__ void FinishKernel(const __grid_constant__ ReduceCall c) {
             static_cast<float>((1 - c.factor) * c.running_var[po] + c.factor * unbiased);
       }
     }
-    if (c.dense) {
-      const double a = c.scale[po] * inv_std;
-      c.dense[f] = static_cast<float>(a);
+    if (c.dense) {  // y = scale inv_std (x - mean) + bias
+      c.dense[f] = static_cast<float>(c.scale[po] * inv_std);
       c.dense[F + f] = 0.0f;
-      c.dense[2 * F + f] = static_cast<float>(c.bias[po] - mean * a);
+      c.dense[2 * F + f] = c.bias[po];
+      c.dense[3 * F + f] = static_cast<float>(mean);
     }
     return;
   }
@@ -196,12 +196,12 @@ __global__ void FinishKernel(const __grid_constant__ ReduceCall c) {
   const double dxhat = inv_std * (s1 - mean * s0);  // Σ dy x̂
   if (c.dscale) c.dscale[po] = BlendInto(c.alpha, dxhat, c.beta, c.dscale + po);
   if (c.dbias) c.dbias[po] = BlendInto(c.alpha, s0, c.beta, c.dbias + po);
-  if (c.dense) {
+  if (c.dense) {  // dx = p dy + q (x - mean) - p Σdy / m
     const double p = c.scale[po] * inv_std;
-    const double q = -p * inv_std * dxhat / m;
     c.dense[f] = static_cast<float>(p);
-    c.dense[F + f] = static_cast<float>(q);
-    c.dense[2 * F + f] = static_cast<float>(-p * s0 / m - q * mean);
+    c.dense[F + f] = static_cast<float>(-p * inv_std * dxhat / m);
+    c.dense[2 * F + f] = static_cast<float>(-p * s0 / m);
+    c.dense[3 * F + f] = static_cast<float>(mean);
   }
 }
 
@@ -214,7 +214,7 @@ struct InferenceParams {
   float* dense;
 };
 
-// y = A x + B with A = scale / sqrt(s var + eps), B = bias - s mean A (s: Caffe's 1 / factor).
+// y = A (x - s mean) + bias with A = scale / sqrt(s var + eps) (s: Caffe's 1 / factor).
 __global__ void InferenceParamsKernel(const __grid_constant__ InferenceParams p) {
   const int64_t f = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (f >= p.features) return;
@@ -225,10 +225,10 @@ __global__ void InferenceParamsKernel(const __grid_constant__ InferenceParams p)
   }
   double s = 1;
   if (p.caffe_factor) s = *p.caffe_factor == 0.0f ? 0.0 : 1.0 / *p.caffe_factor;
-  const double a = p.scale[po] / sqrt(s * p.var[po] + p.epsilon);
-  p.dense[f] = static_cast<float>(a);
+  p.dense[f] = static_cast<float>(p.scale[po] / sqrt(s * p.var[po] + p.epsilon));
   p.dense[p.features + f] = 0.0f;
-  p.dense[2 * p.features + f] = static_cast<float>(p.bias[po] - s * p.mean[po] * a);
+  p.dense[2 * p.features + f] = p.bias[po];
+  p.dense[3 * p.features + f] = static_cast<float>(s * p.mean[po]);
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ absl::Status CheckBatchNorm(BatchNormMode mode, const TensorDescriptor& xd,
   return absl::OkStatus();
 }
 
-// y = A x + B (or dx = P dy + Q x + R) with the dense parameters of a bound reduction.
+// y = A (x - mean) + bias, or dx = P dy + Q (x - mean) + R, with the dense parameters of a bound
+// reduction.
 absl::Status LaunchApply(Handle& handle, const cuda::ReduceCall& r, BatchNormMode mode,
                          float alpha, float beta, const TensorDescriptor& outd, void* out,
                          const TensorDescriptor& v0d, const void* v0, const TensorDescriptor* v1d,
@@ -77,7 +78,7 @@ absl::Status LaunchApply(Handle& handle, const cuda::ReduceCall& r, BatchNormMod
     c.feature_strides[d] = is_feature[d] ? stride : 0;
     if (is_feature[d]) stride *= outd.dims[d];
   }
-  for (int k = 0; k < 3; ++k) c.params[k] = internal::DenseVector(r, k);
+  for (int k = 0; k < 4; ++k) c.params[k] = internal::DenseVector(r, k);
   return LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), where);
 }
 
@@ -200,13 +201,13 @@ absl::Status BatchNormBackward(Handle& handle, BatchNormMode mode, float alpha_d
     r.mean_in = static_cast<const float*>(saved_mean);
     r.inv_std_in = static_cast<const float*>(saved_inv_std);
   } else {
-    // Recompute the statistics into dense vectors 3 and 4 of the same workspace.
+    // Recompute the statistics into dense vectors 4 and 5 of the same workspace.
     cuda::ReduceCall m = MomentsCall(mode, xd, x, pd);
     KILN_RETURN_IF_ERROR(internal::BindReduceWorkspace(m, workspace, workspace_bytes, where));
     m.dense = nullptr;
     m.epsilon = epsilon;
-    m.mean_dense = internal::DenseVector(m, 3);
-    m.inv_std_dense = internal::DenseVector(m, 4);
+    m.mean_dense = internal::DenseVector(m, 4);
+    m.inv_std_dense = internal::DenseVector(m, 5);
     KILN_RETURN_IF_ERROR(LaunchStatus(cuda::LaunchReduce(m, handle.stream()), where));
     r.mean_in = m.mean_dense;
     r.inv_std_in = m.inv_std_dense;

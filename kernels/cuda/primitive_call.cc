@@ -108,9 +108,12 @@ cuda::ReduceCall ReduceOver(cuda::ReduceOp op, const TensorDescriptor& a, const 
   return c;
 }
 
+// Layout: partial sums, then the 4 kAffine vectors back to back (dense[k F + f]), then the
+// dense mean and inverse std (vectors 4 and 5).
 size_t ReduceWorkspaceBytes(const cuda::ReduceCall& call) {
+  const size_t f = static_cast<size_t>(call.features) * sizeof(float);
   return AlignUp(static_cast<size_t>(call.splits) * call.features * 2 * sizeof(double)) +
-         5 * AlignUp(static_cast<size_t>(call.features) * sizeof(float));
+         AlignUp(4 * f) + 2 * AlignUp(f);
 }
 
 absl::Status BindReduceWorkspace(cuda::ReduceCall& call, void* workspace, size_t bytes,
@@ -126,12 +129,11 @@ absl::Status BindReduceWorkspace(cuda::ReduceCall& call, void* workspace, size_t
 }
 
 float* DenseVector(const cuda::ReduceCall& call, int k) {
+  const size_t f = static_cast<size_t>(call.features) * sizeof(float);
   char* base = reinterpret_cast<char*>(call.partials) +
                AlignUp(static_cast<size_t>(call.splits) * call.features * 2 * sizeof(double));
-  // Vectors 0..2 are the kAffine parameters, stored back to back (dense[f], dense[F + f], ...).
-  if (k < 3) return reinterpret_cast<float*>(base) + k * call.features;
-  return reinterpret_cast<float*>(base + 3 * AlignUp(call.features * sizeof(float)) +
-                                  (k - 3) * AlignUp(call.features * sizeof(float)));
+  if (k < 4) return reinterpret_cast<float*>(base) + k * call.features;
+  return reinterpret_cast<float*>(base + AlignUp(4 * f) + (k - 4) * AlignUp(f));
 }
 
 absl::Status LaunchStatus(int error, const char* where) {

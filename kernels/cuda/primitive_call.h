@@ -32,12 +32,13 @@ void AddInput(cuda::ElementwiseCall& call, cuda::Operand operand);
 cuda::ReduceCall ReduceOver(cuda::ReduceOp op, const TensorDescriptor& a, const void* a_data,
                             const TensorDescriptor* b, const void* b_data,
                             const std::vector<bool>& is_feature, const TensorDescriptor& param);
-// Workspace a reduction over these descriptors needs: partial sums plus 5 dense f32 vectors.
+// Workspace a reduction over these descriptors needs: partial sums plus 6 dense f32 vectors.
 size_t ReduceWorkspaceBytes(const cuda::ReduceCall& call);
 // Points the call's partials and dense vectors into `workspace`; ResourceExhausted when small.
 absl::Status BindReduceWorkspace(cuda::ReduceCall& call, void* workspace, size_t bytes,
                                  const char* where);
-// Dense f32 vector `k` (0..4) of a bound reduction's workspace.
+// Dense f32 vector `k` (0..5) of a bound reduction's workspace: 0..3 the kAffine parameters,
+// 4 and 5 a recomputed mean and inverse std.
 float* DenseVector(const cuda::ReduceCall& call, int k);
 
 // Internal naming the launch and CUDA's message when `error` is not 0.

@@ -27,7 +27,7 @@ struct Operand {
 };
 
 // What an element-wise call computes from its operands v[0..n) and per-feature parameters
-// p[0..3) (dense f32 vectors indexed by the feature index):
+// p[0..4) (dense f32 vectors indexed by the feature index):
 enum class ElementwiseOp : int {
   kCopy,                // v0 (transform, add-tensor with a broadcast operand, scale in place)
   kActivation,          // act(v0)
@@ -40,7 +40,8 @@ enum class ElementwiseOp : int {
   kEltwiseMax,          // max v_i
   kEltwiseProdGradient, // v_n Π_{i != which} v_i (v_n = dy)
   kEltwiseMaxGradient,  // which is the first argmax ? v_n : 0
-  kAffine,              // p0 v0 + p1 v1 + p2 (v1 only with two operands): batch norm's apply
+  kAffine,              // one operand: p0 (v0 - p3) + p2; two: p0 v0 + p1 (v1 - p3) + p2
+                        // (batch norm's apply: forward, and backward with v0 = dy, v1 = x)
 };
 
 struct ElementwiseCall {
@@ -52,7 +53,7 @@ struct ElementwiseCall {
   Operand out;  // written (out.data is cast to void*)
   // The feature index of an element is Σ index[d] feature_strides[d] (batch norm's channel).
   int64_t feature_strides[kMaxRank] = {};
-  const float* params[3] = {};
+  const float* params[4] = {};
   float coef[kMaxOperands] = {};
   dnn::ActivationParams<float> act;
   float alpha = 1, beta = 0;
@@ -106,7 +107,7 @@ struct ReduceCall {
   double factor = 0, epsilon = 1e-5;
   float* dscale = nullptr;
   float* dbias = nullptr;
-  float* dense = nullptr;  // 3 x features: the kAffine parameters of the apply pass
+  float* dense = nullptr;  // 4 x features: the kAffine parameters p0..p3 of the apply pass
 };
 // The split count a call uses: enough blocks to fill the GPU, at least ~1024 elements each.
 // Depends on the sizes only, so workspace queries and launches agree.
