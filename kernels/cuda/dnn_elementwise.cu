@@ -84,9 +84,31 @@ __device__ __forceinline__ float Apply(const ElementwiseCall& c, const float* v,
   return arg == c.which ? dy : 0.0f;
 }
 
+// Fast divisors of the merged dims (used by 32-bit index walks).
+struct Divisors {
+  FastDiv d[kMaxRank];
+};
+
+// index = rest % dims[d], rest /= dims[d].
+template <typename Index>
+__device__ __forceinline__ Index Step(Index* rest, const ElementwiseCall& c, const Divisors& divs,
+                                      int d) {
+  if (sizeof(Index) == 4) {
+    const Index q = static_cast<Index>(Div(static_cast<uint32_t>(*rest), divs.d[d]));
+    const Index idx = *rest - q * static_cast<Index>(c.dims[d]);
+    *rest = q;
+    return idx;
+  }
+  const Index dim = static_cast<Index>(c.dims[d]);
+  const Index idx = *rest % dim;
+  *rest /= dim;
+  return idx;
+}
+
 template <ElementwiseOp kOp, int kN, typename Index>
 __global__ void __launch_bounds__(kThreads)
-    ElementwiseKernel(const __grid_constant__ ElementwiseCall c, Index total, bool dense) {
+    ElementwiseKernel(const __grid_constant__ ElementwiseCall c,
+                      const __grid_constant__ Divisors divs, Index total, bool dense) {
   constexpr bool kUsesFeature = kOp == ElementwiseOp::kAffine;
   const int n = c.num_inputs;
   float v[kPerThread][kN];
@@ -106,18 +128,14 @@ __global__ void __launch_bounds__(kThreads)
       if (kUsesFeature) {
         Index rest = e;
         for (int d = c.rank - 1; d >= 0; --d) {
-          const Index dim = static_cast<Index>(c.dims[d]);
-          feature[j] += (rest % dim) * static_cast<Index>(c.feature_strides[d]);
-          rest /= dim;
+          feature[j] += Step(&rest, c, divs, d) * static_cast<Index>(c.feature_strides[d]);
         }
       }
     } else {
       for (int i = 0; i < kN; ++i) in_offset[i] = 0;
       Index rest = e;
       for (int d = c.rank - 1; d >= 0; --d) {
-        const Index dim = static_cast<Index>(c.dims[d]);
-        const Index idx = rest % dim;
-        rest /= dim;
+        const Index idx = Step(&rest, c, divs, d);
 #pragma unroll
         for (int i = 0; i < kN; ++i) in_offset[i] += idx * static_cast<Index>(c.in[i].strides[d]);
         out_offset[j] += idx * static_cast<Index>(c.out.strides[d]);
@@ -186,23 +204,36 @@ void MergeDims(ElementwiseCall& c) {
 
 template <ElementwiseOp kOp, int kN>
 int LaunchFor(const ElementwiseCall& c, void* stream) {
-  int64_t total = 1, largest = 0;
-  for (int d = 0; d < c.rank; ++d) total *= c.dims[d];
-  bool dense = c.rank == 1 && c.out.strides[0] == 1;
+  // Dense: every operand laid out packed row-major over the merged dims, so an element's offset
+  // is its index (a broadcast operand, with zero strides, is not).
+  int64_t packed[kMaxRank];
+  int64_t total = 1;
+  for (int d = c.rank - 1; d >= 0; --d) {
+    packed[d] = total;
+    total *= c.dims[d];
+  }
+  int64_t largest = 0;
+  bool dense = true;
   for (int k = 0; k <= c.num_inputs; ++k) {
-    const int64_t* s = k < c.num_inputs ? c.in[k].strides : c.out.strides;
+    const Operand& o = k < c.num_inputs ? c.in[k] : c.out;
     int64_t span = 0;
-    for (int d = 0; d < c.rank; ++d) span += (c.dims[d] - 1) * s[d];
+    for (int d = 0; d < c.rank; ++d) {
+      span += (c.dims[d] - 1) * o.strides[d];
+      if (o.data != nullptr && o.strides[d] != packed[d]) dense = false;
+    }
     largest = span > largest ? span : largest;
-    if (k < c.num_inputs && !(c.rank == 1 && s[0] == 1)) dense = false;
+  }
+  Divisors divs;
+  for (int d = 0; d < c.rank; ++d) {
+    divs.d[d] = MakeFastDiv(c.dims[d] < (int64_t{1} << 31) ? static_cast<uint32_t>(c.dims[d]) : 1);
   }
   const unsigned blocks = BlocksFor(total, kThreads * kPerThread, int64_t{1} << 31);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (total < (int64_t{1} << 30) && largest < (int64_t{1} << 30)) {
     ElementwiseKernel<kOp, kN, uint32_t>
-        <<<blocks, kThreads, 0, s>>>(c, static_cast<uint32_t>(total), dense);
+        <<<blocks, kThreads, 0, s>>>(c, divs, static_cast<uint32_t>(total), dense);
   } else {
-    ElementwiseKernel<kOp, kN, int64_t><<<blocks, kThreads, 0, s>>>(c, total, dense);
+    ElementwiseKernel<kOp, kN, int64_t><<<blocks, kThreads, 0, s>>>(c, divs, total, dense);
   }
   return LastError();
 }

@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t e = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x;
   if (e >= total) return;
   int64_t i[5];
-  DecodeWalk(walk, e, i);
+  DecodeWalk<int64_t>(walk, e, i);
   const T* x = static_cast<const T*>(c.x);
   const float v = ToFloat(x[Offset5(c.x_strides, i)]) * powf(ScaleAt(c, x, i), -c.beta);
   T* y = static_cast<T*>(c.out) + Offset5(c.y_strides, i);
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t e = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x;
   if (e >= total) return;
   int64_t i[5];
-  DecodeWalk(walk, e, i);
+  DecodeWalk<int64_t>(walk, e, i);
   const T* x = static_cast<const T*>(c.x);
   const T* y = static_cast<const T*>(c.y);
   const T* dy = static_cast<const T*>(c.dy);

@@ -21,6 +21,7 @@ constexpr int kThreads = 256;
 template <typename I>
 struct Geometry {
   dnn::PoolAxisOf<I> axis[3];
+  FastDiv stride_div[3];
   I x[5], y[5], dy[5], dx[5];
   int mode;
   float alpha, beta;
@@ -32,6 +33,7 @@ Geometry<I> GeometryOf(const PoolingCall& c) {
   for (int a = 0; a < 3; ++a) {
     g.axis[a] = {static_cast<I>(c.in[a]), static_cast<I>(c.out[a]), static_cast<I>(c.window[a]),
                  static_cast<I>(c.stride[a]), static_cast<I>(c.pad[a])};
+    g.stride_div[a] = MakeFastDiv(static_cast<uint32_t>(c.stride[a]));
   }
   for (int d = 0; d < 5; ++d) {
     g.x[d] = static_cast<I>(c.x_strides[d]);
@@ -43,17 +45,6 @@ Geometry<I> GeometryOf(const PoolingCall& c) {
   g.alpha = c.alpha;
   g.beta = c.beta;
   return g;
-}
-
-template <typename I>
-__device__ __forceinline__ void Decode(const Walk& w, I e, I* idx) {
-#pragma unroll
-  for (int k = 0; k < 5; ++k) {
-    const int d = w.order[k];
-    const I dim = static_cast<I>(w.dims[d]);
-    idx[d] = e % dim;
-    e /= dim;
-  }
 }
 
 template <typename I>
@@ -69,7 +60,7 @@ __global__ void __launch_bounds__(kThreads)
   const I e = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x;
   if (e >= total) return;
   I o[5];
-  Decode(walk, e, o);
+  DecodeWalk(walk, e, o);
   I begin[3], end[3], padded[3];
 #pragma unroll
   for (int a = 0; a < 3; ++a) dnn::PoolWindow(g.axis[a], o[2 + a], &begin[a], &end[a], &padded[a]);
@@ -103,10 +94,21 @@ __global__ void __launch_bounds__(kThreads)
   const I e = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x;
   if (e >= total) return;
   I i[5];
-  Decode(walk, e, i);
+  DecodeWalk(walk, e, i);
   I first[3], last[3];
 #pragma unroll
-  for (int a = 0; a < 3; ++a) dnn::PoolCoveringOutputs(g.axis[a], i[2 + a], &first[a], &last[a]);
+  for (int a = 0; a < 3; ++a) {
+    if (sizeof(I) == 4) {  // PoolCoveringOutputs with the divisions by the stride made cheap
+      const dnn::PoolAxisOf<I>& ax = g.axis[a];
+      const I lo = i[2 + a] + ax.pad - ax.window + 1;
+      first[a] = lo <= 0 ? 0 : static_cast<I>(Div(static_cast<uint32_t>(lo + ax.stride - 1),
+                                                   g.stride_div[a]));
+      const I l = static_cast<I>(Div(static_cast<uint32_t>(i[2 + a] + ax.pad), g.stride_div[a]));
+      last[a] = l < ax.out - 1 ? l : ax.out - 1;
+    } else {
+      dnn::PoolCoveringOutputs(g.axis[a], i[2 + a], &first[a], &last[a]);
+    }
+  }
   const T* xp = x + i[0] * g.x[0] + i[1] * g.x[1];
   const T* yp = y + i[0] * g.y[0] + i[1] * g.y[1];
   const T* dyp = dy + i[0] * g.dy[0] + i[1] * g.dy[1];

@@ -20,6 +20,7 @@ cuda::SoftmaxCall CallFor(const SoftmaxDescriptor& softmax, const TensorDescript
   const TensorDescriptor& x = *ds[0];
   c.type = internal::StorageOf(x.dtype);
   for (int d = 0; d < x.rank(); ++d) {
+    if (x.dims[d] == 1) continue;  // costs index arithmetic, changes nothing
     const bool in_row = d >= softmax.first_axis && d <= softmax.last_axis;
     const int k = in_row ? c.row_rank++ : c.outer_rank++;
     (in_row ? c.row_dims : c.outer_dims)[k] = x.dims[d];

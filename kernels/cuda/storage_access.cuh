@@ -83,11 +83,34 @@ inline unsigned BlocksFor(int64_t work, int per_block, int64_t cap = 1 << 20) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
 
+// Division by a loop-invariant divisor as a multiply-high and a shift (the round-up method):
+// exact for every dividend below 2^31, and several times cheaper than the hardware-less integer
+// division the compiler emits.
+struct FastDiv {
+  uint32_t divisor = 1, mul = 1, shift = 0;
+};
+
+inline FastDiv MakeFastDiv(uint32_t divisor) {
+  FastDiv f;
+  f.divisor = divisor;
+  while ((uint64_t{1} << f.shift) < divisor) ++f.shift;
+  f.mul = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - divisor)) /
+                                    divisor +
+                                1);
+  return f;
+}
+
+__device__ __forceinline__ uint32_t Div(uint32_t n, const FastDiv& f) {
+  return (__umulhi(n, f.mul) + n) >> f.shift;
+}
+
 // The (N, C, D, H, W) dims walked by the threads and the order to decode them in (innermost
-// memory dim first), so consecutive threads touch consecutive addresses.
+// memory dim first, unit dims dropped), so consecutive threads touch consecutive addresses.
 struct Walk {
   int64_t dims[5];
   int order[5];
+  int rank;        // dims with extent > 1
+  FastDiv div[5];  // div[k] divides by dims[order[k]] (32-bit walks)
 };
 
 inline Walk WalkFor(const int64_t* dims, const int64_t* strides) {
@@ -105,17 +128,31 @@ inline Walk WalkFor(const int64_t* dims, const int64_t* strides) {
       w.order[j - 1] = t;
     }
   }
+  w.rank = 0;
+  for (int d = 0; d < 5; ++d) w.rank += dims[d] > 1;
+  for (int k = 0; k < 5; ++k) {
+    const int64_t extent = w.dims[w.order[k]];
+    w.div[k] = MakeFastDiv(extent < (int64_t{1} << 31) ? static_cast<uint32_t>(extent) : 1);
+  }
   return w;
 }
 
+// Sets idx[0..5) (N, C, D, H, W) from the walk position e.
 template <typename Index>
-__device__ __forceinline__ void DecodeWalk(const Walk& w, Index e, int64_t* idx) {
+__device__ __forceinline__ void DecodeWalk(const Walk& w, Index e, Index* idx) {
 #pragma unroll
-  for (int k = 0; k < 5; ++k) {
+  for (int k = 0; k < 5; ++k) idx[k] = 0;
+  for (int k = 0; k < w.rank; ++k) {
     const int d = w.order[k];
-    const Index dim = static_cast<Index>(w.dims[d]);
-    idx[d] = static_cast<int64_t>(e % dim);
-    e /= dim;
+    if (sizeof(Index) == 4) {
+      const Index q = static_cast<Index>(Div(static_cast<uint32_t>(e), w.div[k]));
+      idx[d] = e - q * static_cast<Index>(w.dims[d]);
+      e = q;
+    } else {
+      const Index dim = static_cast<Index>(w.dims[d]);
+      idx[d] = e % dim;
+      e /= dim;
+    }
   }
 }
 
