@@ -65,11 +65,11 @@ struct Cudnn {
   bool ops_loaded = false;
   int (*CreateActivationDescriptor)(cudnnDesc*) = nullptr;
   int (*SetActivationDescriptor)(cudnnDesc, int mode, int nan_opt, double coef) = nullptr;
-  int (*ActivationForward)(cudnnHandle, cudnnDesc, const void*, cudnnDesc, const void*,
-                           const void*, cudnnDesc, void*) = nullptr;
-  int (*ActivationBackward)(cudnnHandle, cudnnDesc, const void*, cudnnDesc, const void*,
-                            cudnnDesc, const void*, cudnnDesc, const void*, const void*,
-                            cudnnDesc, void*) = nullptr;
+  int (*ActivationForward)(cudnnHandle, cudnnDesc, const void*, cudnnDesc, const void*, const void*,
+                           cudnnDesc, void*) = nullptr;
+  int (*ActivationBackward)(cudnnHandle, cudnnDesc, const void*, cudnnDesc, const void*, cudnnDesc,
+                            const void*, cudnnDesc, const void*, const void*, cudnnDesc,
+                            void*) = nullptr;
   int (*CreatePoolingDescriptor)(cudnnDesc*) = nullptr;
   int (*SetPooling2dDescriptor)(cudnnDesc, int mode, int nan_opt, int wh, int ww, int ph, int pw,
                                 int sh, int sw) = nullptr;

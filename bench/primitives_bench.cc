@@ -28,14 +28,13 @@
 namespace kiln {
 namespace {
 
-#define CHECK_CUDA(call)                                                                 \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                 \
-                   cudaGetErrorString(e_));                                              \
-      std::exit(1);                                                                      \
-    }                                                                                    \
+#define CHECK_CUDA(call)                                                                          \
+  do {                                                                                            \
+    cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                               \
+    }                                                                                             \
   } while (0)
 
 // A device buffer of f32 values uniform in [lo, hi).
@@ -110,8 +109,8 @@ int Main(int argc, char** argv) {
   int driver = 0, runtime = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
-  std::printf("device: %s, %d SMs, driver %d, runtime %d\n", prop.name,
-              prop.multiProcessorCount, driver, runtime);
+  std::printf("device: %s, %d SMs, driver %d, runtime %d\n", prop.name, prop.multiProcessorCount,
+              driver, runtime);
   auto handle_or = dnn::Handle::Create();
   if (!handle_or.ok()) {
     std::fprintf(stderr, "%s\n", std::string(handle_or.status().message()).c_str());
@@ -145,7 +144,8 @@ int Main(int argc, char** argv) {
   auto cudnn_desc = [&](const dnn::TensorDescriptor& d) {
     bench::cudnnDesc t = nullptr;
     cudnn.CreateTensorDescriptor(&t);
-    std::vector<int> dims(d.dims.begin(), d.dims.end()), strides(d.strides.begin(), d.strides.end());
+    std::vector<int> dims(d.dims.begin(), d.dims.end()),
+        strides(d.strides.begin(), d.strides.end());
     cudnn.SetTensorNdDescriptor(t, bench::kCudnnFloat, d.rank(), dims.data(), strides.data());
     return t;
   };
@@ -187,17 +187,19 @@ int Main(int argc, char** argv) {
     cudnn.CreateLRNDescriptor(&lrn);
     cudnn.SetLRNDescriptor(lrn, 5, 1e-4, 0.75, 1.0);
   }
-  add("relu fwd", 2 * t,
+  add(
+      "relu fwd", 2 * t,
       [&] { return Ok(dnn::ActivationForward(h, relu, 1, xd, x.ptr, 0, xd, y.ptr), "relu"); },
       [&] {
         return CudnnOk(cudnn, cudnn.ActivationForward(ch, act, &one, cx, x.ptr, &zero, cx, y.ptr),
                        "relu");
       });
-  add("relu bwd", 3 * t,
+  add(
+      "relu bwd", 3 * t,
       [&] {
-        return Ok(dnn::ActivationBackward(h, relu, 1, xd, y.ptr, xd, dy.ptr, xd, x.ptr, 0, xd,
-                                          dx.ptr),
-                  "relu bwd");
+        return Ok(
+            dnn::ActivationBackward(h, relu, 1, xd, y.ptr, xd, dy.ptr, xd, x.ptr, 0, xd, dx.ptr),
+            "relu bwd");
       },
       [&] {
         return CudnnOk(cudnn,
@@ -209,17 +211,19 @@ int Main(int argc, char** argv) {
   // Max pooling 3x3 stride 2 (55 -> 27).
   const auto maxpool =
       *dnn::PoolingDescriptor::Create(dnn::PoolingMode::kMax, {3, 3}, {0, 0}, {2, 2});
-  add("maxpool 3x3/2 fwd", t + tp,
+  add(
+      "maxpool 3x3/2 fwd", t + tp,
       [&] { return Ok(dnn::PoolingForward(h, maxpool, 1, xd, x.ptr, 0, pd_, y.ptr), "pool"); },
       [&] {
         return CudnnOk(cudnn, cudnn.PoolingForward(ch, pool, &one, cx, x.ptr, &zero, cp, y.ptr),
                        "pool");
       });
-  add("maxpool 3x3/2 bwd", 2 * t + 2 * tp,
+  add(
+      "maxpool 3x3/2 bwd", 2 * t + 2 * tp,
       [&] {
-        return Ok(dnn::PoolingBackward(h, maxpool, 1, pd_, y.ptr, pd_, dy.ptr, xd, x.ptr, 0, xd,
-                                       dx.ptr),
-                  "pool bwd");
+        return Ok(
+            dnn::PoolingBackward(h, maxpool, 1, pd_, y.ptr, pd_, dy.ptr, xd, x.ptr, 0, xd, dx.ptr),
+            "pool bwd");
       },
       [&] {
         return CudnnOk(cudnn,
@@ -231,9 +235,9 @@ int Main(int argc, char** argv) {
   Ok(dnn::PoolingForward(h, maxpool, 1, xd, x.ptr, 0, pd_, y.ptr), "pool");
 
   // LRN across channels, size 5.
-  const auto lrn5 =
-      *dnn::LrnDescriptor::Create(dnn::LrnMode::kAcrossChannels, 5, 1e-4, 0.75, 1.0);
-  add("lrn 5 fwd", 2 * t,
+  const auto lrn5 = *dnn::LrnDescriptor::Create(dnn::LrnMode::kAcrossChannels, 5, 1e-4, 0.75, 1.0);
+  add(
+      "lrn 5 fwd", 2 * t,
       [&] { return Ok(dnn::LrnForward(h, lrn5, 1, xd, x.ptr, 0, xd, y.ptr), "lrn"); },
       [&] {
         return CudnnOk(cudnn,
@@ -241,7 +245,8 @@ int Main(int argc, char** argv) {
                        "lrn");
       });
   Ok(dnn::LrnForward(h, lrn5, 1, xd, x.ptr, 0, xd, y.ptr), "lrn");
-  add("lrn 5 bwd", 4 * t,
+  add(
+      "lrn 5 bwd", 4 * t,
       [&] {
         return Ok(dnn::LrnBackward(h, lrn5, 1, xd, y.ptr, xd, dy.ptr, xd, x.ptr, 0, xd, dx.ptr),
                   "lrn bwd");
@@ -260,7 +265,8 @@ int Main(int argc, char** argv) {
   void* ws = nullptr;
   CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
   dnn::BatchNormTraining bn;
-  add("bn train fwd", 2 * t,
+  add(
+      "bn train fwd", 2 * t,
       [&] {
         return Ok(dnn::BatchNormForwardTraining(h, bn, 1, 0, xd, x.ptr, xd, y.ptr, cd, scale.ptr,
                                                 bias.ptr, rm.ptr, rv.ptr, nullptr, sm.ptr, si.ptr,
@@ -269,27 +275,28 @@ int Main(int argc, char** argv) {
       },
       [&] {
         return CudnnOk(cudnn,
-                       cudnn.BatchNormForwardTraining(ch, /*SPATIAL*/ 1, &one, &zero, cx, x.ptr,
-                                                      cx, y.ptr, cc, scale.ptr, bias.ptr, 0.1,
-                                                      rm.ptr, rv.ptr, 1e-5, sm.ptr, si.ptr),
+                       cudnn.BatchNormForwardTraining(ch, /*SPATIAL*/ 1, &one, &zero, cx, x.ptr, cx,
+                                                      y.ptr, cc, scale.ptr, bias.ptr, 0.1, rm.ptr,
+                                                      rv.ptr, 1e-5, sm.ptr, si.ptr),
                        "bn");
       });
   Ok(dnn::BatchNormForwardTraining(h, bn, 1, 0, xd, x.ptr, xd, y.ptr, cd, scale.ptr, bias.ptr,
                                    nullptr, nullptr, nullptr, sm.ptr, si.ptr, ws, ws_bytes),
      "bn");
-  add("bn train bwd", 3 * t,
+  add(
+      "bn train bwd", 3 * t,
       [&] {
-        return Ok(dnn::BatchNormBackward(h, dnn::BatchNormMode::kSpatial, 1, 0, 1, 0, xd, x.ptr,
-                                         xd, dy.ptr, xd, dx.ptr, cd, scale.ptr, ds.ptr, db.ptr,
-                                         1e-5, sm.ptr, si.ptr, ws, ws_bytes),
+        return Ok(dnn::BatchNormBackward(h, dnn::BatchNormMode::kSpatial, 1, 0, 1, 0, xd, x.ptr, xd,
+                                         dy.ptr, xd, dx.ptr, cd, scale.ptr, ds.ptr, db.ptr, 1e-5,
+                                         sm.ptr, si.ptr, ws, ws_bytes),
                   "bn bwd");
       },
       [&] {
-        return CudnnOk(cudnn,
-                       cudnn.BatchNormBackward(ch, 1, &one, &zero, &one, &zero, cx, x.ptr, cx,
-                                               dy.ptr, cx, dx.ptr, cc, scale.ptr, ds.ptr, db.ptr,
-                                               1e-5, sm.ptr, si.ptr),
-                       "bn bwd");
+        return CudnnOk(
+            cudnn,
+            cudnn.BatchNormBackward(ch, 1, &one, &zero, &one, &zero, cx, x.ptr, cx, dy.ptr, cx,
+                                    dx.ptr, cc, scale.ptr, ds.ptr, db.ptr, 1e-5, sm.ptr, si.ptr),
+            "bn bwd");
       });
 
   // Softmax over 1000 classes for 128 rows.
@@ -297,7 +304,8 @@ int Main(int argc, char** argv) {
   bench::cudnnDesc cs = cudnn.ops_loaded ? cudnn_desc(sd) : nullptr;
   const auto softmax = dnn::SoftmaxDescriptor::Instance(dnn::SoftmaxAlgorithm::kAccurate, 4);
   const double ts = 4.0 * 128 * 1000;
-  add("softmax 128x1000 fwd", 2 * ts,
+  add(
+      "softmax 128x1000 fwd", 2 * ts,
       [&] { return Ok(dnn::SoftmaxForward(h, softmax, 1, sd, x.ptr, 0, sd, y.ptr), "softmax"); },
       [&] {
         return CudnnOk(cudnn,
@@ -305,16 +313,16 @@ int Main(int argc, char** argv) {
                                             &zero, cs, y.ptr),
                        "softmax");
       });
-  add("softmax 128x1000 bwd", 3 * ts,
+  add(
+      "softmax 128x1000 bwd", 3 * ts,
       [&] {
         return Ok(dnn::SoftmaxBackward(h, softmax, 1, sd, y.ptr, sd, dy.ptr, 0, sd, dx.ptr),
                   "softmax bwd");
       },
       [&] {
-        return CudnnOk(cudnn,
-                       cudnn.SoftmaxBackward(ch, 1, 0, &one, cs, y.ptr, cs, dy.ptr, &zero, cs,
-                                             dx.ptr),
-                       "softmax bwd");
+        return CudnnOk(
+            cudnn, cudnn.SoftmaxBackward(ch, 1, 0, &one, cs, y.ptr, cs, dy.ptr, &zero, cs, dx.ptr),
+            "softmax bwd");
       });
   CHECK_CUDA(cudaDeviceSynchronize());
 
@@ -322,8 +330,8 @@ int Main(int argc, char** argv) {
   const double copy_gbs = 2.0 * t / (big_copy_ms * 1e6);
   std::printf("\ndevice copy: %.1f MB read + written in %.4f ms = %.0f GB/s\n\n", 2 * t / 1e6,
               big_copy_ms, copy_gbs);
-  std::printf("%-22s %9s %9s %8s %7s %9s %8s %9s %8s\n", "op", "MB", "kiln ms", "GB/s",
-              "%copy", "copy-same", "%same", "cudnn ms", "cudnn/kiln");
+  std::printf("%-22s %9s %9s %8s %7s %9s %8s %9s %8s\n", "op", "MB", "kiln ms", "GB/s", "%copy",
+              "copy-same", "%same", "cudnn ms", "cudnn/kiln");
   for (const Row& r : rows) {
     const double gbs = r.bytes / (r.kiln_ms * 1e6);
     std::printf("%-22s %9.2f %9.4f %8.0f %6.0f%% %9.4f %7.0f%% %9.4f %8.2f\n", r.op.c_str(),

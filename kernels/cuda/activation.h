@@ -34,8 +34,7 @@ absl::Status PReluBackward(Handle& handle, const TensorDescriptor& xd, const voi
                            const TensorDescriptor& dyd, const void* dy,
                            const TensorDescriptor& slope_d, const void* slope, float alpha,
                            float beta, const TensorDescriptor& dxd, void* dx, float alpha_param,
-                           float beta_param, void* dslope, void* workspace,
-                           size_t workspace_bytes);
+                           float beta_param, void* dslope, void* workspace, size_t workspace_bytes);
 
 // Dropout with the counter-based mask of DropoutDescriptor. Backward is the same call on dy
 // (the mask is regenerated from the seed, so nothing is stored between the two).

@@ -155,8 +155,8 @@ __global__ void __launch_bounds__(kThreads)
     if (e >= total) continue;
     const float r = Apply<kOp, kN>(c, v[j], feature[j], e);
     void* out = const_cast<void*>(c.out.data);
-    const float value = Blend(c.alpha, r, c.beta,
-                              [&] { return LoadAny(out, c.out.type, out_offset[j]); });
+    const float value =
+        Blend(c.alpha, r, c.beta, [&] { return LoadAny(out, c.out.type, out_offset[j]); });
     StoreAny(out, c.out.type, out_offset[j], value);
   }
 }

@@ -19,9 +19,7 @@ struct LrnGeometry {
   int64_t dims[5];  // N, C, D, H, W
 };
 
-LrnGeometry GeometryOf(const LrnCall& c) {
-  return {{c.n, c.c, c.sp[0], c.sp[1], c.sp[2]}};
-}
+LrnGeometry GeometryOf(const LrnCall& c) { return {{c.n, c.c, c.sp[0], c.sp[1], c.sp[2]}}; }
 
 // Σ x^2 over the window of element `i`, and the window's divisor.
 template <typename T>
@@ -56,8 +54,8 @@ __device__ __forceinline__ float WindowSumSq(const LrnCall& c, const T* x, const
   for (int64_t d = lo[0]; d <= hi[0]; ++d) {
     for (int64_t h = lo[1]; h <= hi[1]; ++h) {
       for (int64_t w = lo[2]; w <= hi[2]; ++w) {
-        const float v = ToFloat(x[base + d * c.x_strides[2] + h * c.x_strides[3] +
-                                  w * c.x_strides[4]]);
+        const float v =
+            ToFloat(x[base + d * c.x_strides[2] + h * c.x_strides[3] + w * c.x_strides[4]]);
         sum += v * v;
       }
     }
@@ -213,7 +211,9 @@ __global__ void __launch_bounds__(kSlidingThreads)
   T* __restrict__ dx = static_cast<T*>(c.out) + SpatialBase(c.dx_strides, i);
   const int64_t half = c.size / 2, len = c.size + 1;
   const float a = c.alpha / static_cast<float>(c.size);
-  auto slot = [&](int64_t ch) -> float& { return ring[(ch % len) * kSlidingThreads + threadIdx.x]; };
+  auto slot = [&](int64_t ch) -> float& {
+    return ring[(ch % len) * kSlidingThreads + threadIdx.x];
+  };
   auto sq = [&](int64_t ch) {
     if (ch < 0 || ch >= c.c) return 0.0f;
     const float v = ToFloat(x[ch * c.x_strides[1]]);
@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(kSlidingThreads)
   };
   float sum = 0, ratio_sum = 0;
   for (int64_t ch = 0; ch < half && ch < c.c; ++ch) sum += sq(ch);
-  // Step j computes scale_j and adds ratio_j, then finishes channel j - half.
+    // Step j computes scale_j and adds ratio_j, then finishes channel j - half.
 #pragma unroll 4
   for (int64_t j = 0; j < c.c + half; ++j) {
     if (j < c.c) {

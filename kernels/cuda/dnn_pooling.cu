@@ -101,8 +101,9 @@ __global__ void __launch_bounds__(kThreads)
     if (sizeof(I) == 4) {  // PoolCoveringOutputs with the divisions by the stride made cheap
       const dnn::PoolAxisOf<I>& ax = g.axis[a];
       const I lo = i[2 + a] + ax.pad - ax.window + 1;
-      first[a] = lo <= 0 ? 0 : static_cast<I>(Div(static_cast<uint32_t>(lo + ax.stride - 1),
-                                                   g.stride_div[a]));
+      first[a] =
+          lo <= 0 ? 0
+                  : static_cast<I>(Div(static_cast<uint32_t>(lo + ax.stride - 1), g.stride_div[a]));
       const I l = static_cast<I>(Div(static_cast<uint32_t>(i[2 + a] + ax.pad), g.stride_div[a]));
       last[a] = l < ax.out - 1 ? l : ax.out - 1;
     } else {

@@ -15,8 +15,8 @@ constexpr int kThreads = 256;
 
 template <typename Index>
 __device__ __forceinline__ void Decode(Index i, int rank, const int64_t* dims,
-                                       const int64_t* strides_a, const int64_t* strides_b,
-                                       Index* a, Index* b) {
+                                       const int64_t* strides_a, const int64_t* strides_b, Index* a,
+                                       Index* b) {
   Index oa = 0, ob = 0;
   for (int d = rank - 1; d >= 0; --d) {
     const Index dim = static_cast<Index>(dims[d]);
@@ -29,8 +29,7 @@ __device__ __forceinline__ void Decode(Index i, int rank, const int64_t* dims,
   *b = ob;
 }
 
-__device__ __forceinline__ void Accumulate(ReduceOp op, float a, float b, double* s0,
-                                           double* s1) {
+__device__ __forceinline__ void Accumulate(ReduceOp op, float a, float b, double* s0, double* s1) {
   switch (op) {
     case ReduceOp::kMoments:
       *s0 += a;
@@ -108,8 +107,8 @@ __global__ void __launch_bounds__(kThreads)
   double s0 = 0, s1 = 0;
   if (f < static_cast<Index>(c.features)) {
     Index fa, fb;
-    Decode<Index>(f, c.feature_rank, c.feature_dims, c.a_feature_strides, c.b_feature_strides,
-                  &fa, &fb);
+    Decode<Index>(f, c.feature_rank, c.feature_dims, c.a_feature_strides, c.b_feature_strides, &fa,
+                  &fb);
     for (Index r = begin + row; r < end; r += kThreads / 32) {
       Index ra, rb;
       Decode<Index>(r, c.reduce_rank, c.reduce_dims, c.a_reduce_strides, c.b_reduce_strides, &ra,
@@ -270,11 +269,11 @@ int LaunchReduce(const ReduceCall& c, void* stream) {
   return LastError();
 }
 
-int LaunchBatchNormInferenceParams(int64_t features, int feature_rank,
-                                   const int64_t* feature_dims, const int64_t* param_strides,
-                                   const float* scale, const float* bias, const float* mean,
-                                   const float* var, const float* caffe_factor, double epsilon,
-                                   float* dense, void* stream) {
+int LaunchBatchNormInferenceParams(int64_t features, int feature_rank, const int64_t* feature_dims,
+                                   const int64_t* param_strides, const float* scale,
+                                   const float* bias, const float* mean, const float* var,
+                                   const float* caffe_factor, double epsilon, float* dense,
+                                   void* stream) {
   InferenceParams p{};
   p.features = features;
   p.rank = feature_rank;
@@ -289,8 +288,7 @@ int LaunchBatchNormInferenceParams(int64_t features, int feature_rank,
   p.caffe_factor = caffe_factor;
   p.epsilon = epsilon;
   p.dense = dense;
-  InferenceParamsKernel<<<BlocksFor(features, 128), 128, 0, static_cast<cudaStream_t>(stream)>>>(
-      p);
+  InferenceParamsKernel<<<BlocksFor(features, 128), 128, 0, static_cast<cudaStream_t>(stream)>>>(p);
   return LastError();
 }
 

@@ -57,7 +57,8 @@ __device__ __forceinline__ void StoreBlended(const SoftmaxCall& c, int64_t offse
 
 // Forward (kBackward false): out = softmax(x). Backward: x is y; out = dx.
 template <typename T, bool kBackward>
-__global__ void __launch_bounds__(kThreads) SoftmaxRowKernel(const __grid_constant__ SoftmaxCall c) {
+__global__ void __launch_bounds__(kThreads)
+    SoftmaxRowKernel(const __grid_constant__ SoftmaxCall c) {
   __shared__ float cache[kCachedRow];
   __shared__ float scratch[kThreads / 32];
   const bool cached = c.row_length <= kCachedRow;
@@ -200,7 +201,7 @@ __device__ __forceinline__ int64_t ClassAt(const SoftmaxLossCall& c, int64_t lab
 __device__ float Normalizer(const SoftmaxLossCall& c, double valid) {
   double n = 1;
   switch (c.normalization) {  // dnn::LossNormalization's values
-    case 0:                      // full
+    case 0:                   // full
       n = static_cast<double>(c.positions);
       break;
     case 1:  // valid
@@ -217,8 +218,8 @@ __device__ float Normalizer(const SoftmaxLossCall& c, double valid) {
 }
 
 // One block: per-thread partial loss and valid count in a fixed order, then a fixed tree.
-__global__ void __launch_bounds__(1024) SoftmaxLossKernel(const __grid_constant__ SoftmaxLossCall c,
-                                                          bool backward_prepass) {
+__global__ void __launch_bounds__(1024)
+    SoftmaxLossKernel(const __grid_constant__ SoftmaxLossCall c, bool backward_prepass) {
   __shared__ double loss[1024];
   __shared__ double valid[1024];
   double l = 0, n = 0;

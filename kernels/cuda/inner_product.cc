@@ -68,10 +68,9 @@ absl::Status Gemm(Handle& h, DataType dtype, MathMode math, bool ta, bool tb, in
   }
   const cublasStatus_t s = cublasGemmEx(
       static_cast<cublasHandle_t>(h.cublas()), ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-      tb ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
-      static_cast<int>(k), &alpha, a, CudaType(dtype), static_cast<int>(lda), b, CudaType(dtype),
-      static_cast<int>(ldb), &beta, c, CudaType(dtype), static_cast<int>(ldc),
-      Compute(dtype, math), CUBLAS_GEMM_DEFAULT);
+      tb ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+      &alpha, a, CudaType(dtype), static_cast<int>(lda), b, CudaType(dtype), static_cast<int>(ldb),
+      &beta, c, CudaType(dtype), static_cast<int>(ldc), Compute(dtype, math), CUBLAS_GEMM_DEFAULT);
   if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   return absl::InternalError(
       absl::StrCat(where, ": cublasGemmEx failed: ", cublasGetStatusString(s)));
@@ -84,7 +83,8 @@ absl::Status InnerProductForward(Handle& handle, int axis, bool transposed, Math
                                  const TensorDescriptor& wd, const void* w, const void* bias,
                                  float beta, const TensorDescriptor& yd, void* y) {
   const char* where = "InnerProductForward";
-  KILN_ASSIGN_OR_RETURN(InnerProductShape s, CheckInnerProduct(axis, transposed, xd, wd, yd, where));
+  KILN_ASSIGN_OR_RETURN(InnerProductShape s,
+                        CheckInnerProduct(axis, transposed, xd, wd, yd, where));
   KILN_ASSIGN_OR_RETURN(Matrix xm, AsMatrix(xd, axis, "x", where));
   KILN_ASSIGN_OR_RETURN(Matrix wm, AsMatrix(wd, 1, "w", where));
   KILN_ASSIGN_OR_RETURN(Matrix ym, AsMatrix(yd, axis, "y", where));
@@ -111,8 +111,8 @@ absl::Status InnerProductBackwardData(Handle& handle, int axis, bool transposed,
   KILN_ASSIGN_OR_RETURN(Matrix wm, AsMatrix(wd, 1, "w", where));
   KILN_ASSIGN_OR_RETURN(Matrix ym, AsMatrix(dyd, axis, "dy", where));
   // dx^T (k x m) = op(w) (k x n) dy^T (n x m).
-  return Gemm(handle, dxd.dtype, math, transposed, false, s.k, s.m, s.n, alpha, w, wm.ld, dy,
-              ym.ld, beta, dx, xm.ld, where);
+  return Gemm(handle, dxd.dtype, math, transposed, false, s.k, s.m, s.n, alpha, w, wm.ld, dy, ym.ld,
+              beta, dx, xm.ld, where);
 }
 
 absl::Status InnerProductBackwardFilter(Handle& handle, int axis, bool transposed, MathMode math,
@@ -130,8 +130,8 @@ absl::Status InnerProductBackwardFilter(Handle& handle, int axis, bool transpose
                 beta, dw, wm.ld, where);
   }
   // dw [n, k]: dw^T (k x n) = x^T (k x m) dy (m x n).
-  return Gemm(handle, xd.dtype, math, false, true, s.k, s.n, s.m, alpha, x, xm.ld, dy, ym.ld,
-              beta, dw, wm.ld, where);
+  return Gemm(handle, xd.dtype, math, false, true, s.k, s.n, s.m, alpha, x, xm.ld, dy, ym.ld, beta,
+              dw, wm.ld, where);
 }
 
 }  // namespace dnn

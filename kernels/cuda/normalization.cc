@@ -46,7 +46,8 @@ absl::StatusOr<cuda::LrnCall> LrnCallFor(const LrnDescriptor& lrn, const TensorD
 
 std::vector<bool> BatchNormFeatures(BatchNormMode mode, const TensorDescriptor& xd) {
   std::vector<bool> is_feature(xd.rank(), false);
-  for (int i = 1; i < xd.rank(); ++i) is_feature[i] = i == 1 || mode == BatchNormMode::kPerActivation;
+  for (int i = 1; i < xd.rank(); ++i)
+    is_feature[i] = i == 1 || mode == BatchNormMode::kPerActivation;
   return is_feature;
 }
 
@@ -56,15 +57,16 @@ absl::Status CheckBatchNorm(BatchNormMode mode, const TensorDescriptor& xd,
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", where));
   KILN_RETURN_IF_ERROR(CheckBatchNormParam(mode, xd, pd, where));
   if (!(epsilon > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": epsilon is ", epsilon, " (must be > 0)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": epsilon is ", epsilon, " (must be > 0)"));
   }
   return absl::OkStatus();
 }
 
 // y = A (x - mean) + bias, or dx = P dy + Q (x - mean) + R, with the dense parameters of a bound
 // reduction.
-absl::Status LaunchApply(Handle& handle, const cuda::ReduceCall& r, BatchNormMode mode,
-                         float alpha, float beta, const TensorDescriptor& outd, void* out,
+absl::Status LaunchApply(Handle& handle, const cuda::ReduceCall& r, BatchNormMode mode, float alpha,
+                         float beta, const TensorDescriptor& outd, void* out,
                          const TensorDescriptor& v0d, const void* v0, const TensorDescriptor* v1d,
                          const void* v1, const char* where) {
   cuda::ElementwiseCall c =
@@ -132,9 +134,8 @@ absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& b
                                       const TensorDescriptor& yd, void* y,
                                       const TensorDescriptor& pd, const void* scale,
                                       const void* bias, void* running_mean, void* running_var,
-                                      void* caffe_scale_factor, void* save_mean,
-                                      void* save_inv_std, void* workspace,
-                                      size_t workspace_bytes) {
+                                      void* caffe_scale_factor, void* save_mean, void* save_inv_std,
+                                      void* workspace, size_t workspace_bytes) {
   const char* where = "BatchNormForwardTraining";
   KILN_RETURN_IF_ERROR(CheckBatchNorm(bn.mode, xd, yd, pd, bn.epsilon, where));
   if ((running_mean == nullptr) != (running_var == nullptr)) {

@@ -35,8 +35,8 @@ absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& b
                                       const TensorDescriptor& yd, void* y,
                                       const TensorDescriptor& pd, const void* scale,
                                       const void* bias, void* running_mean, void* running_var,
-                                      void* caffe_scale_factor, void* save_mean,
-                                      void* save_inv_std, void* workspace, size_t workspace_bytes);
+                                      void* caffe_scale_factor, void* save_mean, void* save_inv_std,
+                                      void* workspace, size_t workspace_bytes);
 // Inference forward with stored statistics; with `caffe_scale_factor` (device, one f32) the
 // statistics are Caffe's sums and are divided by it (0 when it is 0).
 absl::Status BatchNormForwardInference(Handle& handle, BatchNormMode mode, float alpha, float beta,

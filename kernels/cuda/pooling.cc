@@ -54,9 +54,8 @@ absl::Status PoolingForward(Handle& handle, const PoolingDescriptor& pool, float
 }
 
 absl::Status PoolingBackward(Handle& handle, const PoolingDescriptor& pool, float alpha,
-                             const TensorDescriptor& yd, const void* y,
-                             const TensorDescriptor& dyd, const void* dy,
-                             const TensorDescriptor& xd, const void* x, float beta,
+                             const TensorDescriptor& yd, const void* y, const TensorDescriptor& dyd,
+                             const void* dy, const TensorDescriptor& xd, const void* x, float beta,
                              const TensorDescriptor& dxd, void* dx) {
   const char* where = "PoolingBackward";
   KILN_RETURN_IF_ERROR(CheckPooling(pool, xd, yd, where));

@@ -17,9 +17,8 @@ absl::Status PoolingForward(Handle& handle, const PoolingDescriptor& pool, float
                             const TensorDescriptor& xd, const void* x, float beta,
                             const TensorDescriptor& yd, void* y);
 absl::Status PoolingBackward(Handle& handle, const PoolingDescriptor& pool, float alpha,
-                             const TensorDescriptor& yd, const void* y,
-                             const TensorDescriptor& dyd, const void* dy,
-                             const TensorDescriptor& xd, const void* x, float beta,
+                             const TensorDescriptor& yd, const void* y, const TensorDescriptor& dyd,
+                             const void* dy, const TensorDescriptor& xd, const void* x, float beta,
                              const TensorDescriptor& dxd, void* dx);
 
 }  // namespace dnn

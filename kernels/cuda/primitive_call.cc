@@ -120,8 +120,8 @@ absl::Status BindReduceWorkspace(cuda::ReduceCall& call, void* workspace, size_t
                                  const char* where) {
   const size_t need = ReduceWorkspaceBytes(call);
   if (bytes < need || (need > 0 && workspace == nullptr)) {
-    return absl::ResourceExhaustedError(absl::StrCat(where, ": the workspace has ", bytes,
-                                                     " bytes but the call needs ", need));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(where, ": the workspace has ", bytes, " bytes but the call needs ", need));
   }
   call.partials = static_cast<double*>(workspace);
   call.dense = DenseVector(call, 0);
@@ -138,8 +138,8 @@ float* DenseVector(const cuda::ReduceCall& call, int k) {
 
 absl::Status LaunchStatus(int error, const char* where) {
   if (error == 0) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(where, ": kernel launch failed: ",
-                                          cudaGetErrorString(static_cast<cudaError_t>(error))));
+  return absl::InternalError(absl::StrCat(
+      where, ": kernel launch failed: ", cudaGetErrorString(static_cast<cudaError_t>(error))));
 }
 
 }  // namespace internal

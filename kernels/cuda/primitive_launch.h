@@ -29,19 +29,19 @@ struct Operand {
 // What an element-wise call computes from its operands v[0..n) and per-feature parameters
 // p[0..4) (dense f32 vectors indexed by the feature index):
 enum class ElementwiseOp : int {
-  kCopy,                // v0 (transform, add-tensor with a broadcast operand, scale in place)
-  kActivation,          // act(v0)
-  kActivationGradient,  // act'(y = v0, dy = v1, x = v2)
-  kPRelu,               // v0 > 0 ? v0 : v1 v0 (v1 the broadcast slope)
-  kPReluGradient,       // v0 > 0 ? v1 : v2 v1 (x, dy, slope)
-  kDropout,             // keep(seed, e) ? v0 / (1 - ratio) : 0, e the logical index
-  kEltwiseSum,          // Σ coef_i v_i
-  kEltwiseProd,         // Π v_i
-  kEltwiseMax,          // max v_i
-  kEltwiseProdGradient, // v_n Π_{i != which} v_i (v_n = dy)
-  kEltwiseMaxGradient,  // which is the first argmax ? v_n : 0
-  kAffine,              // one operand: p0 (v0 - p3) + p2; two: p0 v0 + p1 (v1 - p3) + p2
-                        // (batch norm's apply: forward, and backward with v0 = dy, v1 = x)
+  kCopy,                 // v0 (transform, add-tensor with a broadcast operand, scale in place)
+  kActivation,           // act(v0)
+  kActivationGradient,   // act'(y = v0, dy = v1, x = v2)
+  kPRelu,                // v0 > 0 ? v0 : v1 v0 (v1 the broadcast slope)
+  kPReluGradient,        // v0 > 0 ? v1 : v2 v1 (x, dy, slope)
+  kDropout,              // keep(seed, e) ? v0 / (1 - ratio) : 0, e the logical index
+  kEltwiseSum,           // Σ coef_i v_i
+  kEltwiseProd,          // Π v_i
+  kEltwiseMax,           // max v_i
+  kEltwiseProdGradient,  // v_n Π_{i != which} v_i (v_n = dy)
+  kEltwiseMaxGradient,   // which is the first argmax ? v_n : 0
+  kAffine,               // one operand: p0 (v0 - p3) + p2; two: p0 v0 + p1 (v1 - p3) + p2
+                         // (batch norm's apply: forward, and backward with v0 = dy, v1 = x)
 };
 
 struct ElementwiseCall {
@@ -67,10 +67,10 @@ int LaunchElementwise(ElementwiseCall call, void* stream);
 // Per-feature sums over the other dims, in two deterministic stages: blocks write partial sums
 // (double) to `partials`, then one thread per feature adds them in a fixed order and finishes.
 enum class ReduceOp : int {
-  kMoments,        // Σ x, Σ x^2 -> batch-norm training statistics
-  kGradientSums,   // Σ dy, Σ dy x -> batch-norm backward
-  kSum,            // Σ dy -> bias gradients (ReduceTensorSum)
-  kPReluSlope,     // Σ dy x [x <= 0] -> PReLU slope gradient
+  kMoments,       // Σ x, Σ x^2 -> batch-norm training statistics
+  kGradientSums,  // Σ dy, Σ dy x -> batch-norm backward
+  kSum,           // Σ dy -> bias gradients (ReduceTensorSum)
+  kPReluSlope,    // Σ dy x [x <= 0] -> PReLU slope gradient
 };
 
 struct ReduceCall {
@@ -84,9 +84,9 @@ struct ReduceCall {
   int64_t b_feature_strides[kMaxRank] = {}, b_reduce_strides[kMaxRank] = {};
   int64_t param_strides[kMaxRank] = {};
   int64_t features = 1, reduce_count = 1;
-  int splits = 1;             // blocks per feature along the reduction
-  bool feature_major = false; // threads run along features (their stride is the smallest)
-  double* partials = nullptr; // splits x features x 2
+  int splits = 1;              // blocks per feature along the reduction
+  bool feature_major = false;  // threads run along features (their stride is the smallest)
+  double* partials = nullptr;  // splits x features x 2
   // Outputs of the finishing stage.
   float alpha = 1, beta = 0;
   float* out0 = nullptr;  // kSum / kPReluSlope: the result (param layout), blended
@@ -96,7 +96,7 @@ struct ReduceCall {
   const float* mean_in = nullptr;     // backward: the mean and inverse std, in the param
   const float* inv_std_in = nullptr;  // layout, or dense (indexed by feature) when stats_dense
   bool stats_dense = false;
-  float* mean_dense = nullptr;     // kMoments: the statistics again, dense, when not null
+  float* mean_dense = nullptr;  // kMoments: the statistics again, dense, when not null
   float* inv_std_dense = nullptr;
   float* save_mean = nullptr;
   float* save_inv_std = nullptr;
@@ -114,11 +114,11 @@ struct ReduceCall {
 int ReduceSplits(int64_t features, int64_t reduce_count, bool feature_major);
 int LaunchReduce(const ReduceCall& call, void* stream);
 // Batch-norm inference: dense kAffine parameters from scale, bias, mean and variance.
-int LaunchBatchNormInferenceParams(int64_t features, int feature_rank,
-                                   const int64_t* feature_dims, const int64_t* param_strides,
-                                   const float* scale, const float* bias, const float* mean,
-                                   const float* var, const float* caffe_factor, double epsilon,
-                                   float* dense, void* stream);
+int LaunchBatchNormInferenceParams(int64_t features, int feature_rank, const int64_t* feature_dims,
+                                   const int64_t* param_strides, const float* scale,
+                                   const float* bias, const float* mean, const float* var,
+                                   const float* caffe_factor, double epsilon, float* dense,
+                                   void* stream);
 
 // Pooling over (N, C, D, H, W) (2-d pooling has D = 1 and a unit window there).
 struct PoolingCall {
@@ -187,8 +187,8 @@ struct SoftmaxLossCall {
   int64_t ignore_label = -1;
   int normalization = 1;  // dnn::LossNormalization
   float loss_weight = 1;
-  float* loss = nullptr;  // forward: one element
-  void* dx = nullptr;     // backward
+  float* loss = nullptr;     // forward: one element
+  void* dx = nullptr;        // backward
   float* scratch = nullptr;  // backward: one element (the normalizer)
   float alpha = 1, beta = 0;
 };

@@ -50,9 +50,8 @@ absl::Status SoftmaxForward(Handle& handle, const SoftmaxDescriptor& softmax, fl
 }
 
 absl::Status SoftmaxBackward(Handle& handle, const SoftmaxDescriptor& softmax, float alpha,
-                             const TensorDescriptor& yd, const void* y,
-                             const TensorDescriptor& dyd, const void* dy, float beta,
-                             const TensorDescriptor& dxd, void* dx) {
+                             const TensorDescriptor& yd, const void* y, const TensorDescriptor& dyd,
+                             const void* dy, float beta, const TensorDescriptor& dxd, void* dx) {
   const char* where = "SoftmaxBackward";
   KILN_RETURN_IF_ERROR(CheckSoftmax(softmax, yd, where));
   KILN_RETURN_IF_ERROR(CheckSameShape(yd, "y", dyd, "dy", where));
@@ -99,8 +98,8 @@ absl::Status SoftmaxLossForward(Handle& handle, const SoftmaxLossDescriptor& los
   const char* where = "SoftmaxLossForward";
   KILN_RETURN_IF_ERROR(CheckSoftmaxLoss(loss, xd, labeld, where));
   KILN_RETURN_IF_ERROR(
-      SoftmaxForward(handle, SoftmaxDescriptor::Axis(SoftmaxAlgorithm::kAccurate, loss.axis), 1,
-                     xd, x, 0, probd, prob));
+      SoftmaxForward(handle, SoftmaxDescriptor::Axis(SoftmaxAlgorithm::kAccurate, loss.axis), 1, xd,
+                     x, 0, probd, prob));
   cuda::SoftmaxLossCall c = LossCallFor(loss, probd, labeld);
   c.prob = prob;
   c.labels = labels;
@@ -111,8 +110,8 @@ absl::Status SoftmaxLossForward(Handle& handle, const SoftmaxLossDescriptor& los
 absl::Status SoftmaxLossBackward(Handle& handle, const SoftmaxLossDescriptor& loss,
                                  const TensorDescriptor& probd, const void* prob,
                                  const TensorDescriptor& labeld, const void* labels, float alpha,
-                                 float beta, const TensorDescriptor& dxd, void* dx,
-                                 void* workspace, size_t workspace_bytes) {
+                                 float beta, const TensorDescriptor& dxd, void* dx, void* workspace,
+                                 size_t workspace_bytes) {
   const char* where = "SoftmaxLossBackward";
   KILN_RETURN_IF_ERROR(CheckSoftmaxLoss(loss, probd, labeld, where));
   KILN_RETURN_IF_ERROR(CheckSameShape(probd, "prob", dxd, "dx", where));

@@ -17,9 +17,8 @@ absl::Status SoftmaxForward(Handle& handle, const SoftmaxDescriptor& softmax, fl
                             const TensorDescriptor& xd, const void* x, float beta,
                             const TensorDescriptor& yd, void* y);
 absl::Status SoftmaxBackward(Handle& handle, const SoftmaxDescriptor& softmax, float alpha,
-                             const TensorDescriptor& yd, const void* y,
-                             const TensorDescriptor& dyd, const void* dy, float beta,
-                             const TensorDescriptor& dxd, void* dx);
+                             const TensorDescriptor& yd, const void* y, const TensorDescriptor& dyd,
+                             const void* dy, float beta, const TensorDescriptor& dxd, void* dx);
 
 // SoftmaxWithLoss: writes prob (softmax over loss.axis) and the normalized loss, one f32 in
 // device memory. Labels are class numbers stored in any float dtype, laid out as x with the class
@@ -34,8 +33,8 @@ constexpr size_t kSoftmaxLossWorkspaceBytes = 256;
 absl::Status SoftmaxLossBackward(Handle& handle, const SoftmaxLossDescriptor& loss,
                                  const TensorDescriptor& probd, const void* prob,
                                  const TensorDescriptor& labeld, const void* labels, float alpha,
-                                 float beta, const TensorDescriptor& dxd, void* dx,
-                                 void* workspace, size_t workspace_bytes);
+                                 float beta, const TensorDescriptor& dxd, void* dx, void* workspace,
+                                 size_t workspace_bytes);
 
 }  // namespace dnn
 }  // namespace kiln

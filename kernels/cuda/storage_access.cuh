@@ -94,9 +94,8 @@ inline FastDiv MakeFastDiv(uint32_t divisor) {
   FastDiv f;
   f.divisor = divisor;
   while ((uint64_t{1} << f.shift) < divisor) ++f.shift;
-  f.mul = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - divisor)) /
-                                    divisor +
-                                1);
+  f.mul = static_cast<uint32_t>(
+      ((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - divisor)) / divisor + 1);
   return f;
 }
 

@@ -1,10 +1,10 @@
 #include "kernels/cuda/tensor_ops.h"
 
 #include "absl/strings/str_cat.h"
+#include "engine/ir/dtype.h"
 #include "engine/status_macros.h"
 #include "kernels/cuda/primitive_call.h"
 #include "kernels/dnn/primitive_checks.h"
-#include "engine/ir/dtype.h"
 
 namespace kiln {
 namespace dnn {
@@ -30,8 +30,8 @@ const void* At(const void* base, DataType dtype, int64_t offset) {
 
 }  // namespace
 
-absl::Status TransformTensor(Handle& handle, float alpha, const TensorDescriptor& xd,
-                             const void* x, float beta, const TensorDescriptor& yd, void* y) {
+absl::Status TransformTensor(Handle& handle, float alpha, const TensorDescriptor& xd, const void* x,
+                             float beta, const TensorDescriptor& yd, void* y) {
   if (xd.dims != yd.dims) {
     return absl::InvalidArgumentError(absl::StrCat("TransformTensor: x ", xd.ToString(), " and y ",
                                                    yd.ToString(), " differ in dims"));
@@ -86,8 +86,8 @@ absl::Status EltwiseForward(Handle& handle, EltwiseOp op, const std::vector<doub
   const char* where = "EltwiseForward";
   KILN_RETURN_IF_ERROR(CheckEltwise(op, xds, coefficients, yd, where));
   if (xs.size() != xds.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": ", xs.size(), " pointers for ",
-                                                   xds.size(), " descriptors"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": ", xs.size(), " pointers for ", xds.size(), " descriptors"));
   }
   const ElementwiseOp kind = op == EltwiseOp::kSum    ? ElementwiseOp::kEltwiseSum
                              : op == EltwiseOp::kProd ? ElementwiseOp::kEltwiseProd
@@ -108,17 +108,17 @@ absl::Status EltwiseBackward(Handle& handle, EltwiseOp op, const std::vector<dou
   KILN_RETURN_IF_ERROR(CheckEltwise(op, xds, coefficients, dyd, where));
   KILN_RETURN_IF_ERROR(CheckSameShape(dyd, "dy", dxd, "dx", where));
   if (which < 0 || which >= static_cast<int>(xds.size()) || xs.size() != xds.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": input ", which, " of ", xds.size(),
-                                                   " (", xs.size(), " pointers)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": input ", which, " of ", xds.size(), " (", xs.size(), " pointers)"));
   }
   if (op == EltwiseOp::kSum) {  // a scaled copy of dy
     const float coef = coefficients.empty() ? 1.0f : static_cast<float>(coefficients[which]);
     return TransformTensor(handle, alpha * coef, dyd, dy, beta, dxd, dx);
   }
-  cuda::ElementwiseCall c = ElementwiseOver(op == EltwiseOp::kProd
-                                                ? ElementwiseOp::kEltwiseProdGradient
-                                                : ElementwiseOp::kEltwiseMaxGradient,
-                                            dxd, dx, alpha, beta);
+  cuda::ElementwiseCall c =
+      ElementwiseOver(op == EltwiseOp::kProd ? ElementwiseOp::kEltwiseProdGradient
+                                             : ElementwiseOp::kEltwiseMaxGradient,
+                      dxd, dx, alpha, beta);
   for (size_t i = 0; i < xs.size(); ++i) AddInput(c, OperandOf(xds[i], xs[i]));
   AddInput(c, OperandOf(dyd, dy));
   c.which = which;
@@ -148,8 +148,8 @@ absl::Status SliceForward(Handle& handle, int axis, const TensorDescriptor& xd, 
                           const std::vector<void*>& part_data) {
   KILN_RETURN_IF_ERROR(CheckConcat(axis, parts, xd, "SliceForward"));
   if (part_data.size() != parts.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("SliceForward: ", part_data.size(),
-                                                   " pointers for ", parts.size(), " parts"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("SliceForward: ", part_data.size(), " pointers for ", parts.size(), " parts"));
   }
   int64_t at = 0;
   for (size_t i = 0; i < parts.size() && i < part_data.size(); ++i) {

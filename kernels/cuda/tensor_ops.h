@@ -17,8 +17,8 @@ namespace kiln {
 namespace dnn {
 
 // y = alpha x + beta y; x and y have the same dims, any strides and dtypes.
-absl::Status TransformTensor(Handle& handle, float alpha, const TensorDescriptor& xd,
-                             const void* x, float beta, const TensorDescriptor& yd, void* y);
+absl::Status TransformTensor(Handle& handle, float alpha, const TensorDescriptor& xd, const void* x,
+                             float beta, const TensorDescriptor& yd, void* y);
 // y = alpha b + beta y with b broadcast (each of b's dims is 1 or y's).
 absl::Status AddTensor(Handle& handle, float alpha, const TensorDescriptor& bd, const void* b,
                        float beta, const TensorDescriptor& yd, void* y);

@@ -81,8 +81,8 @@ absl::StatusOr<ConvProblem> MakeConvProblem(const TensorDescriptor& x, const Fil
 
 absl::Status CheckBiasDescriptor(const TensorDescriptor& db, const TensorDescriptor& dy,
                                  const char* where) {
-  bool ok = dy.rank() >= 3 && db.rank() == dy.rank() && db.dtype == dy.dtype &&
-            db.dims[1] == dy.dims[1];
+  bool ok =
+      dy.rank() >= 3 && db.rank() == dy.rank() && db.dtype == dy.dtype && db.dims[1] == dy.dims[1];
   for (int i = 0; ok && i < db.rank(); ++i) ok = i == 1 || db.dims[i] == 1;
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(where, ": bias gradient ", db.ToString(),

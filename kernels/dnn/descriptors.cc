@@ -22,8 +22,8 @@ absl::Status CheckFloat(DataType dtype, const char* what) {
 absl::Status CheckDims(const std::vector<int64_t>& dims, const char* what, size_t min_rank,
                        size_t max_rank) {
   if (dims.size() < min_rank || dims.size() > max_rank) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": rank ", dims.size(), " (want ",
-                                                   min_rank, " to ", max_rank, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": rank ", dims.size(), " (want ", min_rank, " to ", max_rank, ")"));
   }
   int64_t count = 1;
   for (size_t i = 0; i < dims.size(); ++i) {

@@ -46,7 +46,8 @@ double ForEachInLrnWindow(const LrnDescriptor& lrn, const Desc& d,
 double LrnScale(const LrnDescriptor& lrn, const Desc& xd, const double* x,
                 const std::vector<int64_t>& index) {
   double sum = 0;
-  const double count = ForEachInLrnWindow(lrn, xd, index, [&](int64_t off) { sum += x[off] * x[off]; });
+  const double count =
+      ForEachInLrnWindow(lrn, xd, index, [&](int64_t off) { sum += x[off] * x[off]; });
   const double k = lrn.mode == LrnMode::kAcrossChannels ? lrn.k : 1.0;
   return k + lrn.alpha / count * sum;
 }
@@ -81,8 +82,7 @@ absl::Status LrnBackward(const LrnDescriptor& lrn, double alpha, const Desc& yd,
   });
   ForEachIndex(xd.dims, [&](const std::vector<int64_t>& i) {
     double sum = 0;
-    const double count =
-        ForEachInLrnWindow(lrn, xd, i, [&](int64_t off) { sum += ratio[off]; });
+    const double count = ForEachInLrnWindow(lrn, xd, i, [&](int64_t off) { sum += ratio[off]; });
     const double xi = x[OffsetOf(xd.strides, i)];
     const double g = dy[OffsetOf(dyd.strides, i)] * std::pow(LrnScale(lrn, xd, x, i), -lrn.beta) -
                      2.0 * lrn.alpha * lrn.beta / count * xi * sum;
@@ -108,7 +108,8 @@ int64_t FeatureCount(BatchNormMode mode, const Desc& xd) {
 // Offsets in the parameter tensor of each feature, in feature order.
 std::vector<int64_t> ParamOffsets(const Desc& pd) {
   std::vector<int64_t> offsets;
-  ForEachIndex(pd.dims, [&](const std::vector<int64_t>& i) { offsets.push_back(OffsetOf(pd.strides, i)); });
+  ForEachIndex(pd.dims,
+               [&](const std::vector<int64_t>& i) { offsets.push_back(OffsetOf(pd.strides, i)); });
   return offsets;
 }
 
@@ -141,7 +142,8 @@ absl::Status CheckBatchNorm(BatchNormMode mode, const Desc& xd, const Desc& yd, 
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", where));
   KILN_RETURN_IF_ERROR(CheckBatchNormParam(mode, xd, pd, where));
   if (!(epsilon > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": epsilon is ", epsilon, " (must be > 0)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": epsilon is ", epsilon, " (must be > 0)"));
   }
   return absl::OkStatus();
 }
@@ -200,9 +202,9 @@ absl::Status BatchNormForwardInference(BatchNormMode mode, double alpha, double 
   if (caffe_scale_factor) s = *caffe_scale_factor == 0 ? 0 : 1 / *caffe_scale_factor;
   ForEachIndex(xd.dims, [&](const std::vector<int64_t>& i) {
     const int64_t p = po[FeatureOf(mode, xd, i)];
-    const double v = scale[p] * (x[OffsetOf(xd.strides, i)] - s * mean[p]) /
-                         std::sqrt(s * var[p] + epsilon) +
-                     bias[p];
+    const double v =
+        scale[p] * (x[OffsetOf(xd.strides, i)] - s * mean[p]) / std::sqrt(s * var[p] + epsilon) +
+        bias[p];
     Blend(alpha, v, beta, y + OffsetOf(yd.strides, i));
   });
   return absl::OkStatus();

@@ -62,32 +62,29 @@ absl::Status ActivationForward(const ActivationDescriptor& act, double alpha, co
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", "ActivationForward"));
   const ActivationParams<double> p = ParamsOf(act);
   ForEachIndex(xd.dims, [&](const std::vector<int64_t>& i) {
-    Blend(alpha, ActivationValue(p, x[OffsetOf(xd.strides, i)]), beta,
-          y + OffsetOf(yd.strides, i));
+    Blend(alpha, ActivationValue(p, x[OffsetOf(xd.strides, i)]), beta, y + OffsetOf(yd.strides, i));
   });
   return absl::OkStatus();
 }
 
 absl::Status ActivationBackward(const ActivationDescriptor& act, double alpha, const Desc& yd,
-                                const double* y, const Desc& dyd, const double* dy,
-                                const Desc& xd, const double* x, double beta, const Desc& dxd,
-                                double* dx) {
+                                const double* y, const Desc& dyd, const double* dy, const Desc& xd,
+                                const double* x, double beta, const Desc& dxd, double* dx) {
   const char* where = "ActivationBackward";
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", where));
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dyd, "dy", where));
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dxd, "dx", where));
   const ActivationParams<double> p = ParamsOf(act);
   ForEachIndex(xd.dims, [&](const std::vector<int64_t>& i) {
-    const double g = ActivationGradient(p, y[OffsetOf(yd.strides, i)],
-                                        dy[OffsetOf(dyd.strides, i)], x[OffsetOf(xd.strides, i)]);
+    const double g = ActivationGradient(p, y[OffsetOf(yd.strides, i)], dy[OffsetOf(dyd.strides, i)],
+                                        x[OffsetOf(xd.strides, i)]);
     Blend(alpha, g, beta, dx + OffsetOf(dxd.strides, i));
   });
   return absl::OkStatus();
 }
 
-absl::Status PReluForward(const Desc& xd, const double* x, const Desc& slope_d,
-                          const double* slope, double alpha, double beta, const Desc& yd,
-                          double* y) {
+absl::Status PReluForward(const Desc& xd, const double* x, const Desc& slope_d, const double* slope,
+                          double alpha, double beta, const Desc& yd, double* y) {
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", "PReluForward"));
   KILN_RETURN_IF_ERROR(CheckBroadcastable(slope_d, "slope", xd, "x", "PReluForward"));
   ForEachIndex(xd.dims, [&](const std::vector<int64_t>& i) {
@@ -136,8 +133,8 @@ absl::Status DropoutForward(const DropoutDescriptor& dropout, double alpha, cons
 absl::Status TransformTensor(double alpha, const Desc& xd, const double* x, double beta,
                              const Desc& yd, double* y) {
   if (xd.dims != yd.dims) {
-    return absl::InvalidArgumentError(absl::StrCat("TransformTensor: x ", xd.ToString(),
-                                                   " and y ", yd.ToString(), " differ in dims"));
+    return absl::InvalidArgumentError(absl::StrCat("TransformTensor: x ", xd.ToString(), " and y ",
+                                                   yd.ToString(), " differ in dims"));
   }
   ForEachIndex(xd.dims, [&](const std::vector<int64_t>& i) {
     Blend(alpha, x[OffsetOf(xd.strides, i)], beta, y + OffsetOf(yd.strides, i));
@@ -155,15 +152,17 @@ absl::Status AddTensor(double alpha, const Desc& bd, const double* b, double bet
 }
 
 absl::Status ScaleTensor(const Desc& yd, double* y, double alpha) {
-  ForEachIndex(yd.dims, [&](const std::vector<int64_t>& i) { y[OffsetOf(yd.strides, i)] *= alpha; });
+  ForEachIndex(yd.dims,
+               [&](const std::vector<int64_t>& i) { y[OffsetOf(yd.strides, i)] *= alpha; });
   return absl::OkStatus();
 }
 
 absl::Status ReduceTensorSum(double alpha, const Desc& dyd, const double* dy, double beta,
                              const Desc& dbd, double* db) {
   KILN_RETURN_IF_ERROR(CheckBroadcastable(dbd, "db", dyd, "dy", "ReduceTensorSum"));
-  BlendDense(SumOverBroadcast(dyd, dbd, [&](const auto& i) { return dy[OffsetOf(dyd.strides, i)]; }),
-             alpha, beta, dbd, db);
+  BlendDense(
+      SumOverBroadcast(dyd, dbd, [&](const auto& i) { return dy[OffsetOf(dyd.strides, i)]; }),
+      alpha, beta, dbd, db);
   return absl::OkStatus();
 }
 

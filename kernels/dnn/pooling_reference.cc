@@ -38,8 +38,7 @@ int64_t ForEachInWindow(const PoolingDescriptor& pool, const PoolAxes& a, const 
   const int off = 3 - a.spatial_rank;
   int64_t begin[3] = {0, 0, 0}, end[3] = {1, 1, 1}, padded[3] = {1, 1, 1};
   for (int i = 0; i < a.spatial_rank; ++i) {
-    PoolWindow(a.axis[off + i], out_index[2 + i], &begin[off + i], &end[off + i],
-               &padded[off + i]);
+    PoolWindow(a.axis[off + i], out_index[2 + i], &begin[off + i], &end[off + i], &padded[off + i]);
   }
   std::vector<int64_t> in_index = out_index;
   int64_t covered = 0;

@@ -26,9 +26,9 @@ absl::Status CheckBroadcastable(const TensorDescriptor& b, const char* b_name,
   bool ok = b.rank() == a.rank();
   for (int i = 0; ok && i < b.rank(); ++i) ok = b.dims[i] == 1 || b.dims[i] == a.dims[i];
   if (ok) return absl::OkStatus();
-  return Invalid(where, absl::StrCat(b_name, " ", b.ToString(), " does not broadcast onto ",
-                                     a_name, " ", a.ToString(),
-                                     " (want the same rank, each dim 1 or equal)"));
+  return Invalid(where,
+                 absl::StrCat(b_name, " ", b.ToString(), " does not broadcast onto ", a_name, " ",
+                              a.ToString(), " (want the same rank, each dim 1 or equal)"));
 }
 
 absl::Status CheckPooling(const PoolingDescriptor& pool, const TensorDescriptor& x,
@@ -36,9 +36,9 @@ absl::Status CheckPooling(const PoolingDescriptor& pool, const TensorDescriptor&
   absl::StatusOr<std::vector<int64_t>> dims = PoolingOutputDims(pool, x);
   if (!dims.ok()) return Invalid(where, dims.status().message());
   if (y.dims != *dims || y.dtype != x.dtype) {
-    return Invalid(where, absl::StrCat("y ", y.ToString(), " should have dims [",
-                                       absl::StrJoin(*dims, ","), "] and x's dtype ",
-                                       DataTypeName(x.dtype)));
+    return Invalid(
+        where, absl::StrCat("y ", y.ToString(), " should have dims [", absl::StrJoin(*dims, ","),
+                            "] and x's dtype ", DataTypeName(x.dtype)));
   }
   return absl::OkStatus();
 }
@@ -150,7 +150,8 @@ absl::StatusOr<InnerProductShape> CheckInnerProduct(int axis, bool transposed,
   for (int i = 0; i < axis; ++i) s.m *= x.dims[i];
   for (int i = axis; i < x.rank(); ++i) s.k *= x.dims[i];
   if (w.rank() != 2 || w.dtype != x.dtype || w.dims[transposed ? 0 : 1] != s.k) {
-    return Invalid(where, absl::StrCat("weights ", w.ToString(), " should be ", x.dtype == w.dtype ? "" : "of x's dtype and ",
+    return Invalid(where, absl::StrCat("weights ", w.ToString(), " should be ",
+                                       x.dtype == w.dtype ? "" : "of x's dtype and ",
                                        transposed ? "[K, Nout]" : "[Nout, K]", " with K = ", s.k));
   }
   s.n = w.dims[transposed ? 1 : 0];

@@ -21,7 +21,8 @@ absl::Status CheckFinite(const char* what, const char* field, double v) {
 
 }  // namespace
 
-absl::StatusOr<ActivationDescriptor> ActivationDescriptor::Create(ActivationMode mode, double coef) {
+absl::StatusOr<ActivationDescriptor> ActivationDescriptor::Create(ActivationMode mode,
+                                                                  double coef) {
   const char* what = "activation descriptor";
   if (absl::Status s = CheckFinite(what, "coef", coef); !s.ok()) return s;
   if (mode == ActivationMode::kClippedRelu && !(coef > 0)) {
@@ -57,7 +58,8 @@ std::string ActivationDescriptor::ToString() const {
   static const char* const kNames[] = {"relu", "clipped_relu", "sigmoid", "tanh",
                                        "elu",  "power",        "abs",     "identity"};
   std::string s = kNames[static_cast<int>(mode)];
-  if (mode == ActivationMode::kPower) return absl::StrCat(s, "(", power, ",", scale, ",", shift, ")");
+  if (mode == ActivationMode::kPower)
+    return absl::StrCat(s, "(", power, ",", scale, ",", shift, ")");
   if (coef != 0) absl::StrAppend(&s, "(", coef, ")");
   return s;
 }
@@ -73,8 +75,8 @@ absl::StatusOr<PoolingDescriptor> PoolingDescriptor::Create(PoolingMode mode,
     return Invalid(what, absl::StrCat(nd, " window dims (want 2 or 3 spatial dims)"));
   }
   if (pads.size() != nd || strides.size() != nd) {
-    return Invalid(what, absl::StrCat(nd, " window dims, ", pads.size(), " pads, ",
-                                      strides.size(), " strides (must all match)"));
+    return Invalid(what, absl::StrCat(nd, " window dims, ", pads.size(), " pads, ", strides.size(),
+                                      " strides (must all match)"));
   }
   for (size_t i = 0; i < nd; ++i) {
     if (window[i] < 1 || window[i] > (1 << 20)) {
@@ -136,9 +138,9 @@ absl::StatusOr<std::vector<int64_t>> PoolingOutputDims(const PoolingDescriptor& 
   for (int i = 0; i < nd; ++i) {
     const int64_t in = x.dims[2 + i], padded = in + 2 * p.pads[i];
     if (padded < p.window[i]) {
-      return Invalid("pooling", absl::StrCat("spatial dim ", i, ": input ", in, " + 2 x pad ",
-                                             p.pads[i], " is smaller than the window ",
-                                             p.window[i]));
+      return Invalid("pooling",
+                     absl::StrCat("spatial dim ", i, ": input ", in, " + 2 x pad ", p.pads[i],
+                                  " is smaller than the window ", p.window[i]));
     }
     int64_t o;
     if (p.rounding == PoolingRounding::kFloor) {
@@ -163,8 +165,8 @@ absl::StatusOr<LrnDescriptor> LrnDescriptor::Create(LrnMode mode, int64_t size, 
     if (absl::Status s = CheckFinite(what, name, v); !s.ok()) return s;
   }
   if (mode == LrnMode::kAcrossChannels && !(k > 0) && alpha <= 0) {
-    return Invalid(what, absl::StrCat("k is ", k, " with alpha ", alpha,
-                                      " (the scale must stay positive)"));
+    return Invalid(
+        what, absl::StrCat("k is ", k, " with alpha ", alpha, " (the scale must stay positive)"));
   }
   LrnDescriptor d;
   d.mode = mode;

@@ -25,8 +25,7 @@ struct ActivationDescriptor {
   double power = 1, scale = 1, shift = 0;
 
   static absl::StatusOr<ActivationDescriptor> Create(ActivationMode mode, double coef = 0);
-  static absl::StatusOr<ActivationDescriptor> CreatePower(double power, double scale,
-                                                          double shift);
+  static absl::StatusOr<ActivationDescriptor> CreatePower(double power, double scale, double shift);
   std::string ToString() const;
 };
 
@@ -44,10 +43,9 @@ struct PoolingDescriptor {
   std::vector<int64_t> window, pads, strides;  // 2 or 3 spatial dims each
   bool global = false;                         // window = the whole input plane
 
-  static absl::StatusOr<PoolingDescriptor> Create(PoolingMode mode, std::vector<int64_t> window,
-                                                  std::vector<int64_t> pads,
-                                                  std::vector<int64_t> strides,
-                                                  PoolingRounding rounding = PoolingRounding::kFloor);
+  static absl::StatusOr<PoolingDescriptor> Create(
+      PoolingMode mode, std::vector<int64_t> window, std::vector<int64_t> pads,
+      std::vector<int64_t> strides, PoolingRounding rounding = PoolingRounding::kFloor);
   // Pools each whole plane to one value (Caffe's global_pooling); 2 or 3 spatial dims.
   static PoolingDescriptor Global(PoolingMode mode, int spatial_rank);
   int spatial_rank() const { return static_cast<int>(strides.size()); }
@@ -72,8 +70,8 @@ struct LrnDescriptor {
   int64_t size = 5;
   double alpha = 1e-4, beta = 0.75, k = 1;
 
-  static absl::StatusOr<LrnDescriptor> Create(LrnMode mode, int64_t size, double alpha,
-                                              double beta, double k);
+  static absl::StatusOr<LrnDescriptor> Create(LrnMode mode, int64_t size, double alpha, double beta,
+                                              double k);
   std::string ToString() const;
 };
 

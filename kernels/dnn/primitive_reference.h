@@ -24,13 +24,11 @@ using Desc = TensorDescriptor;
 absl::Status ActivationForward(const ActivationDescriptor& act, double alpha, const Desc& xd,
                                const double* x, double beta, const Desc& yd, double* y);
 absl::Status ActivationBackward(const ActivationDescriptor& act, double alpha, const Desc& yd,
-                                const double* y, const Desc& dyd, const double* dy,
-                                const Desc& xd, const double* x, double beta, const Desc& dxd,
-                                double* dx);
+                                const double* y, const Desc& dyd, const double* dy, const Desc& xd,
+                                const double* x, double beta, const Desc& dxd, double* dx);
 // PReLU: y = x > 0 ? x : slope x, with `slope` broadcast onto x (per channel or shared).
-absl::Status PReluForward(const Desc& xd, const double* x, const Desc& slope_d,
-                          const double* slope, double alpha, double beta, const Desc& yd,
-                          double* y);
+absl::Status PReluForward(const Desc& xd, const double* x, const Desc& slope_d, const double* slope,
+                          double alpha, double beta, const Desc& yd, double* y);
 // dx = alpha dy (x > 0 ? 1 : slope) + beta dx; dslope = Σ dy x [x <= 0] over the broadcast dims,
 // blended with (alpha_param, beta_param).
 absl::Status PReluBackward(const Desc& xd, const double* x, const Desc& dyd, const double* dy,
@@ -86,9 +84,9 @@ absl::Status SoftmaxBackward(const SoftmaxDescriptor& softmax, double alpha, con
 // SoftmaxWithLoss: prob = softmax over loss.axis (written to `prob`, laid out as probd), loss =
 // -Σ log max(prob[label], FLT_MIN) over labels not ignored, divided by the normalizer (at least
 // 1, as Caffe). InvalidArgument for a label outside [0, C) that is not the ignore label.
-absl::Status SoftmaxLossForward(const SoftmaxLossDescriptor& loss, const Desc& xd,
-                                const double* x, const Desc& labeld, const double* labels,
-                                const Desc& probd, double* prob, double* loss_value);
+absl::Status SoftmaxLossForward(const SoftmaxLossDescriptor& loss, const Desc& xd, const double* x,
+                                const Desc& labeld, const double* labels, const Desc& probd,
+                                double* prob, double* loss_value);
 // dx = alpha loss_weight / normalizer (prob - onehot(label)) + beta dx, 0 at ignored labels.
 absl::Status SoftmaxLossBackward(const SoftmaxLossDescriptor& loss, const Desc& probd,
                                  const double* prob, const Desc& labeld, const double* labels,

@@ -46,7 +46,8 @@ absl::Status SoftmaxForward(const SoftmaxDescriptor& softmax, double alpha, cons
     for (const auto& i : row) sum += std::exp(x[OffsetOf(xd.strides, i)] - mx);
     for (const auto& i : row) {
       const double v = x[OffsetOf(xd.strides, i)] - mx;
-      Blend(alpha, softmax.algorithm == SoftmaxAlgorithm::kLog ? v - std::log(sum) : std::exp(v) / sum,
+      Blend(alpha,
+            softmax.algorithm == SoftmaxAlgorithm::kLog ? v - std::log(sum) : std::exp(v) / sum,
             beta, y + OffsetOf(yd.strides, i));
     }
   });
@@ -117,13 +118,13 @@ absl::StatusOr<int64_t> LabelAt(const SoftmaxLossDescriptor& loss, const Desc& l
 
 }  // namespace
 
-absl::Status SoftmaxLossForward(const SoftmaxLossDescriptor& loss, const Desc& xd,
-                                const double* x, const Desc& labeld, const double* labels,
-                                const Desc& probd, double* prob, double* loss_value) {
+absl::Status SoftmaxLossForward(const SoftmaxLossDescriptor& loss, const Desc& xd, const double* x,
+                                const Desc& labeld, const double* labels, const Desc& probd,
+                                double* prob, double* loss_value) {
   const char* where = "SoftmaxLossForward";
   KILN_RETURN_IF_ERROR(CheckSoftmaxLoss(loss, xd, labeld, where));
-  KILN_RETURN_IF_ERROR(SoftmaxForward(SoftmaxDescriptor::Axis(SoftmaxAlgorithm::kAccurate, loss.axis),
-                                      1, xd, x, 0, probd, prob));
+  KILN_RETURN_IF_ERROR(SoftmaxForward(
+      SoftmaxDescriptor::Axis(SoftmaxAlgorithm::kAccurate, loss.axis), 1, xd, x, 0, probd, prob));
   double total = 0;
   int64_t valid = 0;
   absl::Status status;

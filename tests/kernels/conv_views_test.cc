@@ -140,10 +140,24 @@ TEST(ConvDescriptors, RejectBadInputWithTheField) {
   using dnn::FilterDescriptor;
   using dnn::TensorDescriptor;
   using dnn::TensorFormat;
-  EXPECT_EQ(TensorDescriptor::CreatePacked(DataType::kF32, TensorFormat::kNCHW, {1, 2, 3})
+  // Tensors take rank 1 to 8 (the other primitives use them); a convolution wants rank 4 or 5.
+  EXPECT_EQ(TensorDescriptor::CreatePacked(DataType::kF32, TensorFormat::kNCHW,
+                                           {1, 2, 3, 1, 1, 1, 1, 1, 1})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      TensorDescriptor::CreatePacked(DataType::kF32, TensorFormat::kNHWC, {1, 2}).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  {
+    const TensorDescriptor x3 =
+        *TensorDescriptor::CreatePacked(DataType::kF32, TensorFormat::kNCHW, {1, 2, 3});
+    const FilterDescriptor w =
+        *FilterDescriptor::Create(DataType::kF32, TensorFormat::kNCHW, {4, 2, 1, 1});
+    const ConvolutionDescriptor conv = *ConvolutionDescriptor::Create({0, 0}, {1, 1}, {1, 1});
+    EXPECT_EQ(dnn::ConvolutionOutputDims(x3, w, conv).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
   EXPECT_EQ(TensorDescriptor::Create(DataType::kF32, {1, 2, 3, 4}, {24, 12, -4, 1}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(TensorDescriptor::CreatePacked(DataType::kI32, TensorFormat::kNCHW, {1, 2, 3, 4})

@@ -56,8 +56,8 @@ struct Blend {
 constexpr Blend kBlends[] = {{1, 0}, {0.75f, 0.5f}};
 
 const std::vector<std::vector<int64_t>>& Shapes() {
-  static const auto* shapes = new std::vector<std::vector<int64_t>>{
-      {2, 5, 7, 9}, {1, 3, 9, 11}, {64, 8, 5, 5}};
+  static const auto* shapes =
+      new std::vector<std::vector<int64_t>>{{2, 5, 7, 9}, {1, 3, 9, 11}, {64, 8, 5, 5}};
   return *shapes;
 }
 
@@ -300,18 +300,17 @@ TEST_F(PrimitivesCudaTest, Activations) {
                                                 want);
                 });
             // Backward from the forward output (computed with (1, 0), so y is act(x)).
-            ASSERT_TRUE(dnn::ActivationForward(*handle_, act, 1, x.desc(), x.d(), 0, y.desc(),
-                                               y.d())
-                            .ok());
+            ASSERT_TRUE(
+                dnn::ActivationForward(*handle_, act, 1, x.desc(), x.d(), 0, y.desc(), y.d()).ok());
             ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
             y.host() = y.Download();
             dy.Random(rng_, -1, 1);
             RunAndCheck(
                 what + " bwd", dx, b, ToleranceFor(dt),
                 [&] {
-                  return dnn::ActivationBackward(*handle_, act, b.alpha, y.desc(), y.d(),
-                                                 dy.desc(), dy.d(), x.desc(), x.d(), b.beta,
-                                                 dx.desc(), dx.d());
+                  return dnn::ActivationBackward(*handle_, act, b.alpha, y.desc(), y.d(), dy.desc(),
+                                                 dy.d(), x.desc(), x.d(), b.beta, dx.desc(),
+                                                 dx.d());
                 },
                 [&](double* want) {
                   return ref::ActivationBackward(act, b.alpha, y.desc(), y.h(), dy.desc(), dy.h(),
@@ -345,8 +344,8 @@ TEST_F(PrimitivesCudaTest, PReluAndDropout) {
             RunAndCheck(
                 w + " fwd", y, b, ToleranceFor(dt),
                 [&] {
-                  return dnn::PReluForward(*handle_, x.desc(), x.d(), sd, slope_dev.get(),
-                                           b.alpha, b.beta, y.desc(), y.d());
+                  return dnn::PReluForward(*handle_, x.desc(), x.d(), sd, slope_dev.get(), b.alpha,
+                                           b.beta, y.desc(), y.d());
                 },
                 [&](double* want) {
                   return ref::PReluForward(x.desc(), x.h(), sd, slope.data(), b.alpha, b.beta,
@@ -413,9 +412,9 @@ TEST_F(PrimitivesCudaTest, Pooling) {
   for (const Case& pc : cases) {
     for (P mode : {P::kMax, P::kAverageIncludePadding, P::kAverageExcludePadding}) {
       const dnn::PoolingDescriptor pool =
-          pc.global ? dnn::PoolingDescriptor::Global(mode, static_cast<int>(pc.window.size()))
-                    : *dnn::PoolingDescriptor::Create(mode, pc.window, pc.pads, pc.strides,
-                                                      pc.rounding);
+          pc.global
+              ? dnn::PoolingDescriptor::Global(mode, static_cast<int>(pc.window.size()))
+              : *dnn::PoolingDescriptor::Create(mode, pc.window, pc.pads, pc.strides, pc.rounding);
       for (DataType dt : kDtypes) {
         for (Layout layout : kLayouts) {
           for (Blend b : kBlends) {
@@ -477,13 +476,14 @@ TEST_F(PrimitivesCudaTest, Lrn) {
             RunAndCheck(
                 what + " fwd", y, b, ToleranceFor(dt, 4),
                 [&] {
-                  return dnn::LrnForward(*handle_, lrn, b.alpha, x.desc(), x.d(), b.beta,
-                                         y.desc(), y.d());
+                  return dnn::LrnForward(*handle_, lrn, b.alpha, x.desc(), x.d(), b.beta, y.desc(),
+                                         y.d());
                 },
                 [&](double* want) {
                   return ref::LrnForward(lrn, b.alpha, x.desc(), x.h(), b.beta, y.desc(), want);
                 });
-            ASSERT_TRUE(dnn::LrnForward(*handle_, lrn, 1, x.desc(), x.d(), 0, y.desc(), y.d()).ok());
+            ASSERT_TRUE(
+                dnn::LrnForward(*handle_, lrn, 1, x.desc(), x.d(), 0, y.desc(), y.d()).ok());
             ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
             y.host() = y.Download();
             dy.Random(rng_, -1, 1);
@@ -511,9 +511,9 @@ TEST_F(PrimitivesCudaTest, BatchNorm) {
         for (Layout layout : kLayouts) {
           for (const auto& dims : Shapes()) {
             for (Blend b : kBlends) {
-              const std::string what = absl::StrCat("bn ", static_cast<int>(mode), "/",
-                                                    static_cast<int>(rule), " ",
-                                                    Label(dt, layout, dims, b));
+              const std::string what =
+                  absl::StrCat("bn ", static_cast<int>(mode), "/", static_cast<int>(rule), " ",
+                               Label(dt, layout, dims, b));
               std::vector<int64_t> pdims(dims.size(), 1);
               pdims[1] = dims[1];
               if (mode == dnn::BatchNormMode::kPerActivation) {
@@ -592,8 +592,8 @@ TEST_F(PrimitivesCudaTest, BatchNorm) {
                     [&](double* want) {
                       return ref::BatchNormBackward(
                           mode, b.alpha, b.beta, b.alpha, b.beta, x.desc(), x.h(), dy.desc(),
-                          dy.h(), dx.desc(), want, pd, scale.data(), old_ds.data(),
-                          old_db.data(), bn.epsilon, saved ? save_mean.data() : nullptr,
+                          dy.h(), dx.desc(), want, pd, scale.data(), old_ds.data(), old_db.data(),
+                          bn.epsilon, saved ? save_mean.data() : nullptr,
                           saved ? save_inv.data() : nullptr);
                     });
                 const Tolerance grads = ToleranceFor(DataType::kF32, 200);
@@ -610,9 +610,9 @@ TEST_F(PrimitivesCudaTest, BatchNorm) {
 
 TEST_F(PrimitivesCudaTest, SoftmaxAndLoss) {
   for (auto algo : {dnn::SoftmaxAlgorithm::kAccurate, dnn::SoftmaxAlgorithm::kLog}) {
-    for (auto softmax : {dnn::SoftmaxDescriptor::Channel(algo),
-                         dnn::SoftmaxDescriptor::Instance(algo, 4),
-                         dnn::SoftmaxDescriptor::Axis(algo, 3)}) {
+    for (auto softmax :
+         {dnn::SoftmaxDescriptor::Channel(algo), dnn::SoftmaxDescriptor::Instance(algo, 4),
+          dnn::SoftmaxDescriptor::Axis(algo, 3)}) {
       for (DataType dt : kDtypes) {
         for (Layout layout : kLayouts) {
           for (const auto& dims : Shapes()) {
@@ -626,16 +626,16 @@ TEST_F(PrimitivesCudaTest, SoftmaxAndLoss) {
               RunAndCheck(
                   what + " fwd", y, b, ToleranceFor(dt, 4),
                   [&] {
-                    return dnn::SoftmaxForward(*handle_, softmax, b.alpha, x.desc(), x.d(),
-                                               b.beta, y.desc(), y.d());
+                    return dnn::SoftmaxForward(*handle_, softmax, b.alpha, x.desc(), x.d(), b.beta,
+                                               y.desc(), y.d());
                   },
                   [&](double* want) {
-                    return ref::SoftmaxForward(softmax, b.alpha, x.desc(), x.h(), b.beta,
-                                               y.desc(), want);
+                    return ref::SoftmaxForward(softmax, b.alpha, x.desc(), x.h(), b.beta, y.desc(),
+                                               want);
                   });
-              ASSERT_TRUE(dnn::SoftmaxForward(*handle_, softmax, 1, x.desc(), x.d(), 0, y.desc(),
-                                              y.d())
-                              .ok());
+              ASSERT_TRUE(
+                  dnn::SoftmaxForward(*handle_, softmax, 1, x.desc(), x.d(), 0, y.desc(), y.d())
+                      .ok());
               ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
               y.host() = y.Download();
               dy.Random(rng_, -1, 1);
@@ -662,8 +662,8 @@ TEST_F(PrimitivesCudaTest, SoftmaxAndLoss) {
       for (Layout layout : kLayouts) {
         for (const auto& dims : Shapes()) {
           const Blend b = kBlends[static_cast<int>(norm) % 2];
-          const std::string what =
-              absl::StrCat("softmax loss ", static_cast<int>(norm), " ", Label(dt, layout, dims, b));
+          const std::string what = absl::StrCat("softmax loss ", static_cast<int>(norm), " ",
+                                                Label(dt, layout, dims, b));
           dnn::SoftmaxLossDescriptor loss;
           loss.normalization = norm;
           loss.has_ignore_label = true;
@@ -758,8 +758,8 @@ TEST_F(PrimitivesCudaTest, TensorOpsEltwiseConcat) {
             ASSERT_TRUE(dnn::ReduceTensorSum(*handle_, b.alpha, y.desc(), y.d(), b.beta, dbd,
                                              db_d.get(), ws.get(), ws.bytes())
                             .ok());
-            ASSERT_TRUE(ref::ReduceTensorSum(b.alpha, y.desc(), y.h(), b.beta, dbd, old_db.data())
-                            .ok());
+            ASSERT_TRUE(
+                ref::ReduceTensorSum(b.alpha, y.desc(), y.h(), b.beta, dbd, old_db.data()).ok());
             CheckParams(absl::StrCat("reduce to [", absl::StrJoin(bdims, ","), "] ", what), db_d,
                         old_db, ToleranceFor(dt, 100));
           }
@@ -780,15 +780,15 @@ TEST_F(PrimitivesCudaTest, TensorOpsEltwiseConcat) {
             const std::vector<TensorDescriptor> xds = {a.desc(), c.desc(), d.desc()};
             const std::vector<const void*> xs = {a.d(), c.d(), d.d()};
             const std::vector<const double*> hs = {a.h(), c.h(), d.h()};
-            const std::vector<double> coef =
-                op == dnn::EltwiseOp::kSum ? std::vector<double>{0.5, -2, 1.5}
-                                           : std::vector<double>{};
+            const std::vector<double> coef = op == dnn::EltwiseOp::kSum
+                                                 ? std::vector<double>{0.5, -2, 1.5}
+                                                 : std::vector<double>{};
             const std::string w = absl::StrCat("eltwise ", static_cast<int>(op), " ", what);
             RunAndCheck(
                 w, y, b, ToleranceFor(dt, 4),
                 [&] {
-                  return dnn::EltwiseForward(*handle_, op, coef, b.alpha, xds, xs, b.beta,
-                                             y.desc(), y.d());
+                  return dnn::EltwiseForward(*handle_, op, coef, b.alpha, xds, xs, b.beta, y.desc(),
+                                             y.d());
                 },
                 [&](double* want) {
                   return ref::EltwiseForward(op, coef, b.alpha, xds, hs, b.beta, y.desc(), want);
@@ -827,8 +827,10 @@ TEST_F(PrimitivesCudaTest, TensorOpsEltwiseConcat) {
             [&](double* want) {
               const dnn::SubTensor a = dnn::SliceAlong(cat.desc(), 1, 0, 2);
               const dnn::SubTensor c = dnn::SliceAlong(cat.desc(), 1, 2, 3);
-              absl::Status s = ref::TransformTensor(1, p1.desc(), p1.h(), 0, a.desc, want + a.offset);
-              if (s.ok()) s = ref::TransformTensor(1, p2.desc(), p2.h(), 0, c.desc, want + c.offset);
+              absl::Status s =
+                  ref::TransformTensor(1, p1.desc(), p1.h(), 0, a.desc, want + a.offset);
+              if (s.ok())
+                s = ref::TransformTensor(1, p2.desc(), p2.h(), 0, c.desc, want + c.offset);
               return s;
             });
         cat.host() = cat.Download();
@@ -838,12 +840,12 @@ TEST_F(PrimitivesCudaTest, TensorOpsEltwiseConcat) {
                                       {s1.d(), s2.d()})
                         .ok());
         Vec want1 = s1.host(), want2 = s2.host();
-        ASSERT_TRUE(ref::TransformTensor(1, p1.desc(), p1.h(), 0, s1.desc(),
-                                         want1.data() + s1.offset())
-                        .ok());
-        ASSERT_TRUE(ref::TransformTensor(1, p2.desc(), p2.h(), 0, s2.desc(),
-                                         want2.data() + s2.offset())
-                        .ok());
+        ASSERT_TRUE(
+            ref::TransformTensor(1, p1.desc(), p1.h(), 0, s1.desc(), want1.data() + s1.offset())
+                .ok());
+        ASSERT_TRUE(
+            ref::TransformTensor(1, p2.desc(), p2.h(), 0, s2.desc(), want2.data() + s2.offset())
+                .ok());
         Check("slice part 1 " + what, absl::OkStatus(), s1, want1, ToleranceFor(dt));
         Check("slice part 2 " + what, absl::OkStatus(), s2, want2, ToleranceFor(dt));
       }
@@ -859,14 +861,13 @@ TEST_F(PrimitivesCudaTest, InnerProduct) {
         for (const auto& dims : Shapes()) {
           for (Blend b : kBlends) {
             const int64_t k = dims[1] * dims[2] * dims[3], n = 37;
-            const std::string what = absl::StrCat("ip ", math == dnn::MathMode::kTf32 ? "tf32 " : "",
-                                                  transposed ? "transposed " : "",
-                                                  Label(dt, Layout::kPacked, dims, b));
+            const std::string what =
+                absl::StrCat("ip ", math == dnn::MathMode::kTf32 ? "tf32 " : "",
+                             transposed ? "transposed " : "", Label(dt, Layout::kPacked, dims, b));
             // A tf32/f16/bf16 product rounds inputs; the K-long sums get a K-scaled tolerance.
-            const Tolerance tol =
-                dt == DataType::kF32 && math == dnn::MathMode::kTf32
-                    ? Tolerance{2e-3 * std::sqrt(static_cast<double>(k)), 1e-2}
-                    : ToleranceFor(dt, std::sqrt(static_cast<double>(k)) * 4);
+            const Tolerance tol = dt == DataType::kF32 && math == dnn::MathMode::kTf32
+                                      ? Tolerance{2e-3 * std::sqrt(static_cast<double>(k)), 1e-2}
+                                      : ToleranceFor(dt, std::sqrt(static_cast<double>(k)) * 4);
             TestTensor x(dt, dims, Layout::kPacked), dx(dt, dims, Layout::kPacked),
                 w(dt, transposed ? std::vector<int64_t>{k, n} : std::vector<int64_t>{n, k},
                   Layout::kPacked),
@@ -881,21 +882,20 @@ TEST_F(PrimitivesCudaTest, InnerProduct) {
             RunAndCheck(
                 what + " fwd", y, b, tol,
                 [&] {
-                  return dnn::InnerProductForward(*handle_, 1, transposed, math, b.alpha,
-                                                  x.desc(), x.d(), w.desc(), w.d(), bias.d(),
-                                                  b.beta, y.desc(), y.d());
+                  return dnn::InnerProductForward(*handle_, 1, transposed, math, b.alpha, x.desc(),
+                                                  x.d(), w.desc(), w.d(), bias.d(), b.beta,
+                                                  y.desc(), y.d());
                 },
                 [&](double* want) {
-                  return ref::InnerProductForward(1, transposed, b.alpha, x.desc(), x.h(),
-                                                  w.desc(), w.h(), bias.h(), b.beta, y.desc(),
-                                                  want);
+                  return ref::InnerProductForward(1, transposed, b.alpha, x.desc(), x.h(), w.desc(),
+                                                  w.h(), bias.h(), b.beta, y.desc(), want);
                 });
             RunAndCheck(
                 what + " bwd data", dx, b, tol,
                 [&] {
                   return dnn::InnerProductBackwardData(*handle_, 1, transposed, math, b.alpha,
-                                                       dy.desc(), dy.d(), w.desc(), w.d(),
-                                                       b.beta, dx.desc(), dx.d());
+                                                       dy.desc(), dy.d(), w.desc(), w.d(), b.beta,
+                                                       dx.desc(), dx.d());
                 },
                 [&](double* want) {
                   return ref::InnerProductBackwardData(1, transposed, b.alpha, dy.desc(), dy.h(),
@@ -909,8 +909,8 @@ TEST_F(PrimitivesCudaTest, InnerProduct) {
                 what + " bwd filter", dw, b, ftol,
                 [&] {
                   return dnn::InnerProductBackwardFilter(*handle_, 1, transposed, math, b.alpha,
-                                                         x.desc(), x.d(), dy.desc(), dy.d(),
-                                                         b.beta, dw.desc(), dw.d());
+                                                         x.desc(), x.d(), dy.desc(), dy.d(), b.beta,
+                                                         dw.desc(), dw.d());
                 },
                 [&](double* want) {
                   return ref::InnerProductBackwardFilter(1, transposed, b.alpha, x.desc(), x.h(),
@@ -928,9 +928,9 @@ TEST_F(PrimitivesCudaTest, InnerProduct) {
       *TensorDescriptor::CreatePacked(DataType::kF32, dnn::TensorFormat::kNCHW, {7, 60});
   const TensorDescriptor yd =
       *TensorDescriptor::CreatePacked(DataType::kF32, dnn::TensorFormat::kNCHW, {2, 7});
-  const absl::Status s = dnn::InnerProductForward(*handle_, 1, false, dnn::MathMode::kFp32, 1,
-                                                  strided.desc, nullptr, wd, nullptr, nullptr, 0,
-                                                  yd, nullptr);
+  const absl::Status s =
+      dnn::InnerProductForward(*handle_, 1, false, dnn::MathMode::kFp32, 1, strided.desc, nullptr,
+                               wd, nullptr, nullptr, 0, yd, nullptr);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
 }
 

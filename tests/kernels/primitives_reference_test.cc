@@ -21,8 +21,8 @@ namespace {
 
 namespace ref = dnn::reference;
 using dnn::TensorDescriptor;
-using testing::Layout;
 using testing::LaidOut;
+using testing::Layout;
 using Vec = std::vector<double>;
 
 constexpr Layout kLayouts[] = {Layout::kPacked, Layout::kChannelsLast, Layout::kStrided};
@@ -50,14 +50,14 @@ void CheckUnary(const UnaryOp& op, const Vec& x, testing::GradientCheck check = 
   testing::ExpectGradient(op.name, check, x, f, dy, dx);
 }
 
-#define ASSERT_OK(expr)                         \
-  do {                                          \
-    const absl::Status _s = (expr);             \
+#define ASSERT_OK(expr)                          \
+  do {                                           \
+    const absl::Status _s = (expr);              \
     ASSERT_TRUE(_s.ok()) << #expr << ": " << _s; \
   } while (0)
-#define EXPECT_OK(expr)                         \
-  do {                                          \
-    const absl::Status _s = (expr);             \
+#define EXPECT_OK(expr)                          \
+  do {                                           \
+    const absl::Status _s = (expr);              \
     EXPECT_TRUE(_s.ok()) << #expr << ": " << _s; \
   } while (0)
 
@@ -107,8 +107,8 @@ TEST(PrimitivesReferenceTest, PReluGradients) {
   std::mt19937 rng(2);
   for (bool shared : {false, true}) {
     const LaidOut t = testing::MakeLayout(DataType::kF32, {2, 3, 3, 4}, Layout::kStrided);
-    const TensorDescriptor sd = *TensorDescriptor::Create(
-        DataType::kF32, {1, shared ? 1 : 3, 1, 1}, {3, 1, 1, 1});
+    const TensorDescriptor sd =
+        *TensorDescriptor::Create(DataType::kF32, {1, shared ? 1 : 3, 1, 1}, {3, 1, 1, 1});
     Vec x = testing::Distinct(t.BufferElements(), 0.01, rng);
     Vec slope = testing::Uniform(sd.ElementCount(), 0.1, 0.5, rng);
     const Vec dy = testing::Uniform(t.BufferElements(), -1, 1, rng);
@@ -117,8 +117,8 @@ TEST(PrimitivesReferenceTest, PReluGradients) {
                                  0, t.desc, dx.data() + 1, 1, 0, dslope.data()));
     auto through_x = [&](const Vec& at) {
       Vec y(at.size(), 0.0);
-      EXPECT_OK(ref::PReluForward(t.desc, at.data() + 1, sd, slope.data(), 1, 0, t.desc,
-                                  y.data() + 1));
+      EXPECT_OK(
+          ref::PReluForward(t.desc, at.data() + 1, sd, slope.data(), 1, 0, t.desc, y.data() + 1));
       return y;
     };
     auto through_slope = [&](const Vec& s) {
@@ -150,9 +150,9 @@ TEST(PrimitivesReferenceTest, PoolingGradients) {
     for (P mode : {P::kMax, P::kAverageIncludePadding, P::kAverageExcludePadding}) {
       for (Layout layout : kLayouts) {
         dnn::PoolingDescriptor pool =
-            c.global ? dnn::PoolingDescriptor::Global(mode, static_cast<int>(c.window.size()))
-                     : *dnn::PoolingDescriptor::Create(mode, c.window, c.pads, c.strides,
-                                                       c.rounding);
+            c.global
+                ? dnn::PoolingDescriptor::Global(mode, static_cast<int>(c.window.size()))
+                : *dnn::PoolingDescriptor::Create(mode, c.window, c.pads, c.strides, c.rounding);
         const LaidOut in = testing::MakeLayout(DataType::kF32, c.dims, layout);
         const LaidOut out =
             testing::MakeLayout(DataType::kF32, *dnn::PoolingOutputDims(pool, in.desc), layout);
@@ -164,8 +164,8 @@ TEST(PrimitivesReferenceTest, PoolingGradients) {
         };
         op.backward = [&](const Vec& x, const Vec& y, const Vec& dy, Vec& dx) {
           ASSERT_OK(ref::PoolingBackward(pool, 1, out.desc, y.data() + out.offset, out.desc,
-                                         dy.data() + out.offset, in.desc, x.data() + in.offset,
-                                         0, in.desc, dx.data() + in.offset));
+                                         dy.data() + out.offset, in.desc, x.data() + in.offset, 0,
+                                         in.desc, dx.data() + in.offset));
         };
         CheckUnary(op, testing::Distinct(in.BufferElements(), 0.01, rng));
       }
@@ -174,8 +174,8 @@ TEST(PrimitivesReferenceTest, PoolingGradients) {
 }
 
 TEST(PrimitivesReferenceTest, PoolingFollowsCaffeRounding) {
-  const TensorDescriptor x = *TensorDescriptor::CreatePacked(DataType::kF32,
-                                                             dnn::TensorFormat::kNCHW, {1, 1, 6, 6});
+  const TensorDescriptor x =
+      *TensorDescriptor::CreatePacked(DataType::kF32, dnn::TensorFormat::kNCHW, {1, 1, 6, 6});
   auto dims = [&](dnn::PoolingRounding r, int64_t pad) {
     return *dnn::PoolingOutputDims(
         *dnn::PoolingDescriptor::Create(dnn::PoolingMode::kMax, {3, 3}, {pad, pad}, {2, 2}, r), x);
@@ -187,21 +187,20 @@ TEST(PrimitivesReferenceTest, PoolingFollowsCaffeRounding) {
   EXPECT_EQ(dims(dnn::PoolingRounding::kCeil, 1), (std::vector<int64_t>{1, 1, 4, 4}));
   // Caffe's clip: in 5, pad 1, window 2, stride 2 -> ceil(5/2)+1 = 4, but window 4 would start at
   // 6 - 1 = 5 >= in 5 + ... no: (4-1)*2 = 6 >= 5 + 1, so 3.
-  const TensorDescriptor x5 = *TensorDescriptor::CreatePacked(DataType::kF32,
-                                                              dnn::TensorFormat::kNCHW, {1, 1, 5, 5});
-  EXPECT_EQ(*dnn::PoolingOutputDims(*dnn::PoolingDescriptor::Create(dnn::PoolingMode::kMax, {2, 2},
-                                                                    {1, 1}, {2, 2},
-                                                                    dnn::PoolingRounding::kCeil),
-                                    x5),
+  const TensorDescriptor x5 =
+      *TensorDescriptor::CreatePacked(DataType::kF32, dnn::TensorFormat::kNCHW, {1, 1, 5, 5});
+  EXPECT_EQ(*dnn::PoolingOutputDims(
+                *dnn::PoolingDescriptor::Create(dnn::PoolingMode::kMax, {2, 2}, {1, 1}, {2, 2},
+                                                dnn::PoolingRounding::kCeil),
+                x5),
             (std::vector<int64_t>{1, 1, 3, 3}));
   // Average including padding divides by the window clipped to the padded input: a 3x3 window at
   // the corner with pad 1 covers 4 inputs and 9 padded positions.
   Vec ones(36, 1.0), y(16, 0.0);
-  const auto avg = *dnn::PoolingDescriptor::Create(dnn::PoolingMode::kAverageIncludePadding,
-                                                   {3, 3}, {1, 1}, {2, 2},
-                                                   dnn::PoolingRounding::kCeil);
-  const TensorDescriptor yd = *TensorDescriptor::CreatePacked(DataType::kF32,
-                                                              dnn::TensorFormat::kNCHW, {1, 1, 4, 4});
+  const auto avg = *dnn::PoolingDescriptor::Create(dnn::PoolingMode::kAverageIncludePadding, {3, 3},
+                                                   {1, 1}, {2, 2}, dnn::PoolingRounding::kCeil);
+  const TensorDescriptor yd =
+      *TensorDescriptor::CreatePacked(DataType::kF32, dnn::TensorFormat::kNCHW, {1, 1, 4, 4});
   ASSERT_OK(ref::PoolingForward(avg, 1, x, ones.data(), 0, yd, y.data()));
   EXPECT_DOUBLE_EQ(y[0], 4.0 / 9.0);
   // The last window starts at 5 and is clipped to [5, 7): 1 input of 2 padded rows/cols.
@@ -246,7 +245,7 @@ TEST(PrimitivesReferenceTest, BatchNormGradients) {
       Vec scale = testing::Uniform(features, 0.5, 1.5, rng);
       Vec bias = testing::Uniform(features, -1, 1, rng);
       const Vec dy = testing::Uniform(t.BufferElements(), -1, 1, rng);
-      ref::BatchNormTraining bn;
+      dnn::BatchNormTraining bn;
       bn.mode = mode;
       bn.epsilon = 1e-3;
       auto forward = [&](const Vec& at, const Vec& s, const Vec& b) {
@@ -263,19 +262,20 @@ TEST(PrimitivesReferenceTest, BatchNormGradients) {
                                               nullptr, save_mean.data(), save_inv_std.data()));
       for (bool saved : {true, false}) {
         Vec dx(x.size(), 0.0), dscale(features, 0.0), dbias(features, 0.0);
-        ASSERT_OK(ref::BatchNormBackward(mode, 1, 0, 1, 0, t.desc, x.data() + o, t.desc,
-                                         dy.data() + o, t.desc, dx.data() + o, pd, scale.data(),
-                                         dscale.data(), dbias.data(), bn.epsilon,
-                                         saved ? save_mean.data() : nullptr,
-                                         saved ? save_inv_std.data() : nullptr));
+        ASSERT_OK(ref::BatchNormBackward(
+            mode, 1, 0, 1, 0, t.desc, x.data() + o, t.desc, dy.data() + o, t.desc, dx.data() + o,
+            pd, scale.data(), dscale.data(), dbias.data(), bn.epsilon,
+            saved ? save_mean.data() : nullptr, saved ? save_inv_std.data() : nullptr));
         const std::string what = absl::StrCat("batch norm ", static_cast<int>(mode), " ",
                                               testing::LayoutName(layout), saved ? " saved" : "");
-        testing::ExpectGradient(what + " dx", {}, x,
-                                [&](const Vec& at) { return forward(at, scale, bias); }, dy, dx);
-        testing::ExpectGradient(what + " dscale", {}, scale,
-                                [&](const Vec& s) { return forward(x, s, bias); }, dy, dscale);
-        testing::ExpectGradient(what + " dbias", {}, bias,
-                                [&](const Vec& b) { return forward(x, scale, b); }, dy, dbias);
+        testing::ExpectGradient(
+            what + " dx", {}, x, [&](const Vec& at) { return forward(at, scale, bias); }, dy, dx);
+        testing::ExpectGradient(
+            what + " dscale", {}, scale, [&](const Vec& s) { return forward(x, s, bias); }, dy,
+            dscale);
+        testing::ExpectGradient(
+            what + " dbias", {}, bias, [&](const Vec& b) { return forward(x, scale, b); }, dy,
+            dbias);
       }
     }
   }
@@ -288,7 +288,7 @@ TEST(PrimitivesReferenceTest, BatchNormRunningStatisticsFollowCudnnAndCaffe) {
       *TensorDescriptor::CreatePacked(DataType::kF32, dnn::TensorFormat::kNCHW, {1, 1, 1, 1});
   const Vec x = {1, 2, 3, 6};  // mean 3, biased var 3.5, unbiased 14/3
   Vec y(4), scale = {1}, bias = {0};
-  ref::BatchNormTraining bn;
+  dnn::BatchNormTraining bn;
   bn.factor = 0.25;
   Vec rm = {1}, rv = {2}, caffe_factor = {0};
   ASSERT_OK(ref::BatchNormForwardTraining(bn, 1, 0, xd, x.data(), xd, y.data(), pd, scale.data(),
@@ -303,9 +303,9 @@ TEST(PrimitivesReferenceTest, BatchNormRunningStatisticsFollowCudnnAndCaffe) {
   rm = {0};
   rv = {0};
   for (int step = 0; step < 2; ++step) {
-    ASSERT_OK(ref::BatchNormForwardTraining(bn, 1, 0, xd, x.data(), xd, y.data(), pd,
-                                            scale.data(), bias.data(), rm.data(), rv.data(),
-                                            caffe_factor.data(), nullptr, nullptr));
+    ASSERT_OK(ref::BatchNormForwardTraining(bn, 1, 0, xd, x.data(), xd, y.data(), pd, scale.data(),
+                                            bias.data(), rm.data(), rv.data(), caffe_factor.data(),
+                                            nullptr, nullptr));
   }
   EXPECT_DOUBLE_EQ(caffe_factor[0], 0.999 + 1);
   EXPECT_DOUBLE_EQ(rm[0], 0.999 * 3 + 3);
@@ -316,18 +316,18 @@ TEST(PrimitivesReferenceTest, BatchNormRunningStatisticsFollowCudnnAndCaffe) {
                                            rv.data(), 1e-5, caffe_factor.data()));
   EXPECT_NEAR(y[3], (6 - 3) / std::sqrt(14.0 / 3.0 + 1e-5), 1e-12);
   // Caffe refuses the sum rule without its scale-factor blob.
-  EXPECT_FALSE(ref::BatchNormForwardTraining(bn, 1, 0, xd, x.data(), xd, y.data(), pd,
-                                             scale.data(), bias.data(), rm.data(), rv.data(),
-                                             nullptr, nullptr, nullptr)
+  EXPECT_FALSE(ref::BatchNormForwardTraining(bn, 1, 0, xd, x.data(), xd, y.data(), pd, scale.data(),
+                                             bias.data(), rm.data(), rv.data(), nullptr, nullptr,
+                                             nullptr)
                    .ok());
 }
 
 TEST(PrimitivesReferenceTest, SoftmaxGradients) {
   std::mt19937 rng(6);
   for (auto algo : {dnn::SoftmaxAlgorithm::kAccurate, dnn::SoftmaxAlgorithm::kLog}) {
-    for (auto softmax : {dnn::SoftmaxDescriptor::Channel(algo),
-                         dnn::SoftmaxDescriptor::Instance(algo, 4),
-                         dnn::SoftmaxDescriptor::Axis(algo, 3)}) {
+    for (auto softmax :
+         {dnn::SoftmaxDescriptor::Channel(algo), dnn::SoftmaxDescriptor::Instance(algo, 4),
+          dnn::SoftmaxDescriptor::Axis(algo, 3)}) {
       for (Layout layout : kLayouts) {
         const LaidOut t = testing::MakeLayout(DataType::kF32, {2, 5, 3, 4}, layout);
         const int64_t o = t.offset;
@@ -338,8 +338,8 @@ TEST(PrimitivesReferenceTest, SoftmaxGradients) {
           ASSERT_OK(ref::SoftmaxForward(softmax, 1, t.desc, x.data() + o, 0, t.desc, y.data() + o));
         };
         op.backward = [&](const Vec&, const Vec& y, const Vec& dy, Vec& dx) {
-          ASSERT_OK(ref::SoftmaxBackward(softmax, 1, t.desc, y.data() + o, t.desc, dy.data() + o,
-                                         0, t.desc, dx.data() + o));
+          ASSERT_OK(ref::SoftmaxBackward(softmax, 1, t.desc, y.data() + o, t.desc, dy.data() + o, 0,
+                                         t.desc, dx.data() + o));
         };
         CheckUnary(op, testing::Uniform(t.BufferElements(), -3, 3, rng));
       }
@@ -386,8 +386,8 @@ TEST(PrimitivesReferenceTest, SoftmaxLossGradientAndNormalization) {
   const TensorDescriptor ld =
       *TensorDescriptor::CreatePacked(DataType::kF32, dnn::TensorFormat::kNCHW, {1, 1, 1, 1});
   Vec x = {1, 2, 3}, prob(3), l(1), bad = {3};
-  const absl::Status s = ref::SoftmaxLossForward({}, xd, x.data(), ld, bad.data(), xd,
-                                                 prob.data(), l.data());
+  const absl::Status s =
+      ref::SoftmaxLossForward({}, xd, x.data(), ld, bad.data(), xd, prob.data(), l.data());
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("label 3"), std::string::npos) << s;
 }
@@ -426,8 +426,8 @@ TEST(PrimitivesReferenceTest, DropoutMaskIsLayoutIndependentAndScales) {
 TEST(PrimitivesReferenceTest, TensorOpsAndTheirAdjoints) {
   std::mt19937 rng(10);
   const LaidOut y = testing::MakeLayout(DataType::kF32, {2, 3, 4, 5}, Layout::kStrided);
-  for (std::vector<int64_t> bdims : std::vector<std::vector<int64_t>>{
-           {1, 3, 1, 1}, {2, 1, 4, 1}, {1, 1, 1, 1}, {2, 3, 4, 5}}) {
+  for (std::vector<int64_t> bdims :
+       std::vector<std::vector<int64_t>>{{1, 3, 1, 1}, {2, 1, 4, 1}, {1, 1, 1, 1}, {2, 3, 4, 5}}) {
     const LaidOut b = testing::MakeLayout(DataType::kF32, bdims, Layout::kChannelsLast);
     Vec bv = testing::Uniform(b.BufferElements(), -1, 1, rng);
     const Vec dy = testing::Uniform(y.BufferElements(), -1, 1, rng);
@@ -472,8 +472,8 @@ TEST(PrimitivesReferenceTest, EltwiseGradients) {
     const std::vector<double> coefficients =
         op == dnn::EltwiseOp::kSum ? std::vector<double>{0.5, -2, 1.5} : std::vector<double>{};
     // One pool of distinct values shared by the inputs, so max has a unique winner.
-    const Vec pool = testing::Distinct(a.BufferElements() + b.BufferElements() + c.BufferElements(),
-                                       0.01, rng);
+    const Vec pool =
+        testing::Distinct(a.BufferElements() + b.BufferElements() + c.BufferElements(), 0.01, rng);
     std::vector<Vec> xs = {Vec(pool.begin(), pool.begin() + a.BufferElements()),
                            Vec(pool.begin() + a.BufferElements(),
                                pool.begin() + a.BufferElements() + b.BufferElements()),
@@ -499,8 +499,8 @@ TEST(PrimitivesReferenceTest, EltwiseGradients) {
             std::vector<Vec> v = xs;
             v[which] = at;
             Vec y(yl.BufferElements(), 0.0);
-            EXPECT_OK(ref::EltwiseForward(op, coefficients, 1, xds, pointers(v), 0, yl.desc,
-                                          y.data()));
+            EXPECT_OK(
+                ref::EltwiseForward(op, coefficients, 1, xds, pointers(v), 0, yl.desc, y.data()));
             return y;
           },
           dy, dx);
@@ -514,8 +514,8 @@ TEST(PrimitivesReferenceTest, InnerProductGradients) {
     const LaidOut x = testing::MakeLayout(DataType::kF32, {3, 2, 2, 2}, Layout::kPacked);
     const int64_t k = 8, n = 5;
     const TensorDescriptor wd = *TensorDescriptor::CreatePacked(
-        DataType::kF32, dnn::TensorFormat::kNCHW, transposed ? std::vector<int64_t>{k, n}
-                                                             : std::vector<int64_t>{n, k});
+        DataType::kF32, dnn::TensorFormat::kNCHW,
+        transposed ? std::vector<int64_t>{k, n} : std::vector<int64_t>{n, k});
     const TensorDescriptor yd =
         *TensorDescriptor::CreatePacked(DataType::kF32, dnn::TensorFormat::kNCHW, {3, n});
     Vec xv = testing::Uniform(x.BufferElements(), -1, 1, rng);
@@ -530,14 +530,17 @@ TEST(PrimitivesReferenceTest, InnerProductGradients) {
     Vec dx(xv.size(), 0.0), dw(w.size(), 0.0), db(n, 0.0);
     ASSERT_OK(ref::InnerProductBackwardData(1, transposed, 1, yd, dy.data(), wd, w.data(), 0,
                                             x.desc, dx.data()));
-    ASSERT_OK(ref::InnerProductBackwardFilter(1, transposed, 1, x.desc, xv.data(), yd, dy.data(),
-                                              0, wd, dw.data()));
+    ASSERT_OK(ref::InnerProductBackwardFilter(1, transposed, 1, x.desc, xv.data(), yd, dy.data(), 0,
+                                              wd, dw.data()));
     const TensorDescriptor bd =
         *TensorDescriptor::CreatePacked(DataType::kF32, dnn::TensorFormat::kNCHW, {1, n});
     ASSERT_OK(ref::ReduceTensorSum(1, yd, dy.data(), 0, bd, db.data()));
-    testing::ExpectGradient("ip dx", {}, xv, [&](const Vec& a) { return f(a, w, bias); }, dy, dx);
-    testing::ExpectGradient("ip dw", {}, w, [&](const Vec& a) { return f(xv, a, bias); }, dy, dw);
-    testing::ExpectGradient("ip db", {}, bias, [&](const Vec& a) { return f(xv, w, a); }, dy, db);
+    testing::ExpectGradient(
+        "ip dx", {}, xv, [&](const Vec& a) { return f(a, w, bias); }, dy, dx);
+    testing::ExpectGradient(
+        "ip dw", {}, w, [&](const Vec& a) { return f(xv, a, bias); }, dy, dw);
+    testing::ExpectGradient(
+        "ip db", {}, bias, [&](const Vec& a) { return f(xv, w, a); }, dy, db);
   }
 }
 
@@ -546,14 +549,14 @@ TEST(PrimitivesReferenceTest, BadCallsAreRefusedWithTheirReason) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_NE(s.message().find(text), std::string::npos) << s;
   };
-  expect_invalid(dnn::PoolingDescriptor::Create(dnn::PoolingMode::kMax, {2, 2}, {2, 0}, {1, 1})
-                     .status(),
-                 "pad 0 is 2");
+  expect_invalid(
+      dnn::PoolingDescriptor::Create(dnn::PoolingMode::kMax, {2, 2}, {2, 0}, {1, 1}).status(),
+      "pad 0 is 2");
   expect_invalid(dnn::LrnDescriptor::Create(dnn::LrnMode::kAcrossChannels, 4, 1, 1, 1).status(),
                  "size is 4");
   expect_invalid(dnn::DropoutDescriptor::Create(1.0, 0).status(), "ratio is 1");
-  expect_invalid(
-      dnn::ActivationDescriptor::Create(dnn::ActivationMode::kClippedRelu, 0).status(), "ceiling");
+  expect_invalid(dnn::ActivationDescriptor::Create(dnn::ActivationMode::kClippedRelu, 0).status(),
+                 "ceiling");
   const TensorDescriptor a =
       *TensorDescriptor::CreatePacked(DataType::kF32, dnn::TensorFormat::kNCHW, {1, 2, 3, 4});
   const TensorDescriptor b =
