@@ -22,12 +22,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/cudnn_loader.h"
+#include "bench/event_timer.h"
 #include "engine/ir/dtype.h"
 #include "kernels/cuda/convolution.h"
 
 namespace kiln {
 namespace {
 
+using bench::MedianMs;
 using dnn::ConvAlgo;
 using dnn::ConvDirection;
 
@@ -83,29 +85,6 @@ void FillRandom(void* dst, int64_t count, DataType dtype, uint32_t seed) {
     CHECK_CUDA(cudaMemcpy(static_cast<char*>(dst) + off * es, host.data(), n * es,
                           cudaMemcpyHostToDevice));
   }
-}
-
-// Median of `repeats` event-timed runs of `fn` after one warm-up; -1 when fn fails.
-template <typename F>
-float TimeMs(F fn, int repeats, cudaStream_t stream) {
-  if (!fn()) return -1;
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  std::vector<float> times;
-  for (int i = 0; i < repeats; ++i) {
-    CHECK_CUDA(cudaEventRecord(a, stream));
-    if (!fn()) return -1;
-    CHECK_CUDA(cudaEventRecord(b, stream));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    times.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
 }
 
 // ||a - b|| / ||b|| over `count` elements, with cuBLAS (b is overwritten).
@@ -249,7 +228,7 @@ int main(int argc, char** argv) {
             if (!st.ok()) std::fprintf(stderr, "%s\n", st.ToString().c_str());
             return st.ok();
           };
-          const float ms = TimeMs(run, 3, stream);
+          const float ms = MedianMs(run, 3, stream);
           std::printf("  %s shape %d %s %-22s %9.3f ms\n", mode.name.c_str(), si, row.dir.c_str(),
                       std::string(dnn::ConvAlgoName(algo)).c_str(), ms);
           if (ms > 0 && (best < 0 || ms < best)) {
@@ -262,7 +241,7 @@ int main(int argc, char** argv) {
                                      kWorkspaceLimit)
               .ok();
         };
-        row.kiln_ms = best < 0 ? -1 : TimeMs(run_best, repeats, stream);
+        row.kiln_ms = best < 0 ? -1 : MedianMs(run_best, repeats, stream);
         row.kiln_algo = std::string(dnn::ConvAlgoName(best_algo));
         row.tflops = row.kiln_ms > 0 ? p.Flops() / (row.kiln_ms * 1e-3) / 1e12 : 0;
         row.cudnn_ms = -1;
@@ -330,7 +309,7 @@ int main(int argc, char** argv) {
               }
               return r == 0 && cudaGetLastError() == cudaSuccess;
             };
-            row.cudnn_ms = TimeMs(run_cudnn, repeats, stream);
+            row.cudnn_ms = MedianMs(run_cudnn, repeats, stream);
             row.cudnn_algo = absl::StrCat("algo", algo, perf[0].math_type == 1 ? "/tc" : "");
             row.rel_err = RelativeL2(static_cast<cublasHandle_t>(handle.cublas()), mode.dtype, out,
                                      out2, out_count);

@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "bench/cudnn_loader.h"
+#include "bench/event_timer.h"
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/normalization.h"
 #include "kernels/cuda/pooling.h"
@@ -27,6 +28,8 @@
 
 namespace kiln {
 namespace {
+
+using bench::MedianMs;
 
 #define CHECK_CUDA(call)                                                                          \
   do {                                                                                            \
@@ -51,30 +54,6 @@ struct Buffer {
   }
   ~Buffer() { cudaFree(ptr); }
 };
-
-// Median of `repeats` event-timed runs after two warm-ups; -1 when fn fails.
-float TimeMs(const std::function<bool()>& fn, int repeats, cudaStream_t stream) {
-  for (int i = 0; i < 2; ++i) {
-    if (!fn()) return -1;
-  }
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  std::vector<float> times;
-  for (int i = 0; i < repeats; ++i) {
-    CHECK_CUDA(cudaEventRecord(a, stream));
-    if (!fn()) return -1;
-    CHECK_CUDA(cudaEventRecord(b, stream));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    times.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 bool Ok(const absl::Status& s, const char* what) {
   if (s.ok()) return true;
@@ -153,17 +132,17 @@ int Main(int argc, char** argv) {
   std::vector<Row> rows;
   auto copy_ms = [&](double bytes) {
     const int64_t n = static_cast<int64_t>(bytes / 2);  // half read, half written
-    return TimeMs(
+    return MedianMs(
         [&] {
           return cudaMemcpyAsync(copy_dst.ptr, copy_src.ptr, static_cast<size_t>(n),
                                  cudaMemcpyDeviceToDevice, stream) == cudaSuccess;
         },
-        repeats, stream);
+        repeats, stream, /*warmups=*/2);
   };
   auto add = [&](const std::string& op, double bytes, const std::function<bool()>& kiln,
                  const std::function<bool()>& theirs) {
-    Row r{op, bytes, TimeMs(kiln, repeats, stream), copy_ms(bytes), -1};
-    if (cudnn.ops_loaded && theirs) r.cudnn_ms = TimeMs(theirs, repeats, stream);
+    Row r{op, bytes, MedianMs(kiln, repeats, stream, /*warmups=*/2), copy_ms(bytes), -1};
+    if (cudnn.ops_loaded && theirs) r.cudnn_ms = MedianMs(theirs, repeats, stream, /*warmups=*/2);
     std::printf("%-22s %8.3f MB  kiln %8.4f ms  copy-same %8.4f ms  cudnn %8.4f ms\n", op.c_str(),
                 bytes / 1e6, r.kiln_ms, r.copy_same_ms, r.cudnn_ms);
     std::fflush(stdout);

@@ -35,12 +35,6 @@ absl::Status CheckSlope(const TensorDescriptor& slope_d, const TensorDescriptor&
   return absl::OkStatus();
 }
 
-std::vector<bool> FeaturesOf(const TensorDescriptor& param, const TensorDescriptor& full) {
-  std::vector<bool> is_feature(full.rank());
-  for (int i = 0; i < full.rank(); ++i) is_feature[i] = param.dims[i] == full.dims[i];
-  return is_feature;
-}
-
 }  // namespace
 
 absl::Status ActivationForward(Handle& handle, const ActivationDescriptor& act, float alpha,
@@ -91,8 +85,9 @@ absl::Status PReluForward(Handle& handle, const TensorDescriptor& xd, const void
 
 size_t PReluBackwardWorkspaceSize(const TensorDescriptor& xd, const TensorDescriptor& slope_d) {
   if (slope_d.rank() != xd.rank()) return 0;
-  return internal::ReduceWorkspaceBytes(internal::ReduceOver(
-      cuda::ReduceOp::kPReluSlope, xd, nullptr, &xd, nullptr, FeaturesOf(slope_d, xd), slope_d));
+  return internal::ReduceWorkspaceBytes(
+      internal::ReduceOver(cuda::ReduceOp::kPReluSlope, xd, nullptr, &xd, nullptr,
+                           internal::KeptDims(slope_d, xd), slope_d));
 }
 
 absl::Status PReluBackward(Handle& handle, const TensorDescriptor& xd, const void* x,
@@ -106,7 +101,7 @@ absl::Status PReluBackward(Handle& handle, const TensorDescriptor& xd, const voi
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dxd, "dx", where));
   KILN_RETURN_IF_ERROR(CheckSlope(slope_d, xd, where));
   cuda::ReduceCall r = internal::ReduceOver(cuda::ReduceOp::kPReluSlope, xd, x, &dyd, dy,
-                                            FeaturesOf(slope_d, xd), slope_d);
+                                            internal::KeptDims(slope_d, xd), slope_d);
   KILN_RETURN_IF_ERROR(internal::BindReduceWorkspace(r, workspace, workspace_bytes, where));
   r.alpha = alpha_param;
   r.beta = beta_param;

@@ -12,14 +12,6 @@ using internal::LaunchStatus;
 
 namespace {
 
-void Strides5(const TensorDescriptor& d, int64_t* out) {
-  const int off = 5 - d.rank();
-  out[0] = d.strides[0];
-  out[1] = d.strides[1];
-  for (int i = 2; i < 5; ++i) out[i] = 0;
-  for (int i = 2; i < d.rank(); ++i) out[i + off] = d.strides[i];
-}
-
 absl::StatusOr<cuda::LrnCall> LrnCallFor(const LrnDescriptor& lrn, const TensorDescriptor& xd,
                                          float alpha, float beta, const char* where) {
   KILN_RETURN_IF_ERROR(CheckLrn(lrn, xd, where));
@@ -38,7 +30,7 @@ absl::StatusOr<cuda::LrnCall> LrnCallFor(const LrnDescriptor& lrn, const TensorD
   c.spatial_rank = xd.rank() - 2;
   for (int i = 2; i < xd.rank(); ++i) c.sp[i - 2 + (5 - xd.rank())] = xd.dims[i];
   c.type = internal::StorageOf(xd.dtype);
-  Strides5(xd, c.x_strides);
+  internal::Strides5(xd, c.x_strides);
   c.blend_alpha = alpha;
   c.blend_beta = beta;
   return c;
@@ -49,18 +41,6 @@ std::vector<bool> BatchNormFeatures(BatchNormMode mode, const TensorDescriptor& 
   for (int i = 1; i < xd.rank(); ++i)
     is_feature[i] = i == 1 || mode == BatchNormMode::kPerActivation;
   return is_feature;
-}
-
-absl::Status CheckBatchNorm(BatchNormMode mode, const TensorDescriptor& xd,
-                            const TensorDescriptor& yd, const TensorDescriptor& pd, double epsilon,
-                            const char* where) {
-  KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", where));
-  KILN_RETURN_IF_ERROR(CheckBatchNormParam(mode, xd, pd, where));
-  if (!(epsilon > 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": epsilon is ", epsilon, " (must be > 0)"));
-  }
-  return absl::OkStatus();
 }
 
 // y = A (x - mean) + bias, or dx = P dy + Q (x - mean) + R, with the dense parameters of a bound
@@ -98,7 +78,7 @@ absl::Status LrnForward(Handle& handle, const LrnDescriptor& lrn, float alpha,
   const char* where = "LrnForward";
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", where));
   KILN_ASSIGN_OR_RETURN(cuda::LrnCall c, LrnCallFor(lrn, xd, alpha, beta, where));
-  Strides5(yd, c.y_strides);
+  internal::Strides5(yd, c.y_strides);
   c.x = x;
   c.out = y;
   return LaunchStatus(cuda::LaunchLrnForward(c, handle.stream()), where);
@@ -113,9 +93,9 @@ absl::Status LrnBackward(Handle& handle, const LrnDescriptor& lrn, float alpha,
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dyd, "dy", where));
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dxd, "dx", where));
   KILN_ASSIGN_OR_RETURN(cuda::LrnCall c, LrnCallFor(lrn, xd, alpha, beta, where));
-  Strides5(yd, c.y_strides);
-  Strides5(dyd, c.dy_strides);
-  Strides5(dxd, c.dx_strides);
+  internal::Strides5(yd, c.y_strides);
+  internal::Strides5(dyd, c.dy_strides);
+  internal::Strides5(dxd, c.dx_strides);
   c.x = x;
   c.y = y;
   c.dy = dy;

@@ -9,15 +9,6 @@ namespace dnn {
 
 namespace {
 
-// Strides of `d` in (N, C, D, H, W) order; a 2-d tensor's D stride is 0 (its extent is 1).
-void Strides5(const TensorDescriptor& d, int64_t* out) {
-  const int off = 5 - d.rank();
-  out[0] = d.strides[0];
-  out[1] = d.strides[1];
-  out[2] = 0;
-  for (int i = 2; i < d.rank(); ++i) out[i + off] = d.strides[i];
-}
-
 cuda::PoolingCall CallFor(const PoolingDescriptor& pool, const TensorDescriptor& xd,
                           const TensorDescriptor& yd, float alpha, float beta) {
   const PoolingDescriptor p = pool.ResolvedFor(xd);
@@ -34,8 +25,8 @@ cuda::PoolingCall CallFor(const PoolingDescriptor& pool, const TensorDescriptor&
     c.pad[off + i] = p.pads[i];
   }
   c.type = internal::StorageOf(xd.dtype);
-  Strides5(xd, c.x_strides);
-  Strides5(yd, c.y_strides);
+  internal::Strides5(xd, c.x_strides);
+  internal::Strides5(yd, c.y_strides);
   c.alpha = alpha;
   c.beta = beta;
   return c;
@@ -62,8 +53,8 @@ absl::Status PoolingBackward(Handle& handle, const PoolingDescriptor& pool, floa
   KILN_RETURN_IF_ERROR(CheckSameShape(yd, "y", dyd, "dy", where));
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dxd, "dx", where));
   cuda::PoolingCall c = CallFor(pool, xd, yd, alpha, beta);
-  Strides5(dyd, c.dy_strides);
-  Strides5(dxd, c.dx_strides);
+  internal::Strides5(dyd, c.dy_strides);
+  internal::Strides5(dxd, c.dx_strides);
   c.x = x;
   c.y = y;
   c.dy = dy;

@@ -44,6 +44,20 @@ cuda::Operand BroadcastOperandOf(const TensorDescriptor& d, const void* data,
   return o;
 }
 
+void Strides5(const TensorDescriptor& d, int64_t* out) {
+  const int off = 5 - d.rank();
+  out[0] = d.strides[0];
+  out[1] = d.strides[1];
+  for (int i = 2; i < 5; ++i) out[i] = 0;
+  for (int i = 2; i < d.rank(); ++i) out[i + off] = d.strides[i];
+}
+
+std::vector<bool> KeptDims(const TensorDescriptor& reduced, const TensorDescriptor& full) {
+  std::vector<bool> kept(full.rank());
+  for (int i = 0; i < full.rank(); ++i) kept[i] = reduced.dims[i] == full.dims[i];
+  return kept;
+}
+
 cuda::ElementwiseCall ElementwiseOver(cuda::ElementwiseOp op, const TensorDescriptor& out,
                                       void* out_data, float alpha, float beta) {
   cuda::ElementwiseCall c;

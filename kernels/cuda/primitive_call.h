@@ -26,6 +26,11 @@ cuda::ElementwiseCall ElementwiseOver(cuda::ElementwiseOp op, const TensorDescri
                                       void* out_data, float alpha, float beta);
 void AddInput(cuda::ElementwiseCall& call, cuda::Operand operand);
 
+// `d`'s strides in (N, C, D, H, W) order; a 2-d tensor gets a 0 stride for its unit D.
+void Strides5(const TensorDescriptor& d, int64_t* out);
+// For a tensor `reduced` broadcast onto `full`: which of full's dims it keeps (its features).
+std::vector<bool> KeptDims(const TensorDescriptor& reduced, const TensorDescriptor& full);
+
 // A per-feature reduction over `a` (and `b`, same dims): dims where `is_feature` holds are
 // features (numbered row-major), the rest are summed; `param` gives the features' strides in the
 // parameter tensors.

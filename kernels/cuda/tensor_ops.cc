@@ -17,12 +17,6 @@ using internal::OperandOf;
 
 namespace {
 
-std::vector<bool> FeaturesOf(const TensorDescriptor& reduced, const TensorDescriptor& full) {
-  std::vector<bool> is_feature(full.rank());
-  for (int i = 0; i < full.rank(); ++i) is_feature[i] = reduced.dims[i] == full.dims[i];
-  return is_feature;
-}
-
 // A descriptor's element at `offset` elements from `base`.
 const void* At(const void* base, DataType dtype, int64_t offset) {
   return static_cast<const char*>(base) + offset * static_cast<int64_t>(DataTypeSize(dtype));
@@ -58,7 +52,7 @@ absl::Status ScaleTensor(Handle& handle, const TensorDescriptor& yd, void* y, fl
 size_t ReduceTensorSumWorkspaceSize(const TensorDescriptor& dyd, const TensorDescriptor& dbd) {
   if (dbd.rank() != dyd.rank()) return 0;
   return internal::ReduceWorkspaceBytes(internal::ReduceOver(
-      cuda::ReduceOp::kSum, dyd, nullptr, nullptr, nullptr, FeaturesOf(dbd, dyd), dbd));
+      cuda::ReduceOp::kSum, dyd, nullptr, nullptr, nullptr, internal::KeptDims(dbd, dyd), dbd));
 }
 
 absl::Status ReduceTensorSum(Handle& handle, float alpha, const TensorDescriptor& dyd,
@@ -70,7 +64,7 @@ absl::Status ReduceTensorSum(Handle& handle, float alpha, const TensorDescriptor
     return absl::InvalidArgumentError(absl::StrCat(where, ": db must be f32"));
   }
   cuda::ReduceCall r = internal::ReduceOver(cuda::ReduceOp::kSum, dyd, dy, nullptr, nullptr,
-                                            FeaturesOf(dbd, dyd), dbd);
+                                            internal::KeptDims(dbd, dyd), dbd);
   KILN_RETURN_IF_ERROR(internal::BindReduceWorkspace(r, workspace, workspace_bytes, where));
   r.dense = nullptr;
   r.alpha = alpha;

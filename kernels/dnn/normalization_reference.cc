@@ -137,17 +137,6 @@ Moments MomentsOf(BatchNormMode mode, const Desc& xd, const double* x) {
   return m;
 }
 
-absl::Status CheckBatchNorm(BatchNormMode mode, const Desc& xd, const Desc& yd, const Desc& pd,
-                            double epsilon, const char* where) {
-  KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", where));
-  KILN_RETURN_IF_ERROR(CheckBatchNormParam(mode, xd, pd, where));
-  if (!(epsilon > 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": epsilon is ", epsilon, " (must be > 0)"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status BatchNormForwardTraining(const BatchNormTraining& bn, double alpha, double beta,

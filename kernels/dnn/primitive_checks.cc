@@ -65,6 +65,15 @@ absl::Status CheckBatchNormParam(BatchNormMode mode, const TensorDescriptor& x,
                                      " should be f32 with dims [", absl::StrJoin(want, ","), "]"));
 }
 
+absl::Status CheckBatchNorm(BatchNormMode mode, const TensorDescriptor& x,
+                            const TensorDescriptor& y, const TensorDescriptor& param,
+                            double epsilon, const char* where) {
+  if (absl::Status s = CheckSameShape(x, "x", y, "y", where); !s.ok()) return s;
+  if (absl::Status s = CheckBatchNormParam(mode, x, param, where); !s.ok()) return s;
+  if (!(epsilon > 0)) return Invalid(where, absl::StrCat("epsilon is ", epsilon, " (must be > 0)"));
+  return absl::OkStatus();
+}
+
 absl::Status CheckSoftmax(const SoftmaxDescriptor& softmax, const TensorDescriptor& x,
                           const char* where) {
   if (softmax.first_axis < 0 || softmax.first_axis > softmax.last_axis ||

@@ -29,6 +29,10 @@ absl::Status CheckLrn(const LrnDescriptor& lrn, const TensorDescriptor& x, const
 // `param` is f32 with dims (1, C, 1, ...) for kSpatial or (1, C, spatial...) for kPerActivation.
 absl::Status CheckBatchNormParam(BatchNormMode mode, const TensorDescriptor& x,
                                  const TensorDescriptor& param, const char* where);
+// A batch-norm call: y (or dy) shaped as x, the parameter tensor as above, epsilon > 0.
+absl::Status CheckBatchNorm(BatchNormMode mode, const TensorDescriptor& x,
+                            const TensorDescriptor& y, const TensorDescriptor& param,
+                            double epsilon, const char* where);
 // 0 <= first_axis <= last_axis < rank.
 absl::Status CheckSoftmax(const SoftmaxDescriptor& softmax, const TensorDescriptor& x,
                           const char* where);

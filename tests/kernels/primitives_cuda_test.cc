@@ -268,18 +268,7 @@ class PrimitivesCudaTest : public ::testing::Test {
 };
 
 TEST_F(PrimitivesCudaTest, Activations) {
-  using M = dnn::ActivationMode;
-  const std::vector<dnn::ActivationDescriptor> acts = {
-      *dnn::ActivationDescriptor::Create(M::kRelu),
-      *dnn::ActivationDescriptor::Create(M::kRelu, 0.1),
-      *dnn::ActivationDescriptor::Create(M::kClippedRelu, 0.4),
-      *dnn::ActivationDescriptor::Create(M::kSigmoid),
-      *dnn::ActivationDescriptor::Create(M::kTanh),
-      *dnn::ActivationDescriptor::Create(M::kElu, 0.7),
-      *dnn::ActivationDescriptor::Create(M::kAbs),
-      *dnn::ActivationDescriptor::Create(M::kIdentity),
-      *dnn::ActivationDescriptor::CreatePower(2.5, 0.5, 2.0),
-  };
+  const std::vector<dnn::ActivationDescriptor> acts = testing::TestActivations();
   for (const auto& act : acts) {
     for (DataType dt : kDtypes) {
       for (Layout layout : kLayouts) {

@@ -62,18 +62,7 @@ void CheckUnary(const UnaryOp& op, const Vec& x, testing::GradientCheck check = 
   } while (0)
 
 TEST(PrimitivesReferenceTest, ActivationGradients) {
-  using M = dnn::ActivationMode;
-  std::vector<dnn::ActivationDescriptor> acts = {
-      *dnn::ActivationDescriptor::Create(M::kRelu),
-      *dnn::ActivationDescriptor::Create(M::kRelu, 0.1),
-      *dnn::ActivationDescriptor::Create(M::kClippedRelu, 0.4),
-      *dnn::ActivationDescriptor::Create(M::kSigmoid),
-      *dnn::ActivationDescriptor::Create(M::kTanh),
-      *dnn::ActivationDescriptor::Create(M::kElu, 0.7),
-      *dnn::ActivationDescriptor::Create(M::kAbs),
-      *dnn::ActivationDescriptor::Create(M::kIdentity),
-      *dnn::ActivationDescriptor::CreatePower(2.5, 0.5, 2.0),
-  };
+  const std::vector<dnn::ActivationDescriptor> acts = testing::TestActivations();
   std::mt19937 rng(1);
   for (const auto& act : acts) {
     for (Layout layout : kLayouts) {

@@ -48,6 +48,19 @@ LaidOut MakeLayout(DataType dtype, const std::vector<int64_t>& dims, Layout layo
   return out;
 }
 
+std::vector<dnn::ActivationDescriptor> TestActivations() {
+  using M = dnn::ActivationMode;
+  return {*dnn::ActivationDescriptor::Create(M::kRelu),
+          *dnn::ActivationDescriptor::Create(M::kRelu, 0.1),
+          *dnn::ActivationDescriptor::Create(M::kClippedRelu, 0.4),
+          *dnn::ActivationDescriptor::Create(M::kSigmoid),
+          *dnn::ActivationDescriptor::Create(M::kTanh),
+          *dnn::ActivationDescriptor::Create(M::kElu, 0.7),
+          *dnn::ActivationDescriptor::Create(M::kAbs),
+          *dnn::ActivationDescriptor::Create(M::kIdentity),
+          *dnn::ActivationDescriptor::CreatePower(2.5, 0.5, 2.0)};
+}
+
 std::vector<double> Uniform(int64_t count, double lo, double hi, std::mt19937& rng) {
   std::uniform_real_distribution<double> dist(lo, hi);
   std::vector<double> v(count);

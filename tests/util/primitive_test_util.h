@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/dnn/descriptors.h"
+#include "kernels/dnn/primitive_descriptors.h"
 
 namespace kiln {
 namespace testing {
@@ -29,6 +30,10 @@ struct LaidOut {
   int64_t BufferElements() const { return offset + desc.ElementSpan(); }
 };
 LaidOut MakeLayout(DataType dtype, const std::vector<int64_t>& dims, Layout layout);
+
+// Every activation mode, with non-trivial coefficients (ReLU plain and leaky, clipped at 0.4, ELU
+// 0.7, power (2 + 0.5 x)^2.5), as both the CPU and GPU tests run them.
+std::vector<dnn::ActivationDescriptor> TestActivations();
 
 // Uniform values in [lo, hi).
 std::vector<double> Uniform(int64_t count, double lo, double hi, std::mt19937& rng);
