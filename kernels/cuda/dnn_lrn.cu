@@ -1,9 +1,15 @@
-// LRN across channels and within channel. Two shapes of kernel:
-//  - sliding (across channels, when channels are not the contiguous dim, e.g. NCHW): one thread
-//    per (n, position) walks the channels keeping a running sum of squares, so each element is
-//    read from DRAM once; backward keeps the last size+1 scales in a shared-memory ring.
+// LRN across channels and within channel. Three shapes of kernel:
+//  - chunked (across channels, channels not the contiguous dim, e.g. NCHW; sizes 3 to 11): one
+//    thread per (n, position, run of 16 or 32 channels) loads its run plus the window's halo into
+//    registers (unrolled at compile time per window size), so loads are independent and many are
+//    in flight; the halo re-reads hit L2 because the blocks of one position's runs are adjacent.
+//  - sliding (the same case, other sizes): one thread per (n, position) walks the channels with
+//    a running sum of squares; backward keeps the last size+1 scales in a shared-memory ring.
 //  - windowed (channels-last, or within channel): one thread per element sums its window; the
 //    neighbours it reads are its neighbours' too, so they come from L1.
+// Backward does not read y: it recomputes y_j = x_j scale_j^-beta from x, which costs a power
+// per element instead of a whole tensor's read, and is the true gradient even when the forward
+// blended into y.
 #include "kernels/cuda/primitive_launch.h"
 #include "kernels/cuda/storage_access.cuh"
 
@@ -94,7 +100,6 @@ __global__ void __launch_bounds__(kThreads)
   int64_t i[5];
   DecodeWalk<int64_t>(walk, e, i);
   const T* x = static_cast<const T*>(c.x);
-  const T* y = static_cast<const T*>(c.y);
   const T* dy = static_cast<const T*>(c.dy);
   // The windows are symmetric: the elements whose windows hold i are those of i's window.
   const int64_t half = c.size / 2;
@@ -120,8 +125,9 @@ __global__ void __launch_bounds__(kThreads)
     for (t[2] = lo[1]; t[2] <= hi[1]; ++t[2]) {
       for (t[3] = lo[2]; t[3] <= hi[2]; ++t[3]) {
         for (t[4] = lo[3]; t[4] <= hi[3]; ++t[4]) {
-          ratio_sum += ToFloat(dy[Offset5(c.dy_strides, t)]) * ToFloat(y[Offset5(c.y_strides, t)]) /
-                       ScaleAt(c, x, t);
+          const float scale = ScaleAt(c, x, t);
+          ratio_sum += ToFloat(dy[Offset5(c.dy_strides, t)]) * ToFloat(x[Offset5(c.x_strides, t)]) *
+                       __powf(scale, -c.beta) / scale;
         }
       }
     }
@@ -206,7 +212,6 @@ __global__ void __launch_bounds__(kSlidingThreads)
   int64_t i[5];
   if (!SlidingPosition(c, i)) return;
   const T* __restrict__ x = static_cast<const T*>(c.x) + SpatialBase(c.x_strides, i);
-  const T* __restrict__ y = static_cast<const T*>(c.y) + SpatialBase(c.y_strides, i);
   const T* __restrict__ dy = static_cast<const T*>(c.dy) + SpatialBase(c.dy_strides, i);
   T* __restrict__ dx = static_cast<T*>(c.out) + SpatialBase(c.dx_strides, i);
   const int64_t half = c.size / 2, len = c.size + 1;
@@ -219,8 +224,10 @@ __global__ void __launch_bounds__(kSlidingThreads)
     const float v = ToFloat(x[ch * c.x_strides[1]]);
     return v * v;
   };
-  auto ratio = [&](int64_t ch) {  // dy y / scale, with the scale from the ring
-    return ToFloat(dy[ch * c.dy_strides[1]]) * ToFloat(y[ch * c.y_strides[1]]) / slot(ch);
+  auto ratio = [&](int64_t ch) {  // dy y / scale = dy x scale^(-beta-1), scale from the ring
+    const float scale = slot(ch);
+    return ToFloat(dy[ch * c.dy_strides[1]]) * ToFloat(x[ch * c.x_strides[1]]) *
+           __powf(scale, -c.beta) / scale;
   };
   float sum = 0, ratio_sum = 0;
   for (int64_t ch = 0; ch < half && ch < c.c; ++ch) sum += sq(ch);
@@ -242,12 +249,179 @@ __global__ void __launch_bounds__(kSlidingThreads)
   }
 }
 
+// Channels per thread in the chunked kernels. Backward's halo is twice forward's (it needs the
+// scales of its window's window), so it takes longer runs to keep the re-reads down.
+constexpr int kForwardChunk = 16;
+constexpr int kBackwardChunk = 32;
+
+// Where a chunked thread works: its position's offsets in x, the output and dy, and its first
+// channel. Blocks are numbered run-fastest so the runs of a group of positions (which share
+// halos) are adjacent in the launch and run together.
+struct ChunkGeometry {
+  FastDiv runs, spatial, w, hw;  // channel runs; D H W; W; H W
+  uint32_t positions;
+  int64_t x[5], out[5], dy[5];
+};
+
+ChunkGeometry ChunkGeometryOf(const LrnCall& c, int chunk, const int64_t* out_strides) {
+  ChunkGeometry g;
+  g.runs = MakeFastDiv(static_cast<uint32_t>((c.c + chunk - 1) / chunk));
+  g.spatial = MakeFastDiv(static_cast<uint32_t>(c.sp[0] * c.sp[1] * c.sp[2]));
+  g.w = MakeFastDiv(static_cast<uint32_t>(c.sp[2]));
+  g.hw = MakeFastDiv(static_cast<uint32_t>(c.sp[1] * c.sp[2]));
+  g.positions = static_cast<uint32_t>(c.n * c.sp[0] * c.sp[1] * c.sp[2]);
+  for (int d = 0; d < 5; ++d) {
+    g.x[d] = c.x_strides[d];
+    g.out[d] = out_strides[d];
+    g.dy[d] = c.dy_strides[d];
+  }
+  return g;
+}
+
+// Sets the offsets of (n, channel c0, position) in x, the output and dy; false past the end.
+template <int kChunk>
+__device__ __forceinline__ bool ChunkOf(const ChunkGeometry& g, int* c0, int64_t* xo, int64_t* oo,
+                                        int64_t* dyo) {
+  const uint32_t group = Div(blockIdx.x, g.runs);
+  const uint32_t run = blockIdx.x - group * g.runs.divisor;
+  const uint32_t p = group * kSlidingThreads + threadIdx.x;
+  if (p >= g.positions) return false;
+  const uint32_t n = Div(p, g.spatial);
+  const uint32_t s = p - n * g.spatial.divisor;
+  const uint32_t d = Div(s, g.hw);
+  const uint32_t hw = s - d * g.hw.divisor;
+  const uint32_t h = Div(hw, g.w);
+  const uint32_t w = hw - h * g.w.divisor;
+  *c0 = static_cast<int>(run) * kChunk;
+  const int64_t i[5] = {n, 0, d, h, w};
+  *xo = Offset5(g.x, i);
+  *oo = Offset5(g.out, i);
+  *dyo = Offset5(g.dy, i);
+  return true;
+}
+
+// Loads channels [first, first + kCount) at `stride`, zero outside [0, channels).
+template <int kCount, typename T>
+__device__ __forceinline__ void LoadChannels(const T* p, int64_t stride, int first, int channels,
+                                             float* v) {
+#pragma unroll
+  for (int j = 0; j < kCount; ++j) {
+    const int ch = first + j;
+    v[j] = ch >= 0 && ch < channels ? ToFloat(p[ch * stride]) : 0.0f;
+  }
+}
+
+template <typename T, int kHalf>
+__global__ void __launch_bounds__(kSlidingThreads)
+    LrnChunkedForward(const __grid_constant__ LrnCall c, const __grid_constant__ ChunkGeometry g) {
+  constexpr int kChunk = kForwardChunk;
+  int c0;
+  int64_t xo, yo, unused;
+  if (!ChunkOf<kChunk>(g, &c0, &xo, &yo, &unused)) return;
+  constexpr int kWidth = 2 * kHalf + 1;
+  const int channels = static_cast<int>(c.c);
+  float xv[kChunk + 2 * kHalf];  // channels c0 - half ...
+  LoadChannels<kChunk + 2 * kHalf>(static_cast<const T*>(c.x) + xo, g.x[1], c0 - kHalf, channels,
+                                   xv);
+  const float a = c.alpha / static_cast<float>(c.size);
+  T* y = static_cast<T*>(c.out) + yo;
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) {
+    const float v = xv[i + kHalf];
+    float sum = 0;
+#pragma unroll
+    for (int t = 0; t < kWidth; ++t) sum += xv[i + t] * xv[i + t];
+    const int ch = c0 + i;
+    if (ch < channels) {
+      T* out = y + ch * g.out[1];
+      const float r = v * __powf(c.k + a * sum, -c.beta);
+      *out = FromFloat<T>(Blend(c.blend_alpha, r, c.blend_beta, [&] { return ToFloat(*out); }));
+    }
+  }
+}
+
+// dx_i = dy_i s_i^-beta - 2 a beta x_i Σ_{j in window(i)} dy_j x_j s_j^(-beta-1), with
+// s_j = k + a Σ_{m in window(j)} x_m^2 and a = alpha / size.
+template <typename T, int kHalf>
+__global__ void __launch_bounds__(kSlidingThreads)
+    LrnChunkedBackward(const __grid_constant__ LrnCall c, const __grid_constant__ ChunkGeometry g) {
+  constexpr int kChunk = kBackwardChunk;
+  int c0;
+  int64_t xo, dxo, dyo;
+  if (!ChunkOf<kChunk>(g, &c0, &xo, &dxo, &dyo)) return;
+  constexpr int kWidth = 2 * kHalf + 1;
+  constexpr int kInner = kChunk + 2 * kHalf;  // channels whose scale and ratio are needed
+  const int channels = static_cast<int>(c.c);
+  float xv[kInner + 2 * kHalf];  // channels c0 - 2 half ...
+  float dyv[kInner];             // channels c0 - half ...
+  LoadChannels<kInner + 2 * kHalf>(static_cast<const T*>(c.x) + xo, g.x[1], c0 - 2 * kHalf,
+                                   channels, xv);
+  LoadChannels<kInner>(static_cast<const T*>(c.dy) + dyo, g.dy[1], c0 - kHalf, channels, dyv);
+  const float a = c.alpha / static_cast<float>(c.size);
+  float power[kInner], ratio[kInner];
+#pragma unroll
+  for (int j = 0; j < kInner; ++j) {
+    float sum = 0;
+#pragma unroll
+    for (int t = 0; t < kWidth; ++t) sum += xv[j + t] * xv[j + t];
+    const float scale = c.k + a * sum;
+    power[j] = __powf(scale, -c.beta);
+    ratio[j] = __fdividef(dyv[j] * xv[j + kHalf] * power[j], scale);  // 0 outside the channels
+  }
+  T* dx = static_cast<T*>(c.out) + dxo;
+  const float factor = 2.0f * a * c.beta;
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) {
+    float ratio_sum = 0;
+#pragma unroll
+    for (int t = 0; t < kWidth; ++t) ratio_sum += ratio[i + t];
+    const int ch = c0 + i;
+    if (ch < channels) {
+      T* out = dx + ch * g.out[1];
+      const float r = dyv[i + kHalf] * power[i + kHalf] - factor * xv[i + 2 * kHalf] * ratio_sum;
+      *out = FromFloat<T>(Blend(c.blend_alpha, r, c.blend_beta, [&] { return ToFloat(*out); }));
+    }
+  }
+}
+
+// The chunked kernels for window half-width kHalf; false when it is not one of them.
+template <typename T, int kHalf>
+bool LaunchChunkedIf(const LrnCall& c, bool forward, cudaStream_t s) {
+  if (c.size / 2 != kHalf) return false;
+  const ChunkGeometry g = ChunkGeometryOf(c, forward ? kForwardChunk : kBackwardChunk,
+                                          forward ? c.y_strides : c.dx_strides);
+  const unsigned blocks = static_cast<unsigned>(
+      ((g.positions + kSlidingThreads - 1) / kSlidingThreads) * g.runs.divisor);
+  if (forward) {
+    LrnChunkedForward<T, kHalf><<<blocks, kSlidingThreads, 0, s>>>(c, g);
+  } else {
+    LrnChunkedBackward<T, kHalf><<<blocks, kSlidingThreads, 0, s>>>(c, g);
+  }
+  return true;
+}
+
+// Chunked when the sizes allow 32-bit position and block numbers.
+template <typename T>
+bool LaunchChunked(const LrnCall& c, bool forward, cudaStream_t s) {
+  const int64_t positions = c.n * c.sp[0] * c.sp[1] * c.sp[2];
+  const int64_t chunk = forward ? kForwardChunk : kBackwardChunk;
+  const int64_t runs = (c.c + chunk - 1) / chunk;
+  const int64_t blocks = (positions + kSlidingThreads - 1) / kSlidingThreads * runs;
+  if (positions >= (int64_t{1} << 31) || blocks >= (int64_t{1} << 31) || c.c >= (1 << 30)) {
+    return false;
+  }
+  return LaunchChunkedIf<T, 1>(c, forward, s) || LaunchChunkedIf<T, 2>(c, forward, s) ||
+         LaunchChunkedIf<T, 3>(c, forward, s) || LaunchChunkedIf<T, 4>(c, forward, s) ||
+         LaunchChunkedIf<T, 5>(c, forward, s);
+}
+
 template <typename T>
 int LaunchTyped(const LrnCall& c, bool forward, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   const int64_t positions = c.n * c.sp[0] * c.sp[1] * c.sp[2];
   // Sliding when channels are not the contiguous dim and the ring fits in shared memory.
   const bool sliding = c.across && c.x_strides[1] != 1 && c.size + 1 <= 64;
+  if (sliding && LaunchChunked<T>(c, forward, s)) return LastError();
   if (sliding) {
     const unsigned blocks = BlocksFor(positions, kSlidingThreads, int64_t{1} << 31);
     if (forward) {

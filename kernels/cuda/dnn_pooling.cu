@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cfloat>
 
+#include "kernels/cuda/pooling_rows.h"
 #include "kernels/cuda/primitive_launch.h"
 #include "kernels/cuda/storage_access.cuh"
 #include "kernels/dnn/pooling_math.h"
@@ -193,6 +194,8 @@ int LaunchTyped(const PoolingCall& c, const Walk& walk, int64_t total, void* str
 
 template <bool kForward>
 int LaunchPool(const PoolingCall& c, void* stream) {
+  const int rows = LaunchPoolingRows(c, kForward, stream);
+  if (rows != kPoolingRowsNotApplicable) return rows;
   const int64_t* spatial = kForward ? c.out : c.in;
   const int64_t dims[5] = {c.n, c.c, spatial[0], spatial[1], spatial[2]};
   const Walk walk = WalkFor(dims, kForward ? c.y_strides : c.dx_strides);

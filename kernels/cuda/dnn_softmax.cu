@@ -1,5 +1,6 @@
 // Softmax (accurate and log) forward and backward over rows of any strides, and
-// SoftmaxWithLoss. Rows whose elements are contiguous (instance softmax, channels-last channel
+// SoftmaxWithLoss. Rows of one dim up to 2048 long get a block each with the row in registers.
+// Other rows whose elements are contiguous (instance softmax, channels-last channel
 // softmax, a classifier's [N, classes]) get a block each, the row cached in shared memory; rows
 // strided across memory (NCHW channel softmax) get a thread each, so a warp reads 32 neighbouring
 // rows' elements at once. The loss is summed by one block in a fixed order (deterministic).
@@ -103,6 +104,65 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+constexpr int kRegisterSlots = 8;  // elements per thread of a row held in registers
+
+// Rows of one dim, at most kThreads * kRegisterSlots long: a block per row loads the whole row
+// into registers with every load in flight at once, so a row costs one memory latency plus two
+// block reductions (the latency, not bandwidth, is what bounds small softmaxes like 128 x 1000).
+template <typename T, bool kBackward>
+__global__ void __launch_bounds__(kThreads)
+    SoftmaxRegisterRowKernel(const __grid_constant__ SoftmaxCall c) {
+  __shared__ float scratch[kThreads / 32];
+  const int length = static_cast<int>(c.row_length);
+  const int64_t sx = c.row_strides[0][0], sdy = c.row_strides[1][0], so = c.row_strides[2][0];
+  for (int64_t row = blockIdx.x; row < c.rows; row += gridDim.x) {
+    int64_t base[3];
+    DecodeOuter(c, row, base);
+    const T* x = static_cast<const T*>(c.x) + base[0];
+    const T* dy = static_cast<const T*>(c.dy) + base[1];
+    float v[kRegisterSlots], g[kRegisterSlots];
+#pragma unroll
+    for (int k = 0; k < kRegisterSlots; ++k) {
+      const int e = threadIdx.x + k * kThreads;
+      v[k] = e < length ? ToFloat(x[e * sx]) : (kBackward ? 0.0f : -FLT_MAX);
+      if (kBackward) g[k] = e < length ? ToFloat(dy[e * sdy]) : 0.0f;
+    }
+    float out[kRegisterSlots];
+    if (kBackward) {
+      float a = 0;
+#pragma unroll
+      for (int k = 0; k < kRegisterSlots; ++k) a += c.log ? g[k] : g[k] * v[k];
+      const float dot = BlockReduce<false>(a, scratch);
+#pragma unroll
+      for (int k = 0; k < kRegisterSlots; ++k) {
+        out[k] = c.log ? g[k] - __expf(v[k]) * dot : v[k] * (g[k] - dot);
+      }
+    } else {
+      float a = -FLT_MAX;
+#pragma unroll
+      for (int k = 0; k < kRegisterSlots; ++k) a = fmaxf(a, v[k]);
+      const float mx = BlockReduce<true>(a, scratch);
+      float sum = 0;
+#pragma unroll
+      for (int k = 0; k < kRegisterSlots; ++k) {
+        v[k] -= mx;
+        out[k] = __expf(v[k]);
+        const int e = threadIdx.x + k * kThreads;
+        sum += e < length ? out[k] : 0.0f;
+      }
+      const float total = BlockReduce<false>(sum, scratch);
+      const float log_sum = __logf(total), inv = 1.0f / total;
+#pragma unroll
+      for (int k = 0; k < kRegisterSlots; ++k) out[k] = c.log ? v[k] - log_sum : out[k] * inv;
+    }
+#pragma unroll
+    for (int k = 0; k < kRegisterSlots; ++k) {
+      const int e = threadIdx.x + k * kThreads;
+      if (e < length) StoreBlended<T>(c, base[2] + e * so, out[k]);
+    }
+  }
+}
+
 template <typename T, bool kBackward>
 __global__ void __launch_bounds__(kThreads)
     SoftmaxThreadKernel(const __grid_constant__ SoftmaxCall c) {
@@ -157,6 +217,8 @@ int LaunchTyped(const SoftmaxCall& c, void* stream) {
   const bool per_thread = row_min_stride > 1 && c.rows >= 4096;
   if (per_thread) {
     SoftmaxThreadKernel<T, kBackward><<<BlocksFor(c.rows, kThreads), kThreads, 0, s>>>(c);
+  } else if (c.row_rank == 1 && c.row_length <= kThreads * kRegisterSlots) {
+    SoftmaxRegisterRowKernel<T, kBackward><<<BlocksFor(c.rows, 1, 65535), kThreads, 0, s>>>(c);
   } else {
     SoftmaxRowKernel<T, kBackward><<<BlocksFor(c.rows, 1, 65535), kThreads, 0, s>>>(c);
   }

@@ -93,11 +93,10 @@ absl::Status LrnBackward(Handle& handle, const LrnDescriptor& lrn, float alpha,
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dyd, "dy", where));
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dxd, "dx", where));
   KILN_ASSIGN_OR_RETURN(cuda::LrnCall c, LrnCallFor(lrn, xd, alpha, beta, where));
-  internal::Strides5(yd, c.y_strides);
   internal::Strides5(dyd, c.dy_strides);
   internal::Strides5(dxd, c.dx_strides);
   c.x = x;
-  c.y = y;
+  (void)y;  // recomputed from x, see normalization.h
   c.dy = dy;
   c.out = dx;
   return LaunchStatus(cuda::LaunchLrnBackward(c, handle.stream()), where);

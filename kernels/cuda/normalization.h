@@ -18,6 +18,9 @@ namespace dnn {
 absl::Status LrnForward(Handle& handle, const LrnDescriptor& lrn, float alpha,
                         const TensorDescriptor& xd, const void* x, float beta,
                         const TensorDescriptor& yd, void* y);
+// LRN backward takes y, as cuDNN's does, and checks its shape, but does not read it: y is
+// recomputed from x (a power per element is cheaper than reading a tensor), so the gradient is
+// LRN's even when the forward blended into y.
 absl::Status LrnBackward(Handle& handle, const LrnDescriptor& lrn, float alpha,
                          const TensorDescriptor& yd, const void* y, const TensorDescriptor& dyd,
                          const void* dy, const TensorDescriptor& xd, const void* x, float beta,

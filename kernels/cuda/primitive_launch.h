@@ -147,8 +147,7 @@ struct LrnCall {
   Storage type = Storage::kF32;
   int64_t x_strides[5] = {}, y_strides[5] = {}, dy_strides[5] = {}, dx_strides[5] = {};
   const void* x = nullptr;
-  const void* y = nullptr;
-  const void* dy = nullptr;
+  const void* dy = nullptr;  // backward; y is not needed (it is recomputed from x)
   void* out = nullptr;
   float blend_alpha = 1, blend_beta = 0;
 };

@@ -73,12 +73,15 @@ absl::Status LrnBackward(const LrnDescriptor& lrn, double alpha, const Desc& yd,
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", where));
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dyd, "dy", where));
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dxd, "dx", where));
-  // ratio[t] = dy_t y_t / scale_t, dense in x's row-major order; the windows are symmetric, so
-  // the elements whose windows hold x_i are the elements of x_i's own window.
+  // ratio[t] = dy_t y_t / scale_t with y_t = x_t scale_t^-beta recomputed from x (y itself is not
+  // read: the gradient is LRN's whatever the forward blended into y), dense in x's layout; the
+  // windows are symmetric, so the elements whose windows hold x_i are those of x_i's own window.
+  (void)y;
   std::vector<double> ratio(xd.ElementSpan(), 0.0);
   ForEachIndex(xd.dims, [&](const std::vector<int64_t>& i) {
-    ratio[OffsetOf(xd.strides, i)] =
-        dy[OffsetOf(dyd.strides, i)] * y[OffsetOf(yd.strides, i)] / LrnScale(lrn, xd, x, i);
+    const double scale = LrnScale(lrn, xd, x, i);
+    ratio[OffsetOf(xd.strides, i)] = dy[OffsetOf(dyd.strides, i)] * x[OffsetOf(xd.strides, i)] *
+                                     std::pow(scale, -lrn.beta) / scale;
   });
   ForEachIndex(xd.dims, [&](const std::vector<int64_t>& i) {
     double sum = 0;

@@ -43,7 +43,8 @@ absl::Status PoolingBackward(const PoolingDescriptor& pool, double alpha, const 
                              const double* y, const Desc& dyd, const double* dy, const Desc& xd,
                              const double* x, double beta, const Desc& dxd, double* dx);
 
-// LRN across or within channels.
+// LRN across or within channels. Backward recomputes y from x (y's shape is checked, its values
+// are not read), as the GPU path does.
 absl::Status LrnForward(const LrnDescriptor& lrn, double alpha, const Desc& xd, const double* x,
                         double beta, const Desc& yd, double* y);
 absl::Status LrnBackward(const LrnDescriptor& lrn, double alpha, const Desc& yd, const double* y,

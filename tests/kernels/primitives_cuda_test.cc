@@ -61,6 +61,14 @@ const std::vector<std::vector<int64_t>>& Shapes() {
   return *shapes;
 }
 
+// `shapes` and `extra`: the common shapes plus ones an op's fast paths need (more channels than
+// an LRN chunk, rows longer than a softmax block holds in registers).
+std::vector<std::vector<int64_t>> WithExtra(std::vector<std::vector<int64_t>> shapes,
+                                            const std::vector<std::vector<int64_t>>& extra) {
+  shapes.insert(shapes.end(), extra.begin(), extra.end());
+  return shapes;
+}
+
 bool HaveGpu() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -397,6 +405,8 @@ TEST_F(PrimitivesCudaTest, Pooling) {
       {{64, 8, 7, 7}, {2, 2}, {1, 0}, {1, 1}, dnn::PoolingRounding::kFloor, false},
       {{2, 3, 5, 6, 7}, {2, 3, 2}, {1, 1, 0}, {2, 2, 2}, dnn::PoolingRounding::kFloor, false},
       {{3, 4, 6, 5}, {1, 1}, {0, 0}, {1, 1}, dnn::PoolingRounding::kFloor, true},
+      // Tall enough that the row kernels split a plane into several tiles.
+      {{1, 2, 150, 67}, {3, 3}, {1, 1}, {2, 2}, dnn::PoolingRounding::kFloor, false},
   };
   for (const Case& pc : cases) {
     for (P mode : {P::kMax, P::kAverageIncludePadding, P::kAverageExcludePadding}) {
@@ -455,7 +465,7 @@ TEST_F(PrimitivesCudaTest, Lrn) {
   for (const auto& lrn : lrns) {
     for (DataType dt : kDtypes) {
       for (Layout layout : kLayouts) {
-        for (const auto& dims : Shapes()) {
+        for (const auto& dims : WithExtra(Shapes(), {{2, 37, 5, 7}})) {
           for (Blend b : kBlends) {
             const std::string what =
                 absl::StrCat("lrn ", lrn.ToString(), " ", Label(dt, layout, dims, b));
@@ -604,7 +614,7 @@ TEST_F(PrimitivesCudaTest, SoftmaxAndLoss) {
           dnn::SoftmaxDescriptor::Axis(algo, 3)}) {
       for (DataType dt : kDtypes) {
         for (Layout layout : kLayouts) {
-          for (const auto& dims : Shapes()) {
+          for (const auto& dims : WithExtra(Shapes(), {{3, 1500, 1, 1}, {2, 700, 2, 3}})) {
             for (Blend b : kBlends) {
               const std::string what =
                   absl::StrCat("softmax ", static_cast<int>(algo), " axes ", softmax.first_axis,
