@@ -109,7 +109,11 @@ __device__ __forceinline__ int64_t PlaneOffset(const int64_t* strides, int n, in
   return n * strides[0] + c * strides[1];
 }
 
-template <typename T, bool kMax>
+// kWin, kStride > 0: a square window and stride known at compile time, no padding, and every
+// window inside the input, so the window loop unrolls with no clipping (the common 3x3/2 and
+// 2x2/2 poolings; the generic loop costs about three times the instructions, and this kernel is
+// bound by instructions once its loads are coalesced).
+template <typename T, bool kMax, int kWin, int kStride>
 __global__ void __launch_bounds__(kThreads)
     PoolRowsForward(const __grid_constant__ RowsGeometry g, const T* __restrict__ x,
                     T* __restrict__ y) {
@@ -127,15 +131,28 @@ __global__ void __launch_bounds__(kThreads)
   for (int o = threadIdx.x; o < outputs; o += kThreads) {
     const int row = static_cast<int>(Div(static_cast<uint32_t>(o), g.out_w));
     const int ow = o - row * g.w.out, oh = oh0 + row;
-    int hb, he, hp, wb, we, wp;
-    dnn::PoolWindow(g.h, oh, &hb, &he, &hp);
-    dnn::PoolWindow(g.w, ow, &wb, &we, &wp);
     float r = kMax ? -FLT_MAX : 0.0f;
-    for (int h = hb; h < he; ++h) {
-      const float* line = tile + (h - r0) * g.w.in;
-      for (int w = wb; w < we; ++w) r = kMax ? (line[w] > r ? line[w] : r) : r + line[w];
+    if constexpr (kWin > 0) {
+      const float* corner = tile + (oh * kStride - r0) * g.w.in + ow * kStride;
+#pragma unroll
+      for (int h = 0; h < kWin; ++h) {
+#pragma unroll
+        for (int w = 0; w < kWin; ++w) {
+          const float v = corner[h * g.w.in + w];
+          r = kMax ? (v > r ? v : r) : r + v;
+        }
+      }
+      if (!kMax) r /= static_cast<float>(kWin * kWin);
+    } else {
+      int hb, he, hp, wb, we, wp;
+      dnn::PoolWindow(g.h, oh, &hb, &he, &hp);
+      dnn::PoolWindow(g.w, ow, &wb, &we, &wp);
+      for (int h = hb; h < he; ++h) {
+        const float* line = tile + (h - r0) * g.w.in;
+        for (int w = wb; w < we; ++w) r = kMax ? (line[w] > r ? line[w] : r) : r + line[w];
+      }
+      if (!kMax) r /= static_cast<float>(g.mode == 1 ? hp * wp : (he - hb) * (we - wb));
     }
-    if (!kMax) r /= static_cast<float>(g.mode == 1 ? hp * wp : (he - hb) * (we - wb));
     T* dst = out_plane + oh * g.y[2] + ow * g.y[3];
     *dst = FromFloat<T>(Blend(g.alpha, r, g.beta, [&] { return ToFloat(*dst); }));
   }
@@ -155,7 +172,9 @@ __device__ __forceinline__ uint32_t CoveringRange(const dnn::PoolAxisOf<int>& a,
 // Shared memory of a backward tile: the staged input rows (max only); per covering output its
 // gradient share (dy, or dy / divisor) and, for max, the plane index of its winner; and the
 // covering-output ranges of every input column and owned row.
-template <typename T>
+// kWin, kStride > 0: as for the forward (square, unpadded, every window inside): the window scan
+// and the covering ranges unroll with compile-time divisions.
+template <typename T, int kWin, int kStride>
 __global__ void __launch_bounds__(kThreads)
     PoolRowsBackward(const __grid_constant__ RowsGeometry g, int max_input_rows,
                      int max_output_rows, const T* __restrict__ x, const T* __restrict__ y,
@@ -201,7 +220,16 @@ __global__ void __launch_bounds__(kThreads)
     }
     const float best = ToFloat(y_plane[oh * g.y[2] + ow * g.y[3]]);
     int win = -1;
-    for (int h = hb; h < he && win < 0; ++h) {
+    if constexpr (kWin > 0) {
+      const float* corner = xs + (hb - r0) * g.w.in + wb;
+#pragma unroll
+      for (int k = kWin * kWin - 1; k >= 0; --k) {  // backwards, so the first match stays
+        if (corner[(k / kWin) * g.w.in + k % kWin] == best) {
+          win = (hb + k / kWin) * g.w.in + wb + k % kWin;
+        }
+      }
+    }
+    for (int h = hb; h < he && win < 0 && kWin == 0; ++h) {
       const float* line = xs + (h - r0) * g.w.in;
       for (int w = wb; w < we; ++w) {
         if (line[w] == best) {
@@ -219,14 +247,32 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = threadIdx.x; i < inputs; i += kThreads) {
     const int row = static_cast<int>(Div(static_cast<uint32_t>(i), g.in_w));
     const int iw = i - row * g.w.in, ih = ih0 + row;
-    const uint32_t rows = row_range[row], cols = col_range[iw];
-    const int fw = static_cast<int>(cols & 0xffffu), lw = static_cast<int>(cols >> 16);
     const int self = ih * g.w.in + iw;
     float acc = 0;
-    for (int oh = static_cast<int>(rows & 0xffffu); oh <= static_cast<int>(rows >> 16); ++oh) {
-      const int base = (oh - first_oh) * g.w.out;
-      for (int ow = fw; ow <= lw; ++ow) {
-        if (g.mode != 0 || winner[base + ow] == self) acc += share[base + ow];
+    if constexpr (kWin > 0) {
+      // At most ceil(kWin / kStride) covering outputs per axis.
+      constexpr int kCover = (kWin + kStride - 1) / kStride;
+      const int fh = ih < kWin ? 0 : (ih - kWin) / kStride + 1;
+      const int fw = iw < kWin ? 0 : (iw - kWin) / kStride + 1;
+      const int lh = min(ih / kStride, g.h.out - 1), lw = min(iw / kStride, g.w.out - 1);
+#pragma unroll
+      for (int a = 0; a < kCover; ++a) {
+        const int base = (fh + a - first_oh) * g.w.out;
+#pragma unroll
+        for (int b = 0; b < kCover; ++b) {
+          if (fh + a <= lh && fw + b <= lw && (g.mode != 0 || winner[base + fw + b] == self)) {
+            acc += share[base + fw + b];
+          }
+        }
+      }
+    } else {
+      const uint32_t rows = row_range[row], cols = col_range[iw];
+      const int fw = static_cast<int>(cols & 0xffffu), lw = static_cast<int>(cols >> 16);
+      for (int oh = static_cast<int>(rows & 0xffffu); oh <= static_cast<int>(rows >> 16); ++oh) {
+        const int base = (oh - first_oh) * g.w.out;
+        for (int ow = fw; ow <= lw; ++ow) {
+          if (g.mode != 0 || winner[base + ow] == self) acc += share[base + ow];
+        }
       }
     }
     T* dst = dx_plane + ih * g.dx[2] + iw * g.dx[3];
@@ -253,6 +299,57 @@ size_t TileBytes(const PoolingCall& c, bool forward, int64_t rows, int64_t* inpu
   return static_cast<size_t>(staged + *output_rows * c.out[2] * 2 + c.in[2] + rows) * sizeof(float);
 }
 
+// Whether every window of axis a (1 = H, 2 = W) is `win` wide at stride `stride`, unpadded and
+// inside the input.
+bool FixedWindow(const PoolingCall& c, int a, int64_t win, int64_t stride) {
+  return c.window[a] == win && c.stride[a] == stride && c.pad[a] == 0 &&
+         (c.out[a] - 1) * stride + win <= c.in[a];
+}
+
+template <typename T, bool kMax>
+void LaunchForward(const PoolingCall& c, const RowsGeometry& g, dim3 grid, size_t smem,
+                   cudaStream_t s) {
+  const T* x = static_cast<const T*>(c.x);
+  T* y = static_cast<T*>(c.result);
+  auto fixed = [&](int64_t win, int64_t stride) {
+    return FixedWindow(c, 1, win, stride) && FixedWindow(c, 2, win, stride);
+  };
+  if (fixed(3, 2)) {
+    PoolRowsForward<T, kMax, 3, 2><<<grid, kThreads, smem, s>>>(g, x, y);
+  } else if (fixed(2, 2)) {
+    PoolRowsForward<T, kMax, 2, 2><<<grid, kThreads, smem, s>>>(g, x, y);
+  } else if (fixed(3, 1)) {
+    PoolRowsForward<T, kMax, 3, 1><<<grid, kThreads, smem, s>>>(g, x, y);
+  } else {
+    PoolRowsForward<T, kMax, 0, 0><<<grid, kThreads, smem, s>>>(g, x, y);
+  }
+}
+
+template <typename T>
+void LaunchBackward(const PoolingCall& c, const RowsGeometry& g, dim3 grid, size_t smem,
+                    int input_rows, int output_rows, cudaStream_t s) {
+  const T* x = static_cast<const T*>(c.x);
+  const T* y = static_cast<const T*>(c.y);
+  const T* dy = static_cast<const T*>(c.dy);
+  T* dx = static_cast<T*>(c.result);
+  auto fixed = [&](int64_t win, int64_t stride) {
+    return FixedWindow(c, 1, win, stride) && FixedWindow(c, 2, win, stride);
+  };
+  if (fixed(3, 2)) {
+    PoolRowsBackward<T, 3, 2>
+        <<<grid, kThreads, smem, s>>>(g, input_rows, output_rows, x, y, dy, dx);
+  } else if (fixed(2, 2)) {
+    PoolRowsBackward<T, 2, 2>
+        <<<grid, kThreads, smem, s>>>(g, input_rows, output_rows, x, y, dy, dx);
+  } else if (fixed(3, 1)) {
+    PoolRowsBackward<T, 3, 1>
+        <<<grid, kThreads, smem, s>>>(g, input_rows, output_rows, x, y, dy, dx);
+  } else {
+    PoolRowsBackward<T, 0, 0>
+        <<<grid, kThreads, smem, s>>>(g, input_rows, output_rows, x, y, dy, dx);
+  }
+}
+
 template <typename T>
 int LaunchTyped(const PoolingCall& c, bool forward, int rows, int64_t input_rows,
                 int64_t output_rows, size_t smem, cudaStream_t s) {
@@ -261,15 +358,12 @@ int LaunchTyped(const PoolingCall& c, bool forward, int rows, int64_t input_rows
   const dim3 grid(static_cast<unsigned>(c.n * c.c),
                   static_cast<unsigned>((extent + rows - 1) / rows));
   if (forward && c.mode == 0) {
-    PoolRowsForward<T, true>
-        <<<grid, kThreads, smem, s>>>(g, static_cast<const T*>(c.x), static_cast<T*>(c.result));
+    LaunchForward<T, true>(c, g, grid, smem, s);
   } else if (forward) {
-    PoolRowsForward<T, false>
-        <<<grid, kThreads, smem, s>>>(g, static_cast<const T*>(c.x), static_cast<T*>(c.result));
+    LaunchForward<T, false>(c, g, grid, smem, s);
   } else {
-    PoolRowsBackward<T><<<grid, kThreads, smem, s>>>(
-        g, static_cast<int>(input_rows), static_cast<int>(output_rows), static_cast<const T*>(c.x),
-        static_cast<const T*>(c.y), static_cast<const T*>(c.dy), static_cast<T*>(c.result));
+    LaunchBackward<T>(c, g, grid, smem, static_cast<int>(input_rows), static_cast<int>(output_rows),
+                      s);
   }
   return LastError();
 }
