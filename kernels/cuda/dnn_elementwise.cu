@@ -212,7 +212,8 @@ __global__ void __launch_bounds__(kThreads)
     return Apply<kOp, kN>(c, in, static_cast<int64_t>(DenseFeature<kOp>(c, divs, e)), e);
   };
   float v[kPerThread][kN][4];
-  const uint32_t first = blockIdx.x * (kThreads * kPerThread) + threadIdx.x;
+  const uint32_t block = c.from_end ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const uint32_t first = block * (kThreads * kPerThread) + threadIdx.x;
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const uint32_t vec = first + j * kThreads;

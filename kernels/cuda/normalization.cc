@@ -61,6 +61,8 @@ absl::Status LaunchApply(Handle& handle, const cuda::ReduceCall& r, BatchNormMod
     if (is_feature[d]) stride *= outd.dims[d];
   }
   for (int k = 0; k < 4; ++k) c.params[k] = internal::DenseVector(r, k);
+  // The reduction before this pass reads x (and dy) last at its end; starting there hits L2.
+  c.from_end = true;
   return LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), where);
 }
 

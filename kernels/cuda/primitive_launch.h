@@ -60,6 +60,10 @@ struct ElementwiseCall {
   int which = 0;
   uint64_t seed = 0;
   float ratio = 0;
+  // A scheduling hint that does not change results: hand out the elements from the end, so a
+  // pass that follows one over the same tensor (batch norm's apply after its reduction) starts
+  // on the part the first pass left in L2.
+  bool from_end = false;
 };
 // Merges dims the operands allow, then launches; `call` is taken by value and simplified.
 int LaunchElementwise(ElementwiseCall call, void* stream);
