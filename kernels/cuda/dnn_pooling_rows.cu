@@ -4,14 +4,14 @@
 // (dnn_pooling.cu) read every input window straight from global memory, which makes them bound by
 // load instructions rather than by bytes.
 //  - Forward: a tile is a run of output rows; their windows' input rows are staged.
-//  - Backward: a tile is a run of input rows it owns. The block stages the input rows and the dy
-//    rows of every output covering them, finds each output's winner (max: the first element of
-//    the window equal to y, in (h, w) order) or its scaled gradient (average), then each owned
-//    input element gathers from the outputs covering it. Outputs on a tile's border are
-//    evaluated by both tiles, identically, so there are no atomics and the result is the same on
-//    every run.
+//  - Backward: a tile is a run of input rows it owns. The block stages dy (and for max y and the
+//    input rows) of every output covering them and scatters each output's gradient into a
+//    shared accumulator of the owned rows, in phases of outputs whose windows are disjoint.
+//    Outputs on a tile's border are evaluated by both tiles, identically, so there are no
+//    atomics and the result is the same on every run.
 #include <algorithm>
 #include <cfloat>
+#include <climits>
 
 #include "kernels/cuda/pooling_rows.h"
 #include "kernels/cuda/storage_access.cuh"
@@ -30,8 +30,9 @@ struct RowsGeometry {
   dnn::PoolAxisOf<int> h, w;
   FastDiv channels, in_w, out_w, stride_h, stride_w;
   int rows_per_tile;  // output rows (forward) or owned input rows (backward)
+  // ceil(window / stride) per axis: outputs this many rows (columns) apart have disjoint windows.
+  int rows_apart, cols_apart;
   int mode;
-  bool x_rows_packed;  // x's rows are back to back, so staged rows are one contiguous run
   int64_t x[4], y[4], dy[4], dx[4];  // strides of N, C, H, W
   float alpha, beta;
 };
@@ -48,8 +49,9 @@ RowsGeometry GeometryOf(const PoolingCall& c, int rows_per_tile) {
   g.stride_h = MakeFastDiv(static_cast<uint32_t>(c.stride[1]));
   g.stride_w = MakeFastDiv(static_cast<uint32_t>(c.stride[2]));
   g.rows_per_tile = rows_per_tile;
+  g.rows_apart = static_cast<int>((c.window[1] + c.stride[1] - 1) / c.stride[1]);
+  g.cols_apart = static_cast<int>((c.window[2] + c.stride[2] - 1) / c.stride[2]);
   g.mode = c.mode;
-  g.x_rows_packed = c.x_strides[3] == c.in[2];
   const int dims[4] = {0, 1, 3, 4};  // skip D
   for (int k = 0; k < 4; ++k) {
     g.x[k] = c.x_strides[dims[k]];
@@ -71,32 +73,100 @@ __device__ __forceinline__ void InputRowsOf(const dnn::PoolAxisOf<int>& h, int o
   *r1 = hi < h.in ? hi : h.in;
 }
 
-// Copies input rows [r0, r1) of a plane (rows contiguous, `row_stride` apart) into `tile`,
-// in_w floats per row.
+// Extra floats per staged region: a region starts up to 3 floats in, so that vector stores into
+// it are 16-byte aligned whatever the source's alignment (StageRun).
+constexpr int kStageSlack = 4;
+
+// Floats reserved for a region of `count` staged elements: with the slack, rounded to whole
+// float4s so the next region starts 16-byte aligned too.
+__host__ __device__ constexpr int64_t RegionFloats(int64_t count) {
+  return (count + kStageSlack + 3) / 4 * 4;
+}
+
+// Starts a copy of 16 bytes from global `src` to shared `dst` (both 16-byte aligned) that
+// completes at WaitForStaging: no registers held, and every copy of a block in flight at once.
+__device__ __forceinline__ void CopyAsync16(float* dst, const float* src) {
+  const unsigned shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared), "l"(src) : "memory");
+}
+
+// Waits for this thread's CopyAsync16s; a __syncthreads must follow before other threads read.
+__device__ __forceinline__ void WaitForStaging() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+// Copies `count` consecutive elements from src into the returned run of `region` (a 16-byte
+// aligned block of RegionFloats(count)), with 16-byte transfers for the aligned body: a quarter
+// of the instructions of element-wise staging and four times the bytes in flight per transfer.
+// The run starts a few floats into the region so that the body's destinations are aligned. f32
+// goes straight to shared memory (cp.async, complete after WaitForStaging); narrower types pass
+// through registers to be widened to f32.
 template <typename T>
-__device__ __forceinline__ void StageRows(const RowsGeometry& g, const T* plane, int64_t row_stride,
-                                          int r0, int r1, float* tile) {
-  const int count = (r1 - r0) * g.w.in;
+__device__ __forceinline__ float* StageRun(const T* src, int count, float* region) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int misaligned = static_cast<int>(reinterpret_cast<uintptr_t>(src) & 15) / sizeof(T);
+  const int head = min(count, (kVec - misaligned) % kVec);
+  float* run = region + (4 - head % 4) % 4;
+  if (static_cast<int>(threadIdx.x) < head) run[threadIdx.x] = ToFloat(src[threadIdx.x]);
+  const int vectors = (count - head) / kVec;
+  const T* body = src + head;
+  float* out = run + head;
+  if constexpr (sizeof(T) == 4) {
+    for (int j = threadIdx.x; j < vectors; j += kThreads) CopyAsync16(out + j * 4, body + j * 4);
+  } else {
+    for (int base = threadIdx.x; base < vectors; base += kThreads * kLoadsInFlight) {
+      float v[kLoadsInFlight][kVec];
+#pragma unroll
+      for (int k = 0; k < kLoadsInFlight; ++k) {
+        const int j = base + k * kThreads;
+        if (j < vectors) LoadVector(body + j * kVec, v[k]);
+      }
+#pragma unroll
+      for (int k = 0; k < kLoadsInFlight; ++k) {
+        const int j = base + k * kThreads;
+        if (j < vectors) {
+#pragma unroll
+          for (int q = 0; q < kVec; q += 4) {
+            *reinterpret_cast<float4*>(out + j * kVec + q) =
+                make_float4(v[k][q], v[k][q + 1], v[k][q + 2], v[k][q + 3]);
+          }
+        }
+      }
+    }
+  }
+  const int done = head + vectors * kVec;
+  if (static_cast<int>(threadIdx.x) < count - done) {
+    run[done + threadIdx.x] = ToFloat(src[done + threadIdx.x]);
+  }
+  return run;
+}
+
+// Rows [r0, r1) of a plane, `width` elements each at (row_stride, col_stride), staged into
+// `region` (RegionFloats of their count); returns where they start. Packed rows are one run;
+// otherwise element-wise, a row division per element.
+template <typename T>
+__device__ __forceinline__ float* StageRows(const T* plane, int64_t row_stride, int64_t col_stride,
+                                            const FastDiv& width, int r0, int r1, float* region) {
+  const int w = static_cast<int>(width.divisor);
+  const int count = (r1 - r0) * w;
+  if (row_stride == w && col_stride == 1) return StageRun(plane + r0 * row_stride, count, region);
   for (int base = threadIdx.x; base < count; base += kThreads * kLoadsInFlight) {
     float v[kLoadsInFlight];
 #pragma unroll
     for (int k = 0; k < kLoadsInFlight; ++k) {
       const int i = base + k * kThreads;
       if (i < count) {
-        if (g.x_rows_packed) {
-          v[k] = ToFloat(plane[r0 * row_stride + i]);
-        } else {
-          const int row = static_cast<int>(Div(static_cast<uint32_t>(i), g.in_w));
-          v[k] = ToFloat(plane[(r0 + row) * row_stride + (i - row * g.w.in)]);
-        }
+        const int row = static_cast<int>(Div(static_cast<uint32_t>(i), width));
+        v[k] = ToFloat(plane[(r0 + row) * row_stride + (i - row * w) * col_stride]);
       }
     }
 #pragma unroll
     for (int k = 0; k < kLoadsInFlight; ++k) {
       const int i = base + k * kThreads;
-      if (i < count) tile[i] = v[k];
+      if (i < count) region[i] = v[k];
     }
   }
+  return region;
 }
 
 __device__ __forceinline__ void PlaneOf(const RowsGeometry& g, int* n, int* c) {
@@ -117,14 +187,16 @@ template <typename T, bool kMax, int kWin, int kStride>
 __global__ void __launch_bounds__(kThreads)
     PoolRowsForward(const __grid_constant__ RowsGeometry g, const T* __restrict__ x,
                     T* __restrict__ y) {
-  extern __shared__ float tile[];
+  extern __shared__ float4 smem[];
   int n, c;
   PlaneOf(g, &n, &c);
   const int oh0 = blockIdx.y * g.rows_per_tile;
   const int oh1 = oh0 + g.rows_per_tile < g.h.out ? oh0 + g.rows_per_tile : g.h.out;
   int r0, r1;
   InputRowsOf(g.h, oh0, oh1, &r0, &r1);
-  StageRows(g, x + PlaneOffset(g.x, n, c), g.x[2], r0, r1, tile);
+  const float* tile = StageRows(x + PlaneOffset(g.x, n, c), g.x[2], g.x[3], g.in_w, r0, r1,
+                                reinterpret_cast<float*>(smem));
+  WaitForStaging();
   __syncthreads();
   T* out_plane = y + PlaneOffset(g.y, n, c);
   const int outputs = (oh1 - oh0) * g.w.out;
@@ -169,17 +241,22 @@ __device__ __forceinline__ uint32_t CoveringRange(const dnn::PoolAxisOf<int>& a,
   return static_cast<uint32_t>(first) | static_cast<uint32_t>(last) << 16;
 }
 
-// Shared memory of a backward tile: the staged input rows (max only); per covering output its
-// gradient share (dy, or dy / divisor) and, for max, the plane index of its winner; and the
-// covering-output ranges of every input column and owned row.
-// kWin, kStride > 0: as for the forward (square, unpadded, every window inside): the window scan
-// and the covering ranges unroll with compile-time divisions.
+// A backward tile owns input rows [ih0, ih1) and evaluates every output covering them. Shared
+// memory holds, each a region of RegionFloats: the owned rows' gradient accumulator; the covering
+// outputs' dy; and for max also their y and the input rows their windows read. Each output adds
+// its gradient share to its window (average) or to its winner (max: the first element of the
+// window equal to y, in (h, w) order) in the accumulator, keeping only owned rows. Outputs are
+// taken in phases: outputs ceil(window / stride) rows and columns apart have disjoint windows,
+// so within a phase no two threads touch the same element, and the phases run in a fixed order:
+// deterministic, with no atomics and no per-input search of the outputs.
+// kWin, kStride > 0: as for the forward (square, unpadded, every window inside): the window loops
+// unroll and the phase arithmetic divides by constants.
 template <typename T, int kWin, int kStride>
 __global__ void __launch_bounds__(kThreads)
-    PoolRowsBackward(const __grid_constant__ RowsGeometry g, int max_input_rows,
-                     int max_output_rows, const T* __restrict__ x, const T* __restrict__ y,
-                     const T* __restrict__ dy, T* __restrict__ dx) {
-  extern __shared__ float smem[];
+    PoolRowsBackward(const __grid_constant__ RowsGeometry g, int max_output_rows,
+                     const T* __restrict__ x, const T* __restrict__ y, const T* __restrict__ dy,
+                     T* __restrict__ dx) {
+  extern __shared__ float4 smem[];
   int n, c;
   PlaneOf(g, &n, &c);
   const int ih0 = blockIdx.y * g.rows_per_tile;
@@ -187,96 +264,104 @@ __global__ void __launch_bounds__(kThreads)
   const int first_oh = static_cast<int>(CoveringRange(g.h, g.stride_h, ih0) & 0xffffu);
   const int last_oh = static_cast<int>(CoveringRange(g.h, g.stride_h, ih1 - 1) >> 16);
   const int out_rows = last_oh >= first_oh ? last_oh - first_oh + 1 : 0;
-  float* xs = smem;
-  float* share = smem + (g.mode == 0 ? max_input_rows * g.w.in : 0);
-  int* winner = reinterpret_cast<int*>(share + max_output_rows * g.w.out);
-  uint32_t* col_range = reinterpret_cast<uint32_t*>(winner + max_output_rows * g.w.out);
-  uint32_t* row_range = col_range + g.w.in;
-  for (int iw = threadIdx.x; iw < g.w.in; iw += kThreads) {
-    col_range[iw] = CoveringRange(g.w, g.stride_w, iw);
-  }
-  for (int r = threadIdx.x; r < ih1 - ih0; r += kThreads) {
-    row_range[r] = CoveringRange(g.h, g.stride_h, ih0 + r);
-  }
+  const int owned = (ih1 - ih0) * g.w.in;
+  const bool max = g.mode == 0;
+
+  float* acc = reinterpret_cast<float*>(smem);
+  float* dy_region = acc + RegionFloats(static_cast<int64_t>(g.rows_per_tile) * g.w.in);
+  float* y_region = dy_region + RegionFloats(static_cast<int64_t>(max_output_rows) * g.w.out);
+  float* x_region = y_region + RegionFloats(static_cast<int64_t>(max_output_rows) * g.w.out);
+  const float* grads = dy_region;
+  const float* ys = y_region;
+  const float* xs = x_region;
   int r0 = 0, r1 = 0;
-  if (out_rows > 0 && g.mode == 0) {
-    InputRowsOf(g.h, first_oh, last_oh + 1, &r0, &r1);
-    StageRows(g, x + PlaneOffset(g.x, n, c), g.x[2], r0, r1, xs);
+  if (out_rows > 0) {
+    grads = StageRows(dy + PlaneOffset(g.dy, n, c), g.dy[2], g.dy[3], g.out_w, first_oh,
+                      last_oh + 1, dy_region);
+    if (max) {
+      ys = StageRows(y + PlaneOffset(g.y, n, c), g.y[2], g.y[3], g.out_w, first_oh, last_oh + 1,
+                     y_region);
+      InputRowsOf(g.h, first_oh, last_oh + 1, &r0, &r1);
+      xs = StageRows(x + PlaneOffset(g.x, n, c), g.x[2], g.x[3], g.in_w, r0, r1, x_region);
+    }
   }
+  for (int i = threadIdx.x; i < owned; i += kThreads) acc[i] = 0.0f;
+  WaitForStaging();
   __syncthreads();
-  const T* dy_plane = dy + PlaneOffset(g.dy, n, c);
-  const T* y_plane = y + PlaneOffset(g.y, n, c);
-  const int outputs = out_rows * g.w.out;
-  for (int o = threadIdx.x; o < outputs; o += kThreads) {
-    const int row = static_cast<int>(Div(static_cast<uint32_t>(o), g.out_w));
-    const int ow = o - row * g.w.out, oh = first_oh + row;
-    const float grad = ToFloat(dy_plane[oh * g.dy[2] + ow * g.dy[3]]);
-    int hb, he, hp, wb, we, wp;
-    dnn::PoolWindow(g.h, oh, &hb, &he, &hp);
-    dnn::PoolWindow(g.w, ow, &wb, &we, &wp);
-    if (g.mode != 0) {
-      share[o] = grad / static_cast<float>(g.mode == 1 ? hp * wp : (he - hb) * (we - wb));
-      continue;
-    }
-    const float best = ToFloat(y_plane[oh * g.y[2] + ow * g.y[3]]);
-    int win = -1;
-    if constexpr (kWin > 0) {
-      const float* corner = xs + (hb - r0) * g.w.in + wb;
+
+  // Phases: output rows first_oh + ph + k * rows_apart, columns pw + k * cols_apart.
+  const int rows_apart = kWin > 0 ? (kWin + kStride - 1) / kStride : g.rows_apart;
+  const int cols_apart = kWin > 0 ? (kWin + kStride - 1) / kStride : g.cols_apart;
+  const int row_phases = out_rows < rows_apart ? out_rows : rows_apart;
+  const int col_phases = g.w.out < cols_apart ? g.w.out : cols_apart;
+  const int to_owned = (r0 - ih0) * g.w.in;  // staged-row index to accumulator index
+  for (int ph = 0; ph < row_phases; ++ph) {
+    for (int pw = 0; pw < col_phases; ++pw) {
+      const int phase_rows = (out_rows - 1 - ph) / rows_apart + 1;
+      const int phase_cols = (g.w.out - 1 - pw) / cols_apart + 1;
+      for (int k = threadIdx.x; k < phase_rows * phase_cols; k += kThreads) {
+        const int pr = k / phase_cols;
+        const int oh = first_oh + ph + pr * rows_apart;
+        const int ow = pw + (k - pr * phase_cols) * cols_apart;
+        const int o = (oh - first_oh) * g.w.out + ow;
+        if (max) {
+          const float best = ys[o];
+          int win = -1;  // index into the staged rows
+          if constexpr (kWin > 0) {
+            const int corner = (oh * kStride - r0) * g.w.in + ow * kStride;
 #pragma unroll
-      for (int k = kWin * kWin - 1; k >= 0; --k) {  // backwards, so the first match stays
-        if (corner[(k / kWin) * g.w.in + k % kWin] == best) {
-          win = (hb + k / kWin) * g.w.in + wb + k % kWin;
-        }
-      }
-    }
-    for (int h = hb; h < he && win < 0 && kWin == 0; ++h) {
-      const float* line = xs + (h - r0) * g.w.in;
-      for (int w = wb; w < we; ++w) {
-        if (line[w] == best) {
-          win = h * g.w.in + w;
-          break;
-        }
-      }
-    }
-    share[o] = grad;
-    winner[o] = win;
-  }
-  __syncthreads();
-  T* dx_plane = dx + PlaneOffset(g.dx, n, c);
-  const int inputs = (ih1 - ih0) * g.w.in;
-  for (int i = threadIdx.x; i < inputs; i += kThreads) {
-    const int row = static_cast<int>(Div(static_cast<uint32_t>(i), g.in_w));
-    const int iw = i - row * g.w.in, ih = ih0 + row;
-    const int self = ih * g.w.in + iw;
-    float acc = 0;
-    if constexpr (kWin > 0) {
-      // At most ceil(kWin / kStride) covering outputs per axis.
-      constexpr int kCover = (kWin + kStride - 1) / kStride;
-      const int fh = ih < kWin ? 0 : (ih - kWin) / kStride + 1;
-      const int fw = iw < kWin ? 0 : (iw - kWin) / kStride + 1;
-      const int lh = min(ih / kStride, g.h.out - 1), lw = min(iw / kStride, g.w.out - 1);
-#pragma unroll
-      for (int a = 0; a < kCover; ++a) {
-        const int base = (fh + a - first_oh) * g.w.out;
-#pragma unroll
-        for (int b = 0; b < kCover; ++b) {
-          if (fh + a <= lh && fw + b <= lw && (g.mode != 0 || winner[base + fw + b] == self)) {
-            acc += share[base + fw + b];
+            for (int e = kWin * kWin - 1; e >= 0; --e) {  // backwards, so the first match stays
+              const int at = corner + (e / kWin) * g.w.in + e % kWin;
+              if (xs[at] == best) win = at;
+            }
+          } else {
+            int hb, he, hp, wb, we, wp;
+            dnn::PoolWindow(g.h, oh, &hb, &he, &hp);
+            dnn::PoolWindow(g.w, ow, &wb, &we, &wp);
+            for (int h = hb; h < he && win < 0; ++h) {
+              const float* line = xs + (h - r0) * g.w.in;
+              for (int w = wb; w < we; ++w) {
+                if (line[w] == best) {
+                  win = (h - r0) * g.w.in + w;
+                  break;
+                }
+              }
+            }
           }
+          // No element equals y (NaN): the gradient goes nowhere, as in the reference.
+          const int at = win + to_owned;
+          if (win >= 0 && at >= 0 && at < owned) acc[at] += grads[o];
+          continue;
+        }
+        int hb, he, hp, wb, we, wp;
+        dnn::PoolWindow(g.h, oh, &hb, &he, &hp);
+        dnn::PoolWindow(g.w, ow, &wb, &we, &wp);
+        const float share =
+            grads[o] / static_cast<float>(g.mode == 1 ? hp * wp : (he - hb) * (we - wb));
+        hb = hb > ih0 ? hb : ih0;
+        he = he < ih1 ? he : ih1;
+        for (int h = hb; h < he; ++h) {
+          float* line = acc + (h - ih0) * g.w.in;
+          for (int w = wb; w < we; ++w) line[w] += share;
         }
       }
-    } else {
-      const uint32_t rows = row_range[row], cols = col_range[iw];
-      const int fw = static_cast<int>(cols & 0xffffu), lw = static_cast<int>(cols >> 16);
-      for (int oh = static_cast<int>(rows & 0xffffu); oh <= static_cast<int>(rows >> 16); ++oh) {
-        const int base = (oh - first_oh) * g.w.out;
-        for (int ow = fw; ow <= lw; ++ow) {
-          if (g.mode != 0 || winner[base + ow] == self) acc += share[base + ow];
-        }
-      }
+      __syncthreads();
     }
-    T* dst = dx_plane + ih * g.dx[2] + iw * g.dx[3];
-    *dst = FromFloat<T>(Blend(g.alpha, acc, g.beta, [&] { return ToFloat(*dst); }));
+  }
+
+  T* dx_plane = dx + PlaneOffset(g.dx, n, c);
+  if (g.dx[2] == g.w.in && g.dx[3] == 1) {  // packed rows: the owned rows are one run
+    T* run = dx_plane + ih0 * g.w.in;
+    for (int i = threadIdx.x; i < owned; i += kThreads) {
+      run[i] = FromFloat<T>(Blend(g.alpha, acc[i], g.beta, [&] { return ToFloat(run[i]); }));
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < owned; i += kThreads) {
+    const int row = static_cast<int>(Div(static_cast<uint32_t>(i), g.in_w));
+    const int iw = i - row * g.w.in;
+    T* dst = dx_plane + (ih0 + row) * g.dx[2] + iw * g.dx[3];
+    *dst = FromFloat<T>(Blend(g.alpha, acc[i], g.beta, [&] { return ToFloat(*dst); }));
   }
 }
 
@@ -289,14 +374,18 @@ size_t TileBytes(const PoolingCall& c, bool forward, int64_t rows, int64_t* inpu
   if (forward) {
     *output_rows = rows;
     *input_rows = std::min((rows - 1) * sh + wh, c.in[1]);
-    return static_cast<size_t>(*input_rows * c.in[2]) * sizeof(float);
+    return static_cast<size_t>(RegionFloats(*input_rows * c.in[2])) * sizeof(float);
   }
   // Owned input rows are covered by at most (rows + wh - 1) / sh + 1 output rows, whose windows
   // span at most that many rows times the stride, plus the window.
   *output_rows = std::min((rows + wh - 2) / sh + 1, c.out[1]);
   *input_rows = std::min((*output_rows - 1) * sh + wh, c.in[1]);
-  const int64_t staged = c.mode == 0 ? *input_rows * c.in[2] : 0;
-  return static_cast<size_t>(staged + *output_rows * c.out[2] * 2 + c.in[2] + rows) * sizeof(float);
+  // The accumulator and dy, then for max y and x (the kernel's layout).
+  int64_t floats = RegionFloats(rows * c.in[2]) + RegionFloats(*output_rows * c.out[2]);
+  if (c.mode == 0) {
+    floats += RegionFloats(*output_rows * c.out[2]) + RegionFloats(*input_rows * c.in[2]);
+  }
+  return static_cast<size_t>(floats) * sizeof(float);
 }
 
 // Whether every window of axis a (1 = H, 2 = W) is `win` wide at stride `stride`, unpadded and
@@ -327,7 +416,7 @@ void LaunchForward(const PoolingCall& c, const RowsGeometry& g, dim3 grid, size_
 
 template <typename T>
 void LaunchBackward(const PoolingCall& c, const RowsGeometry& g, dim3 grid, size_t smem,
-                    int input_rows, int output_rows, cudaStream_t s) {
+                    int output_rows, cudaStream_t s) {
   const T* x = static_cast<const T*>(c.x);
   const T* y = static_cast<const T*>(c.y);
   const T* dy = static_cast<const T*>(c.dy);
@@ -336,23 +425,19 @@ void LaunchBackward(const PoolingCall& c, const RowsGeometry& g, dim3 grid, size
     return FixedWindow(c, 1, win, stride) && FixedWindow(c, 2, win, stride);
   };
   if (fixed(3, 2)) {
-    PoolRowsBackward<T, 3, 2>
-        <<<grid, kThreads, smem, s>>>(g, input_rows, output_rows, x, y, dy, dx);
+    PoolRowsBackward<T, 3, 2><<<grid, kThreads, smem, s>>>(g, output_rows, x, y, dy, dx);
   } else if (fixed(2, 2)) {
-    PoolRowsBackward<T, 2, 2>
-        <<<grid, kThreads, smem, s>>>(g, input_rows, output_rows, x, y, dy, dx);
+    PoolRowsBackward<T, 2, 2><<<grid, kThreads, smem, s>>>(g, output_rows, x, y, dy, dx);
   } else if (fixed(3, 1)) {
-    PoolRowsBackward<T, 3, 1>
-        <<<grid, kThreads, smem, s>>>(g, input_rows, output_rows, x, y, dy, dx);
+    PoolRowsBackward<T, 3, 1><<<grid, kThreads, smem, s>>>(g, output_rows, x, y, dy, dx);
   } else {
-    PoolRowsBackward<T, 0, 0>
-        <<<grid, kThreads, smem, s>>>(g, input_rows, output_rows, x, y, dy, dx);
+    PoolRowsBackward<T, 0, 0><<<grid, kThreads, smem, s>>>(g, output_rows, x, y, dy, dx);
   }
 }
 
 template <typename T>
-int LaunchTyped(const PoolingCall& c, bool forward, int rows, int64_t input_rows,
-                int64_t output_rows, size_t smem, cudaStream_t s) {
+int LaunchTyped(const PoolingCall& c, bool forward, int rows, int64_t output_rows, size_t smem,
+                cudaStream_t s) {
   const RowsGeometry g = GeometryOf(c, rows);
   const int64_t extent = forward ? c.out[1] : c.in[1];
   const dim3 grid(static_cast<unsigned>(c.n * c.c),
@@ -362,8 +447,7 @@ int LaunchTyped(const PoolingCall& c, bool forward, int rows, int64_t input_rows
   } else if (forward) {
     LaunchForward<T, false>(c, g, grid, smem, s);
   } else {
-    LaunchBackward<T>(c, g, grid, smem, static_cast<int>(input_rows), static_cast<int>(output_rows),
-                      s);
+    LaunchBackward<T>(c, g, grid, smem, static_cast<int>(output_rows), s);
   }
   return LastError();
 }
@@ -393,11 +477,11 @@ int LaunchPoolingRows(const PoolingCall& c, bool forward, void* stream) {
   const int r = static_cast<int>(rows);
   switch (c.type) {
     case Storage::kF16:
-      return LaunchTyped<__half>(c, forward, r, input_rows, output_rows, smem, s);
+      return LaunchTyped<__half>(c, forward, r, output_rows, smem, s);
     case Storage::kBF16:
-      return LaunchTyped<__nv_bfloat16>(c, forward, r, input_rows, output_rows, smem, s);
+      return LaunchTyped<__nv_bfloat16>(c, forward, r, output_rows, smem, s);
     default:
-      return LaunchTyped<float>(c, forward, r, input_rows, output_rows, smem, s);
+      return LaunchTyped<float>(c, forward, r, output_rows, smem, s);
   }
 }
 

@@ -3,6 +3,8 @@
 // features are the contiguous dim) in double and writes a partial; one thread per feature then
 // adds the partials in a fixed order and finishes the op. No atomics, so results are the same on
 // every run.
+#include <type_traits>
+
 #include "kernels/cuda/primitive_launch.h"
 #include "kernels/cuda/storage_access.cuh"
 
@@ -29,25 +31,6 @@ __device__ __forceinline__ void Decode(Index i, int rank, const int64_t* dims,
   *b = ob;
 }
 
-__device__ __forceinline__ void Accumulate(ReduceOp op, float a, float b, double* s0, double* s1) {
-  switch (op) {
-    case ReduceOp::kMoments:
-      *s0 += a;
-      *s1 += static_cast<double>(a) * a;
-      break;
-    case ReduceOp::kGradientSums:  // a = x, b = dy
-      *s0 += b;
-      *s1 += static_cast<double>(b) * a;
-      break;
-    case ReduceOp::kSum:
-      *s0 += a;
-      break;
-    case ReduceOp::kPReluSlope:  // a = x, b = dy
-      if (a <= 0.0f) *s0 += static_cast<double>(b) * a;
-      break;
-  }
-}
-
 __device__ __forceinline__ double WarpSum(double v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
   return v;
@@ -55,28 +38,32 @@ __device__ __forceinline__ double WarpSum(double v) {
 
 constexpr int kLoadsInFlight = 8;
 
-// Adds a group of elements' terms in f32 first, then once into the double sums: the f32 error
-// of eight terms is far below the tolerance, and it saves most of the f32-to-f64 conversions,
-// which on an H100 run at a quarter of the FMA rate and would otherwise bound the kernel.
+// Adds kCount elements' terms in f32 first, then once into the double sums: the f32 error of a
+// few terms is far below the tolerance, and it saves most of the f32-to-f64 conversions, which
+// on an H100 run at a quarter of the FMA rate and would otherwise bound the kernel. A single
+// element (kCount 1: the feature-major kernel, heads and tails) is added in double, exactly.
+template <int kCount>
 __device__ __forceinline__ void AccumulateGroup(ReduceOp op, const float* a, const float* b,
                                                 double* s0, double* s1) {
-  float t0 = 0, t1 = 0;
+  using Acc = std::conditional_t<kCount == 1, double, float>;
+  Acc t0 = 0, t1 = 0;
 #pragma unroll
-  for (int k = 0; k < kLoadsInFlight; ++k) {
+  for (int k = 0; k < kCount; ++k) {
+    const Acc ak = a[k], bk = b[k];
     switch (op) {
       case ReduceOp::kMoments:
-        t0 += a[k];
-        t1 += a[k] * a[k];
+        t0 += ak;
+        t1 += ak * ak;
         break;
       case ReduceOp::kGradientSums:  // a = x, b = dy
-        t0 += b[k];
-        t1 += b[k] * a[k];
+        t0 += bk;
+        t1 += bk * ak;
         break;
       case ReduceOp::kSum:
-        t0 += a[k];
+        t0 += ak;
         break;
       case ReduceOp::kPReluSlope:  // a = x, b = dy
-        t0 += a[k] <= 0.0f ? b[k] * a[k] : 0.0f;
+        t0 += ak <= 0 ? bk * ak : 0;
         break;
     }
   }
@@ -84,12 +71,61 @@ __device__ __forceinline__ void AccumulateGroup(ReduceOp op, const float* a, con
   *s1 += t1;
 }
 
+// 16-byte loads in flight per thread and operand on contiguous runs.
+constexpr int kVectorsInFlight = 4;
+
+// Adds the terms of `len` consecutive elements at a (and b, which must have a's alignment
+// modulo 16 bytes) with 16-byte loads for the aligned body: a quarter of the load instructions
+// and four times the bytes in flight of element loads, which a reduction needs to reach the
+// copy bandwidth.
+template <typename T, typename Index, bool kTwo>
+__device__ __forceinline__ void AccumulateRun(ReduceOp op, const T* a, const T* b, Index len,
+                                              double* s0, double* s1) {
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kGroup = kVec * kVectorsInFlight;
+  const int misaligned = static_cast<int>(reinterpret_cast<uintptr_t>(a) & 15) / sizeof(T);
+  const Index head = min(len, static_cast<Index>((kVec - misaligned) % kVec));
+  const Index vectors = (len - head) / kVec;
+  const Index done = head + vectors * kVec;
+  // The head and the tail (fewer than kVec elements each) take one element per thread.
+  const Index t = threadIdx.x;
+  const Index single = t < head ? t : done + (t - head);
+  if (t < head + (len - done)) {
+    const float va = ToFloat(a[single]);
+    const float vb = kTwo ? ToFloat(b[single]) : 0.0f;
+    AccumulateGroup<1>(op, &va, &vb, s0, s1);
+  }
+  const T* body_a = a + head;
+  const T* body_b = b + head;
+  for (Index base = t; base < vectors; base += kVectorsInFlight * kThreads) {
+    float va[kGroup], vb[kGroup];
+#pragma unroll
+    for (int k = 0; k < kVectorsInFlight; ++k) {
+      const Index j = base + k * kThreads;
+      if (j < vectors) {
+        LoadVector(body_a + j * kVec, va + k * kVec);
+        if (kTwo) LoadVector(body_b + j * kVec, vb + k * kVec);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) va[k * kVec + e] = 0.0f;
+      }
+      if (!kTwo || j >= vectors) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) vb[k * kVec + e] = 0.0f;
+      }
+    }
+    AccumulateGroup<kGroup>(op, va, vb, s0, s1);
+  }
+}
+
 // One block per (feature, split), threads along the reduction. The reduction space is seen as
 // rows (all reduction dims but the last) times the last dim, the one merged runs end in, which is
 // contiguous for packed layouts. A block takes a range of row segments and decodes each
 // segment's row once, so the inner loop is a strided stream with eight loads in flight per
 // thread. Rows are cut into parts when there are fewer rows than blocks.
-template <typename T, typename Index>
+// kTwo: the op reads b too (gradient sums, PReLU slope); a template argument so that one-operand
+// reductions do not hold registers for b.
+template <typename T, typename Index, bool kTwo>
 __global__ void __launch_bounds__(kThreads)
     ReduceAlongKernel(const __grid_constant__ ReduceCall c) {
   const Index f = blockIdx.x;
@@ -97,7 +133,7 @@ __global__ void __launch_bounds__(kThreads)
   Index fa, fb;
   Decode<Index>(f, c.feature_rank, c.feature_dims, c.a_feature_strides, c.b_feature_strides, &fa,
                 &fb);
-  const bool two = c.op == ReduceOp::kGradientSums || c.op == ReduceOp::kPReluSlope;
+  constexpr bool two = kTwo;
   const int last = c.reduce_rank - 1;
   const Index inner = last >= 0 ? static_cast<Index>(c.reduce_dims[last]) : 1;
   const Index step_a = last >= 0 ? static_cast<Index>(c.a_reduce_strides[last]) : 0;
@@ -119,6 +155,12 @@ __global__ void __launch_bounds__(kThreads)
                   c.b_reduce_strides, &ra, &rb);
     const T* pa = a_data + ra;
     const T* pb = b_data + rb;
+    const bool aligned_together =
+        ((reinterpret_cast<uintptr_t>(pa) ^ reinterpret_cast<uintptr_t>(pb)) & 15) == 0;
+    if (step_a == 1 && (!two || (step_b == 1 && aligned_together))) {
+      AccumulateRun<T, Index, kTwo>(c.op, pa + lo, pb + lo, hi - lo, &s0, &s1);
+      continue;
+    }
     for (Index i = lo + threadIdx.x; i < hi; i += kLoadsInFlight * kThreads) {
       float a[kLoadsInFlight], b[kLoadsInFlight];
 #pragma unroll
@@ -128,7 +170,7 @@ __global__ void __launch_bounds__(kThreads)
         a[k] = in ? ToFloat(pa[j * step_a]) : 0.0f;
         b[k] = in && two ? ToFloat(pb[j * step_b]) : 0.0f;
       }
-      AccumulateGroup(c.op, a, b, &s0, &s1);
+      AccumulateGroup<kLoadsInFlight>(c.op, a, b, &s0, &s1);
     }
   }
   __shared__ double partial[2][kThreads / 32];
@@ -171,7 +213,7 @@ __global__ void __launch_bounds__(kThreads)
                     &rb);
       const float a = LoadAny(c.a.data, c.a.type, fa + ra);
       const float b = two ? LoadAny(c.b.data, c.b.type, fb + rb) : 0.0f;
-      Accumulate(c.op, a, b, &s0, &s1);
+      AccumulateGroup<1>(c.op, &a, &b, &s0, &s1);
     }
   }
   __shared__ double partial[2][kThreads / 32][32];
@@ -297,12 +339,21 @@ __global__ void InferenceParamsKernel(const __grid_constant__ InferenceParams p)
   p.dense[3 * p.features + f] = static_cast<float>(s * p.mean[po]);
 }
 
-template <typename T>
+template <typename T, bool kTwo>
 void LaunchAlong(const ReduceCall& c, dim3 grid, bool narrow, cudaStream_t s) {
   if (narrow) {
-    ReduceAlongKernel<T, uint32_t><<<grid, kThreads, 0, s>>>(c);
+    ReduceAlongKernel<T, uint32_t, kTwo><<<grid, kThreads, 0, s>>>(c);
   } else {
-    ReduceAlongKernel<T, int64_t><<<grid, kThreads, 0, s>>>(c);
+    ReduceAlongKernel<T, int64_t, kTwo><<<grid, kThreads, 0, s>>>(c);
+  }
+}
+
+template <typename T>
+void LaunchAlong(const ReduceCall& c, dim3 grid, bool narrow, bool two, cudaStream_t s) {
+  if (two) {
+    LaunchAlong<T, true>(c, grid, narrow, s);
+  } else {
+    LaunchAlong<T, false>(c, grid, narrow, s);
   }
 }
 
@@ -340,13 +391,13 @@ int LaunchReduce(const ReduceCall& c, void* stream) {
     if (two && c.b.type != c.a.type) return static_cast<int>(cudaErrorInvalidValue);
     switch (c.a.type) {
       case Storage::kF16:
-        LaunchAlong<__half>(c, grid, narrow, s);
+        LaunchAlong<__half>(c, grid, narrow, two, s);
         break;
       case Storage::kBF16:
-        LaunchAlong<__nv_bfloat16>(c, grid, narrow, s);
+        LaunchAlong<__nv_bfloat16>(c, grid, narrow, two, s);
         break;
       default:
-        LaunchAlong<float>(c, grid, narrow, s);
+        LaunchAlong<float>(c, grid, narrow, two, s);
     }
   }
   if (int e = LastError()) return e;

@@ -57,6 +57,36 @@ __device__ __forceinline__ float LoadAny(const void* p, Storage type, int64_t of
   }
 }
 
+// The element of T whose bits are the low 16 bits of `bits` (2-byte types only).
+template <typename T>
+__device__ __forceinline__ float FromBits16(uint32_t bits);
+template <>
+__device__ __forceinline__ float FromBits16<__half>(uint32_t bits) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+}
+template <>
+__device__ __forceinline__ float FromBits16<__nv_bfloat16>(uint32_t bits) {
+  return __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(bits)));
+}
+
+// The 16 / sizeof(T) elements at p (16-byte aligned, read-only for the kernel's life) as floats,
+// with one 16-byte load. The words are taken apart with shifts rather than by reinterpreting
+// the loaded vector, which would put it in local memory.
+template <typename T>
+__device__ __forceinline__ void LoadVector(const T* p, float* v) {
+  const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    if constexpr (sizeof(T) == 4) {
+      v[k] = __uint_as_float(words[k]);
+    } else {
+      v[2 * k] = FromBits16<T>(words[k]);
+      v[2 * k + 1] = FromBits16<T>(words[k] >> 16);
+    }
+  }
+}
+
 __device__ __forceinline__ void StoreAny(void* p, Storage type, int64_t offset, float v) {
   switch (type) {
     case Storage::kF16:

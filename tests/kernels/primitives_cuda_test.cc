@@ -410,6 +410,9 @@ TEST_F(PrimitivesCudaTest, Pooling) {
       {{1, 4, 6, 7}, {3, 3}, {0, 0}, {1, 1}, dnn::PoolingRounding::kFloor, false},
       // Tall enough that the row kernels split a plane into several tiles.
       {{1, 2, 150, 67}, {3, 3}, {1, 1}, {2, 2}, dnn::PoolingRounding::kFloor, false},
+      {{1, 2, 120, 70}, {3, 3}, {1, 1}, {1, 1}, dnn::PoolingRounding::kFloor, false},
+      // Backward scatters in ceil(window / stride) phases per axis: here 5 x 2, with padding.
+      {{2, 3, 17, 19}, {5, 4}, {2, 1}, {1, 2}, dnn::PoolingRounding::kCeil, false},
   };
   for (const Case& pc : cases) {
     for (P mode : {P::kMax, P::kAverageIncludePadding, P::kAverageExcludePadding}) {
