@@ -241,21 +241,66 @@ __device__ __forceinline__ uint32_t CoveringRange(const dnn::PoolAxisOf<int>& a,
   return static_cast<uint32_t>(first) | static_cast<uint32_t>(last) << 16;
 }
 
+// Writes dx = alpha acc + beta dx over `count` consecutive elements of dst from `acc`, which is
+// laid out by AccumulatorFor(dst) so that the aligned body moves as float4s (f32).
+template <typename T>
+__device__ __forceinline__ void StoreRun(const float* acc, int count, float alpha, float beta,
+                                         T* dst) {
+  int done = 0;
+  if constexpr (sizeof(T) == 4) {
+    const int misaligned = static_cast<int>(reinterpret_cast<uintptr_t>(dst) & 15) / 4;
+    const int head = min(count, (4 - misaligned) % 4);
+    const int vectors = (count - head) / 4;
+    const float4* from = reinterpret_cast<const float4*>(acc + head);
+    float4* to = reinterpret_cast<float4*>(dst + head);
+    for (int j = threadIdx.x; j < vectors; j += kThreads) {
+      float4 v = from[j];
+      v = make_float4(alpha * v.x, alpha * v.y, alpha * v.z, alpha * v.w);
+      if (beta != 0.0f) {
+        const float4 old = to[j];
+        v = make_float4(v.x + beta * old.x, v.y + beta * old.y, v.z + beta * old.z,
+                        v.w + beta * old.w);
+      }
+      to[j] = v;
+    }
+    if (static_cast<int>(threadIdx.x) < head) {
+      const int i = threadIdx.x;
+      dst[i] = Blend(alpha, acc[i], beta, [&] { return dst[i]; });
+    }
+    done = head + vectors * 4;
+  }
+  for (int i = done + threadIdx.x; i < count; i += kThreads) {
+    dst[i] = FromFloat<T>(Blend(alpha, acc[i], beta, [&] { return ToFloat(dst[i]); }));
+  }
+}
+
+// Where in `region` (RegionFloats) an accumulator for the run at dst starts, so that StoreRun's
+// float4s are aligned on both sides.
+template <typename T>
+__device__ __forceinline__ float* AccumulatorFor(const T* dst, float* region) {
+  const int misaligned = static_cast<int>(reinterpret_cast<uintptr_t>(dst) & 15) / sizeof(T);
+  // The run reaches 16-byte alignment after (4 - misaligned) % 4 elements; starting the
+  // accumulator `misaligned` floats in aligns it there too.
+  return region + (sizeof(T) == 4 ? misaligned : 0);
+}
+
 // A backward tile owns input rows [ih0, ih1) and evaluates every output covering them. Shared
 // memory holds, each a region of RegionFloats: the owned rows' gradient accumulator; the covering
 // outputs' dy; and for max also their y and the input rows their windows read. Each output adds
 // its gradient share to its window (average) or to its winner (max: the first element of the
-// window equal to y, in (h, w) order) in the accumulator, keeping only owned rows. Outputs are
-// taken in phases: outputs ceil(window / stride) rows and columns apart have disjoint windows,
-// so within a phase no two threads touch the same element, and the phases run in a fixed order:
-// deterministic, with no atomics and no per-input search of the outputs.
+// window equal to y, in (h, w) order) in the accumulator, keeping only owned rows.
+// The adds are ordered so that no two threads touch one element at once, without atomics and
+// the same way on every run: outputs ceil(window / stride) apart have disjoint windows, so
+//  - output rows are taken in rows_apart phases separated by block barriers, and in a phase each
+//    warp takes whole rows, 32 outputs at a time;
+//  - within a warp, lanes whose outputs are cols_apart apart add together, in sub-steps
+//    separated by warp barriers. The window search itself runs on all lanes at once.
 // kWin, kStride > 0: as for the forward (square, unpadded, every window inside): the window loops
-// unroll and the phase arithmetic divides by constants.
+// unroll.
 template <typename T, int kWin, int kStride>
-__global__ void __launch_bounds__(kThreads)
-    PoolRowsBackward(const __grid_constant__ RowsGeometry g, int max_output_rows,
-                     const T* __restrict__ x, const T* __restrict__ y, const T* __restrict__ dy,
-                     T* __restrict__ dx) {
+__global__ void __launch_bounds__(kThreads, sizeof(T) == 4 ? 7 : 4)
+    PoolRowsBackward(const __grid_constant__ RowsGeometry g, const T* __restrict__ x,
+                     const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx) {
   extern __shared__ float4 smem[];
   int n, c;
   PlaneOf(g, &n, &c);
@@ -266,56 +311,60 @@ __global__ void __launch_bounds__(kThreads)
   const int out_rows = last_oh >= first_oh ? last_oh - first_oh + 1 : 0;
   const int owned = (ih1 - ih0) * g.w.in;
   const bool max = g.mode == 0;
+  const bool dx_packed = g.dx[2] == g.w.in && g.dx[3] == 1;  // the owned rows are one run
+  T* dx_plane = dx + PlaneOffset(g.dx, n, c);
 
-  float* acc = reinterpret_cast<float*>(smem);
-  float* dy_region = acc + RegionFloats(static_cast<int64_t>(g.rows_per_tile) * g.w.in);
-  float* y_region = dy_region + RegionFloats(static_cast<int64_t>(max_output_rows) * g.w.out);
-  float* x_region = y_region + RegionFloats(static_cast<int64_t>(max_output_rows) * g.w.out);
-  const float* grads = dy_region;
-  const float* ys = y_region;
+  // y and dy are read straight from global memory in the phase loop below, where a warp takes
+  // a run of consecutive outputs (coalesced): staging them would cost a second pass over shared
+  // memory and the instructions to set it up, which this kernel is short of.
+  const T* y_plane = y + PlaneOffset(g.y, n, c);
+  const T* dy_plane = dy + PlaneOffset(g.dy, n, c);
+  float* acc_region = reinterpret_cast<float*>(smem);
+  const int64_t acc_floats = RegionFloats(static_cast<int64_t>(g.rows_per_tile) * g.w.in);
+  float* x_region = acc_region + acc_floats;
   const float* xs = x_region;
   int r0 = 0, r1 = 0;
-  if (out_rows > 0) {
-    grads = StageRows(dy + PlaneOffset(g.dy, n, c), g.dy[2], g.dy[3], g.out_w, first_oh,
-                      last_oh + 1, dy_region);
-    if (max) {
-      ys = StageRows(y + PlaneOffset(g.y, n, c), g.y[2], g.y[3], g.out_w, first_oh, last_oh + 1,
-                     y_region);
-      InputRowsOf(g.h, first_oh, last_oh + 1, &r0, &r1);
-      xs = StageRows(x + PlaneOffset(g.x, n, c), g.x[2], g.x[3], g.in_w, r0, r1, x_region);
-    }
+  if (out_rows > 0 && max) {
+    InputRowsOf(g.h, first_oh, last_oh + 1, &r0, &r1);
+    xs = StageRows(x + PlaneOffset(g.x, n, c), g.x[2], g.x[3], g.in_w, r0, r1, x_region);
   }
-  for (int i = threadIdx.x; i < owned; i += kThreads) acc[i] = 0.0f;
+  for (int i = threadIdx.x; i < acc_floats / 4; i += kThreads) {
+    smem[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+  float* acc = dx_packed ? AccumulatorFor(dx_plane + ih0 * g.w.in, acc_region) : acc_region;
   WaitForStaging();
   __syncthreads();
 
-  // Phases: output rows first_oh + ph + k * rows_apart, columns pw + k * cols_apart.
   const int rows_apart = kWin > 0 ? (kWin + kStride - 1) / kStride : g.rows_apart;
   const int cols_apart = kWin > 0 ? (kWin + kStride - 1) / kStride : g.cols_apart;
-  const int row_phases = out_rows < rows_apart ? out_rows : rows_apart;
-  const int col_phases = g.w.out < cols_apart ? g.w.out : cols_apart;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int sub_steps = cols_apart < 32 ? cols_apart : 32;
+  const int my_step = lane % cols_apart;     // lanes of one step are cols_apart apart
   const int to_owned = (r0 - ih0) * g.w.in;  // staged-row index to accumulator index
+  const int row_phases = out_rows < rows_apart ? out_rows : rows_apart;
   for (int ph = 0; ph < row_phases; ++ph) {
-    for (int pw = 0; pw < col_phases; ++pw) {
-      const int phase_rows = (out_rows - 1 - ph) / rows_apart + 1;
-      const int phase_cols = (g.w.out - 1 - pw) / cols_apart + 1;
-      for (int k = threadIdx.x; k < phase_rows * phase_cols; k += kThreads) {
-        const int pr = k / phase_cols;
-        const int oh = first_oh + ph + pr * rows_apart;
-        const int ow = pw + (k - pr * phase_cols) * cols_apart;
-        const int o = (oh - first_oh) * g.w.out + ow;
-        if (max) {
-          const float best = ys[o];
+    for (int row = ph + warp * rows_apart; row < out_rows; row += rows_apart * (kThreads / 32)) {
+      const int oh = first_oh + row;
+      for (int ow0 = 0; ow0 < g.w.out; ow0 += 32) {
+        const int ow = ow0 + lane;
+        const bool active = ow < g.w.out;
+        const int in_y = oh * static_cast<int>(g.y[2]) + ow * static_cast<int>(g.y[3]);
+        const int in_dy = oh * static_cast<int>(g.dy[2]) + ow * static_cast<int>(g.dy[3]);
+        const float grad = active ? ToFloat(dy_plane[in_dy]) : 0.0f;
+        int at = -1;  // max: the winner's accumulator index, when owned
+        float share = 0.0f;
+        int hb = 0, he = 0, hp, wb = 0, we = 0, wp;
+        if (active && max) {
+          const float best = ToFloat(y_plane[in_y]);
           int win = -1;  // index into the staged rows
           if constexpr (kWin > 0) {
             const int corner = (oh * kStride - r0) * g.w.in + ow * kStride;
 #pragma unroll
             for (int e = kWin * kWin - 1; e >= 0; --e) {  // backwards, so the first match stays
-              const int at = corner + (e / kWin) * g.w.in + e % kWin;
-              if (xs[at] == best) win = at;
+              const int i = corner + (e / kWin) * g.w.in + e % kWin;
+              if (xs[i] == best) win = i;
             }
           } else {
-            int hb, he, hp, wb, we, wp;
             dnn::PoolWindow(g.h, oh, &hb, &he, &hp);
             dnn::PoolWindow(g.w, ow, &wb, &we, &wp);
             for (int h = hb; h < he && win < 0; ++h) {
@@ -329,32 +378,35 @@ __global__ void __launch_bounds__(kThreads)
             }
           }
           // No element equals y (NaN): the gradient goes nowhere, as in the reference.
-          const int at = win + to_owned;
-          if (win >= 0 && at >= 0 && at < owned) acc[at] += grads[o];
-          continue;
+          if (win >= 0 && win + to_owned >= 0 && win + to_owned < owned) at = win + to_owned;
+          share = grad;
+        } else if (active) {
+          dnn::PoolWindow(g.h, oh, &hb, &he, &hp);
+          dnn::PoolWindow(g.w, ow, &wb, &we, &wp);
+          share = grad / static_cast<float>(g.mode == 1 ? hp * wp : (he - hb) * (we - wb));
+          hb = hb > ih0 ? hb : ih0;
+          he = he < ih1 ? he : ih1;
         }
-        int hb, he, hp, wb, we, wp;
-        dnn::PoolWindow(g.h, oh, &hb, &he, &hp);
-        dnn::PoolWindow(g.w, ow, &wb, &we, &wp);
-        const float share =
-            grads[o] / static_cast<float>(g.mode == 1 ? hp * wp : (he - hb) * (we - wb));
-        hb = hb > ih0 ? hb : ih0;
-        he = he < ih1 ? he : ih1;
-        for (int h = hb; h < he; ++h) {
-          float* line = acc + (h - ih0) * g.w.in;
-          for (int w = wb; w < we; ++w) line[w] += share;
+        for (int step = 0; step < sub_steps; ++step) {
+          if (active && my_step == step) {
+            if (max) {
+              if (at >= 0) acc[at] += share;
+            } else {
+              for (int h = hb; h < he; ++h) {
+                float* line = acc + (h - ih0) * g.w.in;
+                for (int w = wb; w < we; ++w) line[w] += share;
+              }
+            }
+          }
+          __syncwarp();
         }
       }
-      __syncthreads();
     }
+    __syncthreads();
   }
 
-  T* dx_plane = dx + PlaneOffset(g.dx, n, c);
-  if (g.dx[2] == g.w.in && g.dx[3] == 1) {  // packed rows: the owned rows are one run
-    T* run = dx_plane + ih0 * g.w.in;
-    for (int i = threadIdx.x; i < owned; i += kThreads) {
-      run[i] = FromFloat<T>(Blend(g.alpha, acc[i], g.beta, [&] { return ToFloat(run[i]); }));
-    }
+  if (dx_packed) {
+    StoreRun(acc, owned, g.alpha, g.beta, dx_plane + ih0 * g.w.in);
     return;
   }
   for (int i = threadIdx.x; i < owned; i += kThreads) {
@@ -368,23 +420,19 @@ __global__ void __launch_bounds__(kThreads)
 bool FitsInt(int64_t v) { return v >= 0 && v < (int64_t{1} << 31); }
 
 // Shared bytes of a tile of `rows` (output rows forward, owned input rows backward).
-size_t TileBytes(const PoolingCall& c, bool forward, int64_t rows, int64_t* input_rows,
-                 int64_t* output_rows) {
+size_t TileBytes(const PoolingCall& c, bool forward, int64_t rows) {
   const int64_t wh = c.window[1], sh = c.stride[1];
   if (forward) {
-    *output_rows = rows;
-    *input_rows = std::min((rows - 1) * sh + wh, c.in[1]);
-    return static_cast<size_t>(RegionFloats(*input_rows * c.in[2])) * sizeof(float);
+    const int64_t input_rows = std::min((rows - 1) * sh + wh, c.in[1]);
+    return static_cast<size_t>(RegionFloats(input_rows * c.in[2])) * sizeof(float);
   }
-  // Owned input rows are covered by at most (rows + wh - 1) / sh + 1 output rows, whose windows
-  // span at most that many rows times the stride, plus the window.
-  *output_rows = std::min((rows + wh - 2) / sh + 1, c.out[1]);
-  *input_rows = std::min((*output_rows - 1) * sh + wh, c.in[1]);
-  // The accumulator and dy, then for max y and x (the kernel's layout).
-  int64_t floats = RegionFloats(rows * c.in[2]) + RegionFloats(*output_rows * c.out[2]);
-  if (c.mode == 0) {
-    floats += RegionFloats(*output_rows * c.out[2]) + RegionFloats(*input_rows * c.in[2]);
-  }
+  // Owned input rows are covered by at most (rows + wh - 2) / sh + 1 output rows, whose windows
+  // span at most that many rows times the stride, plus the window. The accumulator, then for max
+  // those input rows (the kernel's layout).
+  const int64_t output_rows = std::min((rows + wh - 2) / sh + 1, c.out[1]);
+  const int64_t input_rows = std::min((output_rows - 1) * sh + wh, c.in[1]);
+  int64_t floats = RegionFloats(rows * c.in[2]);
+  if (c.mode == 0) floats += RegionFloats(input_rows * c.in[2]);
   return static_cast<size_t>(floats) * sizeof(float);
 }
 
@@ -416,7 +464,7 @@ void LaunchForward(const PoolingCall& c, const RowsGeometry& g, dim3 grid, size_
 
 template <typename T>
 void LaunchBackward(const PoolingCall& c, const RowsGeometry& g, dim3 grid, size_t smem,
-                    int output_rows, cudaStream_t s) {
+                    cudaStream_t s) {
   const T* x = static_cast<const T*>(c.x);
   const T* y = static_cast<const T*>(c.y);
   const T* dy = static_cast<const T*>(c.dy);
@@ -425,19 +473,18 @@ void LaunchBackward(const PoolingCall& c, const RowsGeometry& g, dim3 grid, size
     return FixedWindow(c, 1, win, stride) && FixedWindow(c, 2, win, stride);
   };
   if (fixed(3, 2)) {
-    PoolRowsBackward<T, 3, 2><<<grid, kThreads, smem, s>>>(g, output_rows, x, y, dy, dx);
+    PoolRowsBackward<T, 3, 2><<<grid, kThreads, smem, s>>>(g, x, y, dy, dx);
   } else if (fixed(2, 2)) {
-    PoolRowsBackward<T, 2, 2><<<grid, kThreads, smem, s>>>(g, output_rows, x, y, dy, dx);
+    PoolRowsBackward<T, 2, 2><<<grid, kThreads, smem, s>>>(g, x, y, dy, dx);
   } else if (fixed(3, 1)) {
-    PoolRowsBackward<T, 3, 1><<<grid, kThreads, smem, s>>>(g, output_rows, x, y, dy, dx);
+    PoolRowsBackward<T, 3, 1><<<grid, kThreads, smem, s>>>(g, x, y, dy, dx);
   } else {
-    PoolRowsBackward<T, 0, 0><<<grid, kThreads, smem, s>>>(g, output_rows, x, y, dy, dx);
+    PoolRowsBackward<T, 0, 0><<<grid, kThreads, smem, s>>>(g, x, y, dy, dx);
   }
 }
 
 template <typename T>
-int LaunchTyped(const PoolingCall& c, bool forward, int rows, int64_t output_rows, size_t smem,
-                cudaStream_t s) {
+int LaunchTyped(const PoolingCall& c, bool forward, int rows, size_t smem, cudaStream_t s) {
   const RowsGeometry g = GeometryOf(c, rows);
   const int64_t extent = forward ? c.out[1] : c.in[1];
   const dim3 grid(static_cast<unsigned>(c.n * c.c),
@@ -447,7 +494,7 @@ int LaunchTyped(const PoolingCall& c, bool forward, int rows, int64_t output_row
   } else if (forward) {
     LaunchForward<T, false>(c, g, grid, smem, s);
   } else {
-    LaunchBackward<T>(c, g, grid, smem, static_cast<int>(output_rows), s);
+    LaunchBackward<T>(c, g, grid, smem, s);
   }
   return LastError();
 }
@@ -467,21 +514,21 @@ int LaunchPoolingRows(const PoolingCall& c, bool forward, void* stream) {
   }
   // The most rows whose tile fits the budget (at least one, or this path does not apply).
   const int64_t extent = forward ? c.out[1] : c.in[1];
-  int64_t rows = extent, input_rows = 0, output_rows = 0;
-  while (rows > 1 && TileBytes(c, forward, rows, &input_rows, &output_rows) > kTileBytes) {
+  int64_t rows = extent;
+  while (rows > 1 && TileBytes(c, forward, rows) > kTileBytes) {
     rows = rows * 3 / 4;
   }
-  const size_t smem = TileBytes(c, forward, rows, &input_rows, &output_rows);
+  const size_t smem = TileBytes(c, forward, rows);
   if (smem > kTileBytes || (extent + rows - 1) / rows > 65535) return kNo;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   const int r = static_cast<int>(rows);
   switch (c.type) {
     case Storage::kF16:
-      return LaunchTyped<__half>(c, forward, r, output_rows, smem, s);
+      return LaunchTyped<__half>(c, forward, r, smem, s);
     case Storage::kBF16:
-      return LaunchTyped<__nv_bfloat16>(c, forward, r, output_rows, smem, s);
+      return LaunchTyped<__nv_bfloat16>(c, forward, r, smem, s);
     default:
-      return LaunchTyped<float>(c, forward, r, output_rows, smem, s);
+      return LaunchTyped<float>(c, forward, r, smem, s);
   }
 }
 
