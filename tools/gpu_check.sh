@@ -61,10 +61,11 @@ if [ "$what" = primitives ] || [ "$what" = primitives-quick ]; then
     run prim_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 \
       "$bin/tests/kernels/primitives_cuda_test"
     # racecheck looks at shared memory only: the kernels that use it are the reductions (batch
-    # norm, PReLU slope, bias gradients), softmax and its loss, and LRN backward's ring.
+    # norm, PReLU slope, bias gradients), softmax and its loss, LRN backward's ring, and the
+    # row-tiled pooling (staged rows, the backward accumulator and its warp sub-steps).
     run prim_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 \
       "$bin/tests/kernels/primitives_cuda_test" \
-      "--gtest_filter=*BatchNorm*:*Softmax*:*Lrn*:*PRelu*:*TensorOps*"
+      "--gtest_filter=*BatchNorm*:*Softmax*:*Lrn*:*PRelu*:*TensorOps*:*Pooling*"
   fi
   run primitives_bench "$bin/bench/primitives_bench" ${KILN_BENCH_ARGS:-}
   cat "$out/nvidia_smi.log"
