@@ -1,12 +1,10 @@
 // Softmax (accurate and log) forward and backward over rows of any strides, and
-// SoftmaxWithLoss. Rows of one dim up to 1024 long get a warp each and up to 2048 a block each,
-// with the row in registers.
+// SoftmaxWithLoss. Rows of one dim up to 2048 long get a block each with the row in registers.
 // Other rows whose elements are contiguous (instance softmax, channels-last channel
 // softmax, a classifier's [N, classes]) get a block each, the row cached in shared memory; rows
 // strided across memory (NCHW channel softmax) get a thread each, so a warp reads 32 neighbouring
 // rows' elements at once. The loss is summed by one block in a fixed order (deterministic).
 #include <cfloat>
-#include <type_traits>
 
 #include "kernels/cuda/primitive_launch.h"
 #include "kernels/cuda/storage_access.cuh"
@@ -106,38 +104,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The softmax (forward) or its gradient (backward) of a row held in registers, kSlots elements
-// per thread: v[k] is x (forward) or y (backward), g[k] is dy, and in(k) says whether slot k
-// holds an element. Reduce<kMax>(a) combines a value across the threads that hold the row.
-template <int kSlots, bool kBackward, class In, class Reduce>
-__device__ __forceinline__ void SoftmaxOfRow(bool log, float* v, const float* g, In in,
-                                             Reduce reduce, float* out) {
-  if (kBackward) {
-    float a = 0;
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) a += log ? g[k] : g[k] * v[k];
-    const float dot = reduce(a, std::false_type());
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) out[k] = log ? g[k] - __expf(v[k]) * dot : v[k] * (g[k] - dot);
-    return;
-  }
-  float a = -FLT_MAX;
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) a = fmaxf(a, v[k]);
-  const float mx = reduce(a, std::true_type());
-  float sum = 0;
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    v[k] -= mx;
-    out[k] = __expf(v[k]);
-    sum += in(k) ? out[k] : 0.0f;
-  }
-  const float total = reduce(sum, std::false_type());
-  const float log_sum = __logf(total), inv = 1.0f / total;
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) out[k] = log ? v[k] - log_sum : out[k] * inv;
-}
-
 constexpr int kRegisterSlots = 8;  // elements per thread of a row held in registers
 
 // Rows of one dim, at most kThreads * kRegisterSlots long: a block per row loads the whole row
@@ -155,66 +121,44 @@ __global__ void __launch_bounds__(kThreads)
     const T* x = static_cast<const T*>(c.x) + base[0];
     const T* dy = static_cast<const T*>(c.dy) + base[1];
     float v[kRegisterSlots], g[kRegisterSlots];
-    auto in = [&](int k) { return static_cast<int>(threadIdx.x) + k * kThreads < length; };
 #pragma unroll
     for (int k = 0; k < kRegisterSlots; ++k) {
       const int e = threadIdx.x + k * kThreads;
-      v[k] = in(k) ? ToFloat(x[e * sx]) : (kBackward ? 0.0f : -FLT_MAX);
-      if (kBackward) g[k] = in(k) ? ToFloat(dy[e * sdy]) : 0.0f;
+      v[k] = e < length ? ToFloat(x[e * sx]) : (kBackward ? 0.0f : -FLT_MAX);
+      if (kBackward) g[k] = e < length ? ToFloat(dy[e * sdy]) : 0.0f;
     }
     float out[kRegisterSlots];
-    SoftmaxOfRow<kRegisterSlots, kBackward>(
-        c.log, v, g, in,
-        [&](float a, auto max) { return BlockReduce<decltype(max)::value>(a, scratch); }, out);
+    if (kBackward) {
+      float a = 0;
+#pragma unroll
+      for (int k = 0; k < kRegisterSlots; ++k) a += c.log ? g[k] : g[k] * v[k];
+      const float dot = BlockReduce<false>(a, scratch);
+#pragma unroll
+      for (int k = 0; k < kRegisterSlots; ++k) {
+        out[k] = c.log ? g[k] - __expf(v[k]) * dot : v[k] * (g[k] - dot);
+      }
+    } else {
+      float a = -FLT_MAX;
+#pragma unroll
+      for (int k = 0; k < kRegisterSlots; ++k) a = fmaxf(a, v[k]);
+      const float mx = BlockReduce<true>(a, scratch);
+      float sum = 0;
+#pragma unroll
+      for (int k = 0; k < kRegisterSlots; ++k) {
+        v[k] -= mx;
+        out[k] = __expf(v[k]);
+        const int e = threadIdx.x + k * kThreads;
+        sum += e < length ? out[k] : 0.0f;
+      }
+      const float total = BlockReduce<false>(sum, scratch);
+      const float log_sum = __logf(total), inv = 1.0f / total;
+#pragma unroll
+      for (int k = 0; k < kRegisterSlots; ++k) out[k] = c.log ? v[k] - log_sum : out[k] * inv;
+    }
 #pragma unroll
     for (int k = 0; k < kRegisterSlots; ++k) {
-      if (in(k)) StoreBlended<T>(c, base[2] + (threadIdx.x + k * kThreads) * so, out[k]);
-    }
-  }
-}
-
-constexpr int kWarpSlots = 32;  // a warp holds rows up to 32 * kWarpSlots long
-constexpr int kWarpRowsPerBlock = 4;
-
-// Rows of one dim, at most 32 * kWarpSlots long: a warp per row, the row in its registers, and
-// the reductions by shuffles alone. Against a block per row this saves the block barriers and
-// shared-memory round trips of two reductions, which is most of the time of a small, latency-
-// bound softmax such as a classifier's 128 x 1000.
-template <typename T, bool kBackward>
-__global__ void __launch_bounds__(32 * kWarpRowsPerBlock)
-    SoftmaxWarpRowKernel(const __grid_constant__ SoftmaxCall c) {
-  const int lane = threadIdx.x % 32;
-  const int length = static_cast<int>(c.row_length);
-  const int64_t sx = c.row_strides[0][0], sdy = c.row_strides[1][0], so = c.row_strides[2][0];
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kWarpRowsPerBlock + threadIdx.x / 32;
-  for (int64_t row = first; row < c.rows;
-       row += static_cast<int64_t>(gridDim.x) * kWarpRowsPerBlock) {
-    int64_t base[3];
-    DecodeOuter(c, row, base);
-    const T* x = static_cast<const T*>(c.x) + base[0];
-    const T* dy = static_cast<const T*>(c.dy) + base[1];
-    float v[kWarpSlots], g[kWarpSlots];
-    auto in = [&](int k) { return lane + k * 32 < length; };
-#pragma unroll
-    for (int k = 0; k < kWarpSlots; ++k) {
-      const int e = lane + k * 32;
-      v[k] = in(k) ? ToFloat(x[e * sx]) : (kBackward ? 0.0f : -FLT_MAX);
-      if (kBackward) g[k] = in(k) ? ToFloat(dy[e * sdy]) : 0.0f;
-    }
-    float out[kWarpSlots];
-    SoftmaxOfRow<kWarpSlots, kBackward>(
-        c.log, v, g, in,
-        [](float a, auto max) {
-          for (int o = 16; o > 0; o >>= 1) {
-            const float other = __shfl_xor_sync(0xffffffffu, a, o);
-            a = decltype(max)::value ? fmaxf(a, other) : a + other;
-          }
-          return a;
-        },
-        out);
-#pragma unroll
-    for (int k = 0; k < kWarpSlots; ++k) {
-      if (in(k)) StoreBlended<T>(c, base[2] + (lane + k * 32) * so, out[k]);
+      const int e = threadIdx.x + k * kThreads;
+      if (e < length) StoreBlended<T>(c, base[2] + e * so, out[k]);
     }
   }
 }
@@ -273,9 +217,6 @@ int LaunchTyped(const SoftmaxCall& c, void* stream) {
   const bool per_thread = row_min_stride > 1 && c.rows >= 4096;
   if (per_thread) {
     SoftmaxThreadKernel<T, kBackward><<<BlocksFor(c.rows, kThreads), kThreads, 0, s>>>(c);
-  } else if (c.row_rank == 1 && c.row_length <= 32 * kWarpSlots) {
-    SoftmaxWarpRowKernel<T, kBackward>
-        <<<BlocksFor(c.rows, kWarpRowsPerBlock, 65535), 32 * kWarpRowsPerBlock, 0, s>>>(c);
   } else if (c.row_rank == 1 && c.row_length <= kThreads * kRegisterSlots) {
     SoftmaxRegisterRowKernel<T, kBackward><<<BlocksFor(c.rows, 1, 65535), kThreads, 0, s>>>(c);
   } else {
