@@ -20,8 +20,9 @@ constexpr int kCachedRow = 4096;  // elements a block keeps in shared memory
 __device__ __forceinline__ void DecodeOuter(const SoftmaxCall& c, int64_t row, int64_t* base) {
   base[0] = base[1] = base[2] = 0;
   for (int d = c.outer_rank - 1; d >= 0; --d) {
-    const int64_t idx = row % c.outer_dims[d];
-    row /= c.outer_dims[d];
+    // What remains of the row is the outermost index: no (64-bit, slow) division for it.
+    const int64_t idx = d == 0 ? row : row % c.outer_dims[d];
+    if (d > 0) row /= c.outer_dims[d];
     for (int k = 0; k < 3; ++k) base[k] += idx * c.outer_strides[k][d];
   }
 }
@@ -36,18 +37,41 @@ __device__ __forceinline__ int64_t RowOffset(const SoftmaxCall& c, int k, int64_
   return offset;
 }
 
+// One barrier per reduction: the caller must not reuse `scratch` until a later barrier has
+// passed (every thread reads it right after this one), hence a scratch per reduction of a row,
+// and for one-reduction rows a pair alternating between rows.
 template <bool kMax>
 __device__ __forceinline__ float BlockReduce(float v, float* scratch) {
   for (int o = 16; o > 0; o >>= 1) {
     const float other = __shfl_down_sync(0xffffffffu, v, o);
     v = kMax ? fmaxf(v, other) : v + other;
   }
-  __syncthreads();  // scratch may still be read from the previous reduction
   if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
   __syncthreads();
   float r = scratch[0];
   for (int w = 1; w < kThreads / 32; ++w) r = kMax ? fmaxf(r, scratch[w]) : r + scratch[w];
   return r;
+}
+
+// Merges (max, sum of exp(v - max)) pairs across the block; returns the block's maximum and
+// sets *sum to the block's sum relative to it. One barrier: the caller must not reuse `pairs`
+// until a later barrier has passed.
+__device__ __forceinline__ float BlockReduceMaxSum(float mx, float* sum, float2* pairs) {
+  auto merge = [](float* m, float* s, float m2, float s2) {
+    const float top = fmaxf(*m, m2);
+    *s = *s * __expf(*m - top) + s2 * __expf(m2 - top);
+    *m = top;
+  };
+  float s = *sum;
+  for (int o = 16; o > 0; o >>= 1) {
+    merge(&mx, &s, __shfl_down_sync(0xffffffffu, mx, o), __shfl_down_sync(0xffffffffu, s, o));
+  }
+  if (threadIdx.x % 32 == 0) pairs[threadIdx.x / 32] = make_float2(mx, s);
+  __syncthreads();
+  float2 r = pairs[0];
+  for (int w = 1; w < kThreads / 32; ++w) merge(&r.x, &r.y, pairs[w].x, pairs[w].y);
+  *sum = r.y;
+  return r.x;
 }
 
 template <typename T>
@@ -61,7 +85,7 @@ template <typename T, bool kBackward>
 __global__ void __launch_bounds__(kThreads)
     SoftmaxRowKernel(const __grid_constant__ SoftmaxCall c) {
   __shared__ float cache[kCachedRow];
-  __shared__ float scratch[kThreads / 32];
+  __shared__ float scratch[2][kThreads / 32];  // the row ends with a barrier: no alternation
   const bool cached = c.row_length <= kCachedRow;
   const T* x = static_cast<const T*>(c.x);
   const T* dy = static_cast<const T*>(c.dy);
@@ -83,17 +107,17 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     if (kBackward) {
-      const float dot = BlockReduce<false>(a, scratch);
+      const float dot = BlockReduce<false>(a, scratch[0]);
       for (int64_t e = threadIdx.x; e < c.row_length; e += kThreads) {
         const float yv = load(e), g = ToFloat(dy[base[1] + RowOffset(c, 1, e)]);
         StoreBlended<T>(c, base[2] + RowOffset(c, 2, e),
                         c.log ? g - __expf(yv) * dot : yv * (g - dot));
       }
     } else {
-      const float mx = BlockReduce<true>(a, scratch);
+      const float mx = BlockReduce<true>(a, scratch[0]);
       float s = 0;
       for (int64_t e = threadIdx.x; e < c.row_length; e += kThreads) s += __expf(load(e) - mx);
-      const float sum = BlockReduce<false>(s, scratch);
+      const float sum = BlockReduce<false>(s, scratch[1]);
       const float log_sum = __logf(sum), inv = 1.0f / sum;
       for (int64_t e = threadIdx.x; e < c.row_length; e += kThreads) {
         const float v = load(e) - mx;
@@ -107,13 +131,16 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kRegisterSlots = 8;  // elements per thread of a row held in registers
 
 // Rows of one dim, at most kThreads * kRegisterSlots long: a block per row loads the whole row
-// into registers with every load in flight at once, so a row costs one memory latency plus two
-// block reductions (the latency, not bandwidth, is what bounds small softmaxes like 128 x 1000).
+// into registers with every load in flight at once, so a row costs one memory latency plus one
+// block reduction (the latency, not bandwidth, is what bounds small softmaxes like 128 x 1000).
 template <typename T, bool kBackward>
 __global__ void __launch_bounds__(kThreads)
     SoftmaxRegisterRowKernel(const __grid_constant__ SoftmaxCall c) {
-  __shared__ float scratch[kThreads / 32];
+  // One reduction (one barrier) per row, so consecutive rows alternate scratches.
+  __shared__ float scratch[2][kThreads / 32];  // backward
+  __shared__ float2 pairs[2][kThreads / 32];   // forward
   const int length = static_cast<int>(c.row_length);
+  int parity = 0;
   const int64_t sx = c.row_strides[0][0], sdy = c.row_strides[1][0], so = c.row_strides[2][0];
   for (int64_t row = blockIdx.x; row < c.rows; row += gridDim.x) {
     int64_t base[3];
@@ -132,29 +159,31 @@ __global__ void __launch_bounds__(kThreads)
       float a = 0;
 #pragma unroll
       for (int k = 0; k < kRegisterSlots; ++k) a += c.log ? g[k] : g[k] * v[k];
-      const float dot = BlockReduce<false>(a, scratch);
+      const float dot = BlockReduce<false>(a, scratch[parity]);
 #pragma unroll
       for (int k = 0; k < kRegisterSlots; ++k) {
         out[k] = c.log ? g[k] - __expf(v[k]) * dot : v[k] * (g[k] - dot);
       }
     } else {
-      float a = -FLT_MAX;
+      // The row's maximum and sum of exponentials in one reduction of (max, sum) pairs.
+      float mx = -FLT_MAX;
 #pragma unroll
-      for (int k = 0; k < kRegisterSlots; ++k) a = fmaxf(a, v[k]);
-      const float mx = BlockReduce<true>(a, scratch);
+      for (int k = 0; k < kRegisterSlots; ++k) mx = fmaxf(mx, v[k]);
       float sum = 0;
 #pragma unroll
       for (int k = 0; k < kRegisterSlots; ++k) {
-        v[k] -= mx;
-        out[k] = __expf(v[k]);
         const int e = threadIdx.x + k * kThreads;
+        out[k] = __expf(v[k] - mx);
         sum += e < length ? out[k] : 0.0f;
       }
-      const float total = BlockReduce<false>(sum, scratch);
-      const float log_sum = __logf(total), inv = 1.0f / total;
+      const float row_max = BlockReduceMaxSum(mx, &sum, pairs[parity]);
+      const float log_sum = __logf(sum), scale = __expf(mx - row_max) / sum;
 #pragma unroll
-      for (int k = 0; k < kRegisterSlots; ++k) out[k] = c.log ? v[k] - log_sum : out[k] * inv;
+      for (int k = 0; k < kRegisterSlots; ++k) {
+        out[k] = c.log ? v[k] - row_max - log_sum : out[k] * scale;
+      }
     }
+    parity ^= 1;
 #pragma unroll
     for (int k = 0; k < kRegisterSlots; ++k) {
       const int e = threadIdx.x + k * kThreads;
