@@ -128,12 +128,14 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-constexpr int kRegisterSlots = 8;  // elements per thread of a row held in registers
+constexpr int kMaxRegisterSlots = 8;  // elements per thread of a row held in registers
 
 // Rows of one dim, at most kThreads * kRegisterSlots long: a block per row loads the whole row
 // into registers with every load in flight at once, so a row costs one memory latency plus one
 // block reduction (the latency, not bandwidth, is what bounds small softmaxes like 128 x 1000).
-template <typename T, bool kBackward>
+// The launcher picks the fewest slots that hold the row: each slot's loads and exponentials are
+// serial work for a thread, needed or not.
+template <typename T, bool kBackward, int kRegisterSlots>
 __global__ void __launch_bounds__(kThreads)
     SoftmaxRegisterRowKernel(const __grid_constant__ SoftmaxCall c) {
   // One reduction (one barrier) per row, so consecutive rows alternate scratches.
@@ -246,8 +248,15 @@ int LaunchTyped(const SoftmaxCall& c, void* stream) {
   const bool per_thread = row_min_stride > 1 && c.rows >= 4096;
   if (per_thread) {
     SoftmaxThreadKernel<T, kBackward><<<BlocksFor(c.rows, kThreads), kThreads, 0, s>>>(c);
-  } else if (c.row_rank == 1 && c.row_length <= kThreads * kRegisterSlots) {
-    SoftmaxRegisterRowKernel<T, kBackward><<<BlocksFor(c.rows, 1, 65535), kThreads, 0, s>>>(c);
+  } else if (c.row_rank == 1 && c.row_length <= kThreads * kMaxRegisterSlots) {
+    const unsigned blocks = BlocksFor(c.rows, 1, 65535);
+    if (c.row_length <= kThreads * 2) {
+      SoftmaxRegisterRowKernel<T, kBackward, 2><<<blocks, kThreads, 0, s>>>(c);
+    } else if (c.row_length <= kThreads * 4) {
+      SoftmaxRegisterRowKernel<T, kBackward, 4><<<blocks, kThreads, 0, s>>>(c);
+    } else {
+      SoftmaxRegisterRowKernel<T, kBackward, kMaxRegisterSlots><<<blocks, kThreads, 0, s>>>(c);
+    }
   } else {
     SoftmaxRowKernel<T, kBackward><<<BlocksFor(c.rows, 1, 65535), kThreads, 0, s>>>(c);
   }
