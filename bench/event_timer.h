@@ -7,11 +7,20 @@
 #include <algorithm>
 #include <vector>
 
+#include "bench/gpu_hold.h"
+
 namespace kiln {
 namespace bench {
 
+// GPU time a timed run is queued behind (HoldGpu): longer than any host-side enqueueing of one
+// run (Kiln's or cuDNN's API checks and launches, a few microseconds).
+constexpr int kHoldMicroseconds = 50;
+
 // Median milliseconds of `repeats` runs of `fn` (each between two events on `stream`) after
-// `warmups` untimed runs; -1 when fn returns false or a CUDA event call fails.
+// `warmups` untimed runs; -1 when fn returns false or a CUDA call fails. Each run is enqueued
+// while the GPU is held busy, so the events time the GPU's work alone: without the hold, the
+// first event fires at once and the time includes the host's enqueueing, which is most of the
+// time of a small op (a 1 MB softmax) and varies from run to run.
 template <typename F>
 float MedianMs(F&& fn, int repeats, cudaStream_t stream, int warmups = 1) {
   for (int i = 0; i < warmups; ++i) {
@@ -27,7 +36,8 @@ float MedianMs(F&& fn, int repeats, cudaStream_t stream, int warmups = 1) {
   bool ok = true;
   for (int i = 0; i < repeats && ok; ++i) {
     float ms = 0;
-    ok = cudaEventRecord(a, stream) == cudaSuccess && fn() &&
+    ok = HoldGpu(stream, kHoldMicroseconds) == cudaSuccess &&
+         cudaEventRecord(a, stream) == cudaSuccess && fn() &&
          cudaEventRecord(b, stream) == cudaSuccess && cudaEventSynchronize(b) == cudaSuccess &&
          cudaEventElapsedTime(&ms, a, b) == cudaSuccess;
     times.push_back(ms);

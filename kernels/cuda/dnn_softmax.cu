@@ -54,24 +54,29 @@ __device__ __forceinline__ float BlockReduce(float v, float* scratch) {
 }
 
 // Merges (max, sum of exp(v - max)) pairs across the block; returns the block's maximum and
-// sets *sum to the block's sum relative to it. One barrier: the caller must not reuse `pairs`
-// until a later barrier has passed.
+// sets *sum to the block's sum relative to it. Maxima and sums are reduced separately, each
+// thread's and each warp's sum rescaled by one exponential, so the chain of dependent steps
+// holds no exponential (a merge of pairs needs two per step). One barrier: the caller must not
+// reuse `pairs` until a later barrier has passed.
 __device__ __forceinline__ float BlockReduceMaxSum(float mx, float* sum, float2* pairs) {
-  auto merge = [](float* m, float* s, float m2, float s2) {
-    const float top = fmaxf(*m, m2);
-    *s = *s * __expf(*m - top) + s2 * __expf(m2 - top);
-    *m = top;
-  };
-  float s = *sum;
-  for (int o = 16; o > 0; o >>= 1) {
-    merge(&mx, &s, __shfl_down_sync(0xffffffffu, mx, o), __shfl_down_sync(0xffffffffu, s, o));
-  }
-  if (threadIdx.x % 32 == 0) pairs[threadIdx.x / 32] = make_float2(mx, s);
+  float top = mx;
+  for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
+  float s = *sum * __expf(mx - top);
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (threadIdx.x % 32 == 0) pairs[threadIdx.x / 32] = make_float2(top, s);
   __syncthreads();
-  float2 r = pairs[0];
-  for (int w = 1; w < kThreads / 32; ++w) merge(&r.x, &r.y, pairs[w].x, pairs[w].y);
-  *sum = r.y;
-  return r.x;
+  float2 warp[kThreads / 32];
+  float block_top = -FLT_MAX;
+#pragma unroll
+  for (int w = 0; w < kThreads / 32; ++w) {
+    warp[w] = pairs[w];
+    block_top = fmaxf(block_top, warp[w].x);
+  }
+  float total = 0;
+#pragma unroll
+  for (int w = 0; w < kThreads / 32; ++w) total += warp[w].y * __expf(warp[w].x - block_top);
+  *sum = total;
+  return block_top;
 }
 
 template <typename T>
