@@ -8,6 +8,7 @@
 #include "engine/status_macros.h"
 #include "kernels/cuda/conv_graph_kernel.h"
 #include "kernels/cuda/cuda_launch.h"
+#include "kernels/cuda/primitive_launch.h"
 #include "ops/convolution_params.h"
 #include "ops/pooling_params.h"
 #include "ops/shape_util.h"
@@ -62,24 +63,62 @@ absl::Status Require2d(const Node& node) {
   return absl::OkStatus();
 }
 
+// Packed (N, C, D, H, W) strides of a dense [n, c, d, h, w] tensor.
+void PackedStrides5(const int64_t* dims, int64_t* strides) {
+  int64_t step = 1;
+  for (int d = 4; d >= 0; --d) {
+    strides[d] = step;
+    step *= dims[d];
+  }
+}
+
+// The graph's pooling runs on the primitive layer's kernels (row-tiled for NCHW).
 absl::StatusOr<LaunchKernel::Fn> CreatePool(const Node& node) {
   KILN_ASSIGN_OR_RETURN(PoolingParams p, PoolingParams::Create(node.attrs(), node.input(0).type()));
   const TensorType& x = node.input(0).type();
-  cuda::Pool2dShape s{x.dim(0) * x.dim(1), x.dim(2),    x.dim(3),    p.output[0],
-                      p.output[1],         p.kernel[0], p.kernel[1], p.stride[0],
-                      p.stride[1],         p.pad[0],    p.pad[1],    static_cast<int>(p.mode)};
-  return [s](const KernelArgs& a) { return cuda::LaunchPool2d(s, In(a, 0), Out(a), a.stream); };
+  cuda::PoolingCall c;
+  c.mode = static_cast<int>(p.mode);  // both: 0 max, 1 average over the padded window, 2 without
+  c.n = x.dim(0);
+  c.c = x.dim(1);
+  for (int i = 0; i < 2; ++i) {
+    c.in[1 + i] = x.dim(2 + i);
+    c.out[1 + i] = p.output[i];
+    c.window[1 + i] = p.kernel[i];
+    c.stride[1 + i] = p.stride[i];
+    c.pad[1 + i] = p.pad[i];
+  }
+  const int64_t x_dims[5] = {c.n, c.c, 1, c.in[1], c.in[2]};
+  const int64_t y_dims[5] = {c.n, c.c, 1, c.out[1], c.out[2]};
+  PackedStrides5(x_dims, c.x_strides);
+  PackedStrides5(y_dims, c.y_strides);
+  return [c](const KernelArgs& a) mutable {
+    c.x = In(a, 0);
+    c.result = Out(a);
+    return cuda::LaunchPoolingForward(c, a.stream);
+  };
 }
 
+// LRN across channels on the primitive layer's kernels: x as [n, c, positions], since the
+// window runs over channels only.
 absl::StatusOr<LaunchKernel::Fn> CreateLrn(const Node& node) {
   const TensorType& x = node.input(0).type();
-  const int64_t n = x.dim(0), c = x.dim(1), inner = ProductOfDims(x.dims(), 2, x.rank());
-  const int64_t size = node.GetInt("local_size");
-  const float alpha = static_cast<float>(node.GetFloat("alpha"));
-  const float beta = static_cast<float>(node.GetFloat("beta"));
-  const float k = static_cast<float>(node.GetFloat("k"));
-  return [=](const KernelArgs& a) {
-    return cuda::LaunchLrnAcross(n, c, inner, size, alpha, beta, k, In(a, 0), Out(a), a.stream);
+  cuda::LrnCall c;
+  c.across = true;
+  c.size = node.GetInt("local_size");
+  c.alpha = static_cast<float>(node.GetFloat("alpha"));
+  c.beta = static_cast<float>(node.GetFloat("beta"));
+  c.k = static_cast<float>(node.GetFloat("k"));
+  c.n = x.dim(0);
+  c.c = x.dim(1);
+  c.sp[2] = ProductOfDims(x.dims(), 2, x.rank());
+  c.spatial_rank = 1;
+  const int64_t dims[5] = {c.n, c.c, 1, 1, c.sp[2]};
+  PackedStrides5(dims, c.x_strides);
+  PackedStrides5(dims, c.y_strides);
+  return [c](const KernelArgs& a) mutable {
+    c.x = In(a, 0);
+    c.out = Out(a);
+    return cuda::LaunchLrnForward(c, a.stream);
   };
 }
 
