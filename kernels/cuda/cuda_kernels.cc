@@ -122,14 +122,31 @@ absl::StatusOr<LaunchKernel::Fn> CreateLrn(const Node& node) {
   };
 }
 
+// Softmax over `axis` on the primitive layer's kernels: x as [outer, c, inner], rows indexed by
+// (outer, inner), each row c elements `inner` apart.
 absl::StatusOr<LaunchKernel::Fn> CreateSoftmax(const Node& node) {
   const TensorType& x = node.input(0).type();
   KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(node.GetInt("axis"), x.rank(), "axis"));
   const int64_t outer = ProductOfDims(x.dims(), 0, axis), c = x.dim(axis),
                 inner = ProductOfDims(x.dims(), axis + 1, x.rank());
-  const bool log = node.GetBool("log");
-  return [=](const KernelArgs& a) {
-    return cuda::LaunchSoftmax(outer, c, inner, log, In(a, 0), Out(a), a.stream);
+  cuda::SoftmaxCall call;
+  call.log = node.GetBool("log");
+  call.outer_rank = inner == 1 ? 1 : 2;  // a classifier's [N, classes]: rows are just N
+  call.outer_dims[0] = outer;
+  call.outer_dims[1] = inner;
+  call.row_rank = 1;
+  call.row_dims[0] = c;
+  for (int k : {0, 2}) {  // x and y; operand 1 (dy) is unused forward
+    call.outer_strides[k][0] = c * inner;
+    call.outer_strides[k][1] = 1;
+    call.row_strides[k][0] = inner;
+  }
+  call.rows = outer * inner;
+  call.row_length = c;
+  return [call](const KernelArgs& a) mutable {
+    call.x = In(a, 0);
+    call.out = Out(a);
+    return call.rows == 0 ? 0 : cuda::LaunchSoftmaxForward(call, a.stream);
   };
 }
 

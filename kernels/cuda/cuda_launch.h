@@ -3,8 +3,8 @@
 // (checked with cudaGetLastError right after it) as an int; 0 means success.
 //
 // These are the first, straightforward CUDA kernels (one thread per output element) that the
-// graph engine still uses; convolution, pooling and LRN run on the primitive layer's kernels
-// (convolution.h, primitive_launch.h).
+// graph engine still uses; convolution, pooling, LRN and softmax run on the primitive layer's
+// kernels (convolution.h, primitive_launch.h).
 #ifndef KILN_KERNELS_CUDA_CUDA_LAUNCH_H_
 #define KILN_KERNELS_CUDA_CUDA_LAUNCH_H_
 
@@ -23,10 +23,6 @@ struct PointwiseParams {
 };
 int LaunchPointwise(const PointwiseParams& params, const float* x, float* y, int64_t n,
                     void* stream);
-
-// Softmax over the middle dim of [outer, c, inner], max-subtracted; log-softmax when `log`.
-int LaunchSoftmax(int64_t outer, int64_t c, int64_t inner, bool log, const float* x, float* y,
-                  void* stream);
 
 // y[m, n] = bias[n] for every row (the GEMM then accumulates onto it).
 int LaunchBroadcastRows(int64_t m, int64_t n, const float* bias, float* y, void* stream);

@@ -1,4 +1,4 @@
-// Element-wise activations, softmax and the bias broadcast used by InnerProduct.
+// Element-wise activations and the bias broadcast used by InnerProduct.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_launch.h"
@@ -52,26 +52,6 @@ __global__ void PointwiseKernel(PointwiseParams p, const float* __restrict__ x,
   }
 }
 
-__global__ void SoftmaxKernel(int64_t outer, int64_t c, int64_t inner, bool log,
-                              const float* __restrict__ x, float* __restrict__ y) {
-  const int64_t rows = outer * inner;
-  for (int64_t row = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; row < rows;
-       row += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t o = row / inner, i = row % inner;
-    const float* xr = x + o * c * inner + i;
-    float* yr = y + o * c * inner + i;
-    float max_v = xr[0];
-    for (int64_t j = 1; j < c; ++j) max_v = fmaxf(max_v, xr[j * inner]);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < c; ++j) sum += expf(xr[j * inner] - max_v);
-    const float log_sum = logf(sum);
-    for (int64_t j = 0; j < c; ++j) {
-      const float shifted = xr[j * inner] - max_v;
-      yr[j * inner] = log ? shifted - log_sum : expf(shifted) / sum;
-    }
-  }
-}
-
 __global__ void BroadcastRowsKernel(int64_t m, int64_t n, const float* __restrict__ bias,
                                     float* __restrict__ y) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < m * n;
@@ -86,14 +66,6 @@ int LaunchPointwise(const PointwiseParams& params, const float* x, float* y, int
                     void* stream) {
   if (n == 0) return 0;
   PointwiseKernel<<<GridFor(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(params, x, y, n);
-  return static_cast<int>(cudaGetLastError());
-}
-
-int LaunchSoftmax(int64_t outer, int64_t c, int64_t inner, bool log, const float* x, float* y,
-                  void* stream) {
-  if (outer * inner == 0) return 0;
-  SoftmaxKernel<<<GridFor(outer * inner, 128), 128, 0, static_cast<cudaStream_t>(stream)>>>(
-      outer, c, inner, log, x, y);
   return static_cast<int>(cudaGetLastError());
 }
 
