@@ -20,6 +20,9 @@ namespace {
 const float* In(const KernelArgs& a, int i) { return static_cast<const float*>(a.inputs[i].data); }
 float* Out(const KernelArgs& a, int i = 0) { return static_cast<float*>(a.outputs[i].data); }
 
+// ElementwiseCreator's kind for Dropout (the activation kinds are dnn::ActivationKind, >= 0).
+constexpr int kDropout = -1;
+
 // A Kernel whose Run is one launcher call captured at plan time.
 class LaunchKernel : public Kernel {
  public:
@@ -150,38 +153,50 @@ absl::StatusOr<LaunchKernel::Fn> CreateSoftmax(const Node& node) {
   };
 }
 
-CreateFn PointwiseCreator(cuda::PointwiseOp op) {
-  return [op](const Node& node) -> absl::StatusOr<LaunchKernel::Fn> {
-    cuda::PointwiseParams p;
-    p.op = op;
+// Element-wise graph ops on the primitive layer's element-wise kernel (16-byte accesses on dense
+// f32): an activation of `kind`, or Dropout (kind < 0).
+CreateFn ElementwiseCreator(int kind) {
+  return [kind](const Node& node) -> absl::StatusOr<LaunchKernel::Fn> {
     const AttrMap& at = node.attrs();
     auto f = [&](const char* name) { return static_cast<float>(std::get<double>(at.at(name))); };
-    switch (op) {
-      case cuda::PointwiseOp::kRelu:
-        p.a = f("negative_slope");
+    cuda::ElementwiseCall call;
+    call.op = cuda::ElementwiseOp::kActivation;
+    call.act.kind = kind;
+    switch (kind) {
+      case dnn::kActRelu:
+        call.act.coef = f("negative_slope");
         break;
-      case cuda::PointwiseOp::kElu:
-        p.a = f("alpha");
+      case dnn::kActElu:
+        call.act.coef = f("alpha");
         break;
-      case cuda::PointwiseOp::kClippedRelu:
-        p.a = f("ceiling");
+      case dnn::kActClippedRelu:
+        call.act.coef = f("ceiling");
         break;
-      case cuda::PointwiseOp::kPower:
-        p.a = f("power");
-        p.b = f("scale");
-        p.c = f("shift");
+      case dnn::kActPower:
+        call.act.power = f("power");
+        call.act.scale = f("scale");
+        call.act.shift = f("shift");
         break;
-      case cuda::PointwiseOp::kDropout:
-        p.a = f("ratio");
-        p.training = node.GetBool("training");
-        p.seed = static_cast<uint64_t>(node.GetInt("seed"));
+      case kDropout:
+        // Caffe's train-time scaling; at test time Dropout passes x through.
+        call.op =
+            node.GetBool("training") ? cuda::ElementwiseOp::kDropout : cuda::ElementwiseOp::kCopy;
+        call.ratio = f("ratio");
+        call.coef[0] = 1.0f / (1.0f - call.ratio);
+        call.seed = static_cast<uint64_t>(node.GetInt("seed"));
         break;
       default:
         break;
     }
-    const int64_t n = node.input(0).type().num_elements();
-    return [p, n](const KernelArgs& a) {
-      return cuda::LaunchPointwise(p, In(a, 0), Out(a), n, a.stream);
+    call.rank = 1;
+    call.dims[0] = node.input(0).type().num_elements();
+    call.num_inputs = 1;
+    call.in[0].strides[0] = 1;
+    call.out.strides[0] = 1;
+    return [call](const KernelArgs& a) mutable {
+      call.in[0].data = In(a, 0);
+      call.out.data = Out(a);
+      return call.dims[0] == 0 ? 0 : cuda::LaunchElementwise(call, a.stream);
     };
   };
 }
@@ -239,17 +254,17 @@ absl::Status RegisterCudaKernels(KernelRegistry& registry) {
       },
       CreateLrn));
   KILN_RETURN_IF_ERROR(Add(registry, "Softmax", "any", "direct", nullptr, CreateSoftmax));
-  const std::pair<const char*, cuda::PointwiseOp> pointwise[] = {
-      {"ReLU", cuda::PointwiseOp::kRelu},
-      {"Sigmoid", cuda::PointwiseOp::kSigmoid},
-      {"TanH", cuda::PointwiseOp::kTanh},
-      {"ELU", cuda::PointwiseOp::kElu},
-      {"ClippedReLU", cuda::PointwiseOp::kClippedRelu},
-      {"AbsVal", cuda::PointwiseOp::kAbs},
-      {"Power", cuda::PointwiseOp::kPower},
-      {"Dropout", cuda::PointwiseOp::kDropout}};
-  for (const auto& [op, code] : pointwise) {
-    KILN_RETURN_IF_ERROR(Add(registry, op, "any", "elementwise", nullptr, PointwiseCreator(code)));
+  const std::pair<const char*, int> elementwise[] = {{"ReLU", dnn::kActRelu},
+                                                     {"Sigmoid", dnn::kActSigmoid},
+                                                     {"TanH", dnn::kActTanh},
+                                                     {"ELU", dnn::kActElu},
+                                                     {"ClippedReLU", dnn::kActClippedRelu},
+                                                     {"AbsVal", dnn::kActAbs},
+                                                     {"Power", dnn::kActPower},
+                                                     {"Dropout", kDropout}};
+  for (const auto& [op, kind] : elementwise) {
+    KILN_RETURN_IF_ERROR(
+        Add(registry, op, "any", "elementwise", nullptr, ElementwiseCreator(kind)));
   }
   KernelFactory ip;
   ip.key = {"InnerProduct", Backend::kCuda, "f32", "any", "cublas_gemm"};
