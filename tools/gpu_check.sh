@@ -44,6 +44,10 @@ if [ "$what" = conv ] || [ "$what" = conv-quick ]; then
       "$bin/tests/kernels/conv_cuda_test"
   fi
   run conv_bench "$bin/bench/conv_bench" ${KILN_BENCH_ARGS:-}
+  # Whether the Hopper tensor-core instructions made it into the build.
+  if command -v cuobjdump >/dev/null; then
+    echo "HGMMA instructions in conv_bench: $(cuobjdump --dump-sass "$bin/bench/conv_bench" 2>/dev/null | grep -c HGMMA)"
+  fi
   cat "$out/nvidia_smi.log"
   grep -E "^\[  (PASSED|FAILED)|runs checked|Failure|got .* want" "$out/conv_cuda_test.log" | head -40
   [ -f "$out/conv_memcheck.log" ] && tail -3 "$out/conv_memcheck.log"

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "kernels/cuda/conv_gemm_launch.h"
+#include "kernels/cuda/conv_wgmma_launch.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/dnn/conv_gemm_views.h"
 
@@ -75,7 +76,68 @@ struct PrecompPlan {
   size_t x_offset = 0, w_offset = 0, a_table_offset = 0, b_table_offset = 0, bytes = 0;
   int splits = 1;  // split-K when the output tiles alone would not fill two waves
   size_t partial_offset = 0;
+  // The Hopper wgmma kernel serves the problem (when the buffers are 16-byte aligned), with
+  // this split-K factor.
+  bool wgmma = false;
+  int wgmma_splits = 1;
 };
+
+// The wgmma kernel's view of a forward problem whose x and w are channels-last.
+cuda::ConvWgmmaLaunch WgmmaLaunchOf(const ConvProblem& q) {
+  cuda::ConvWgmmaLaunch l;
+  l.element = ElementOf(q.dtype);
+  l.n = q.n;
+  l.h = q.in[1];
+  l.w_in = q.in[2];
+  l.c = q.c;
+  l.p = q.out[1];
+  l.q = q.out[2];
+  l.k = q.k;
+  l.r = q.filter[1];
+  l.s = q.filter[2];
+  l.pad_h = q.pad[1];
+  l.pad_w = q.pad[2];
+  l.stride_h = q.stride[1];
+  l.stride_w = q.stride[2];
+  l.dil_h = q.dilation[1];
+  l.dil_w = q.dilation[2];
+  l.flip = q.mode == ConvolutionMode::kConvolution;
+  l.x_stride[0] = q.x_stride[0];
+  l.x_stride[1] = q.x_stride[3];
+  l.x_stride[2] = q.x_stride[4];
+  l.w_stride[0] = q.w_stride[0];
+  l.w_stride[1] = q.w_stride[3];
+  l.w_stride[2] = q.w_stride[4];
+  l.y_stride[0] = q.y_stride[0];
+  l.y_stride[1] = q.y_stride[1];
+  l.y_stride[2] = q.y_stride[3];
+  l.y_stride[3] = q.y_stride[4];
+  return l;
+}
+
+// Whether the wgmma kernel takes the forward problem `q` (the layout the kernel sees): tensor-core
+// math, one group, 2-d, channel-contiguous x and w with 16-byte multiples for C and every other
+// stride, indices within 32 bits, on a device that runs its sm_90a code.
+bool WgmmaServes(const ConvProblem& q) {
+  if (q.dtype == DataType::kF32 && q.math != MathMode::kTf32) return false;
+  if (q.groups != 1 || q.in[0] != 1 || q.filter[0] != 1 || q.out[0] != 1) return false;
+  const int64_t width = VectorWidth(q.dtype);
+  if (q.x_stride[1] != 1 || q.w_stride[1] != 1 || q.c % width != 0) return false;
+  // Each k tile holds 128 bytes of channels at one tap: with fewer channels than half a tile
+  // (the 3-channel first layer) most of the tensor-core work would multiply padding, and the
+  // mma.sync kernel, whose k slices span taps, is faster.
+  const int64_t tile_channels = 128 / ElementBytes(q.dtype);
+  if (2 * q.c < tile_channels) return false;
+  for (int i : {0, 3, 4}) {
+    if (q.x_stride[i] % width != 0 || q.w_stride[i] % width != 0) return false;
+  }
+  const int64_t limit = int64_t{1} << 30;
+  if (q.OutputPixels() >= limit || q.k >= limit || q.c >= limit || q.in[1] >= limit ||
+      q.in[2] >= limit || q.pad[1] >= limit || q.pad[2] >= limit) {
+    return false;
+  }
+  return cuda::ConvWgmmaAvailable();
+}
 
 // Blocks for about two waves of `multiprocessors` (the pipelined kernel runs two per SM), each
 // split keeping at least 8 k slices.
@@ -127,7 +189,14 @@ PrecompPlan PlanPrecomp(const ConvProblem& p, int multiprocessors) {
   bytes += Align256(static_cast<size_t>(view.k) * sizeof(IndexInfo));
   plan.splits = ForwardSplits(view, multiprocessors);
   plan.partial_offset = bytes;
-  bytes += Align256(static_cast<size_t>(cuda::ConvGemmPartialBytes(view, plan.splits)));
+  int64_t partial = cuda::ConvGemmPartialBytes(view, plan.splits);
+  plan.wgmma = WgmmaServes(plan.problem);
+  if (plan.wgmma) {
+    const cuda::ConvWgmmaLaunch l = WgmmaLaunchOf(plan.problem);
+    plan.wgmma_splits = cuda::ConvWgmmaSplits(l, multiprocessors);
+    partial = std::max(partial, cuda::ConvWgmmaPartialBytes(l, plan.wgmma_splits));
+  }
+  bytes += Align256(static_cast<size_t>(partial));
   plan.bytes = bytes;
   return plan;
 }
@@ -317,6 +386,17 @@ absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float 
                  "channels-last copy of w"));
     xk = ws + plan.x_offset;
     wk = ws + plan.w_offset;
+  }
+  if (plan.wgmma && Aligned16(xk) && Aligned16(wk)) {
+    cuda::ConvWgmmaLaunch l = WgmmaLaunchOf(plan.problem);
+    l.x = xk;
+    l.w = wk;
+    l.y = y;
+    l.alpha = alpha;
+    l.beta = beta;
+    l.splits = plan.wgmma_splits;
+    l.partial = reinterpret_cast<float*>(ws + plan.partial_offset);
+    return Launched(cuda::LaunchConvWgmma(l, h.stream()), "implicit precomp GEMM (wgmma)");
   }
   const GemmView view = ForwardGemmView(plan.problem, plan.copy || p.XChannelsLast());
   auto* a_table = reinterpret_cast<IndexInfo*>(ws + plan.a_table_offset);

@@ -116,6 +116,12 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
        1.5f,
        0.25f},
       {"wide_k_reduction", {2, 64, 6, 6}, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+      // Sized for the tensor-core tiles: channels that end inside a k tile, filters that end
+      // inside a column tile, several row tiles, and a long reduction over few rows (split-K).
+      {"nhwc_c72_k136", {2, 72, 7, 9}, 136, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
+      {"nhwc_stride2_dilation2", {2, 24, 17, 15}, 40, {3, 3}, {2, 2}, {2, 2}, {2, 2}, 1, F::kNHWC},
+      {"nhwc_many_rows", {3, 16, 20, 21}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
+      {"nhwc_long_reduction", {1, 256, 6, 6}, 64, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
   };
   std::vector<ConvCase> cases;
   for (const Spec& s : specs) {

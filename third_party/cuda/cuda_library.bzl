@@ -2,14 +2,21 @@
 
 GPU architectures come from `--define=kiln_cuda_archs=80,90` (default "80,90"): SASS for each,
 plus PTX for the highest so newer GPUs can JIT it. Extra flags: `--define=kiln_nvcc_opts=...`.
+A library with `sm90a = True` holds Hopper-only instructions (wgmma): where 90 is among the
+archs it is built for sm_90a alone (SASS, no PTX, which could not run elsewhere); otherwise for
+the first arch, where its kernels compile to empty bodies that the host never launches.
 """
 
 def _cuda_objects_impl(ctx):
     archs = ctx.var.get("kiln_cuda_archs", "80,90").split(",")
     gencode = []
-    for arch in archs:
+    if ctx.attr.sm90a:
+        arch = "90a" if "90" in archs else archs[0]
         gencode.append("-gencode=arch=compute_%s,code=sm_%s" % (arch, arch))
-    gencode.append("-gencode=arch=compute_%s,code=compute_%s" % (archs[-1], archs[-1]))
+    else:
+        for arch in archs:
+            gencode.append("-gencode=arch=compute_%s,code=sm_%s" % (arch, arch))
+        gencode.append("-gencode=arch=compute_%s,code=compute_%s" % (archs[-1], archs[-1]))
     extra = [o for o in ctx.var.get("kiln_nvcc_opts", "").split(" ") if o]
 
     headers = depset(ctx.files.hdrs, transitive = [
@@ -46,6 +53,7 @@ _cuda_objects = rule(
         "srcs": attr.label_list(allow_files = [".cu"]),
         "hdrs": attr.label_list(allow_files = [".h", ".cuh"]),
         "deps": attr.label_list(),
+        "sm90a": attr.bool(default = False),
         "_nvcc": attr.label(
             default = "@local_cuda//:bin/nvcc",
             allow_single_file = True,
@@ -56,13 +64,14 @@ _cuda_objects = rule(
     },
 )
 
-def cuda_library(name, srcs, hdrs = [], deps = [], **kwargs):
+def cuda_library(name, srcs, hdrs = [], deps = [], sm90a = False, **kwargs):
     """A cc_library whose .cu sources are compiled by nvcc; hdrs are plain C++ headers."""
     _cuda_objects(
         name = name + "_objs",
         srcs = srcs,
         hdrs = hdrs,
         deps = deps,
+        sm90a = sm90a,
     )
     native.cc_library(
         name = name,

@@ -1,0 +1,427 @@
+// The Hopper implicit-GEMM forward convolution: C[m][k] = sum over (r, s, c) of
+// x[pixel m shifted by tap (r, s)][c] * w[k][r][s][c], on wgmma (sm_90a).
+//
+// A block computes a 128 (output pixels) x kBN (filters) tile with two warpgroups, 64 rows each.
+// The reduction runs in k tiles of 128 bytes of channels (64 f16/bf16 or 32 f32) at one filter
+// tap. Every thread gathers four 16-byte chunks of the pixel tile and kBN/32 of the filter tile
+// per k tile with cp.async (zero-filled where the tap falls into padding or past C), into
+// kStages shared-memory buffers laid out in the 128-byte swizzle that the wgmma descriptors
+// name, so the loads of tile i + kStages - 2 overlap the products of tile i. The products are
+// issued asynchronously and waited for one tile late, which is what keeps the tensor cores busy
+// across the barrier.
+//
+// The kernel body exists only in the sm_90a build of this file (see BUILD); the host refuses
+// the path where that code is missing (ConvWgmmaAvailable).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "kernels/cuda/conv_wgmma_launch.h"
+#include "kernels/cuda/wgmma.cuh"
+
+namespace kiln {
+namespace cuda {
+
+namespace {
+
+constexpr int kBM = 128, kRowBytes = 128, kThreads = 256;
+
+struct Params {
+  const char* x;
+  const char* w;
+  void* y;
+  float* partial;
+  int h, w_in, c, p, q, k, m, s_taps, r_taps;
+  int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
+  bool flip;
+  int64_t xs_n, xs_h, xs_w, ws_k, ws_r, ws_s, ys_n, ys_k, ys_p, ys_q;
+  int c_blocks, k_tiles, tiles_per_split, splits;
+  float alpha, beta;
+};
+
+template <typename T>
+__device__ __forceinline__ float LoadAsFloat(const void* base, int64_t i) {
+  return static_cast<const float*>(base)[i];
+}
+template <>
+__device__ __forceinline__ float LoadAsFloat<__half>(const void* base, int64_t i) {
+  return __half2float(static_cast<const __half*>(base)[i]);
+}
+template <>
+__device__ __forceinline__ float LoadAsFloat<__nv_bfloat16>(const void* base, int64_t i) {
+  return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+}
+template <typename T>
+__device__ __forceinline__ void StoreFloat(void* base, int64_t i, float v) {
+  static_cast<float*>(base)[i] = v;
+}
+template <>
+__device__ __forceinline__ void StoreFloat<__half>(void* base, int64_t i, float v) {
+  static_cast<__half*>(base)[i] = __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ void StoreFloat<__nv_bfloat16>(void* base, int64_t i, float v) {
+  static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(v);
+}
+
+// Writes alpha * v + beta * y at `i` of y (beta == 0: y is not read).
+template <typename T>
+__device__ __forceinline__ void Blend(const Params& p, int64_t i, float v) {
+  float out = p.alpha * v;
+  if (p.beta != 0.0f) out += p.beta * LoadAsFloat<T>(p.y, i);
+  StoreFloat<T>(p.y, i, out);
+}
+
+// y's offset of output pixel m (n, p, q).
+__device__ __forceinline__ int64_t OutputRowOffset(const Params& p, int m) {
+  const int pq = p.p * p.q;
+  const int img = m / pq, rem = m - img * pq;
+  const int op = rem / p.q, oq = rem - op * p.q;
+  return img * p.ys_n + op * p.ys_p + oq * p.ys_q;
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+__device__ __forceinline__ void CopyAsync16(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void CopyCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void CopyWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// A K-major operand tile in shared memory: rows of 128 bytes, 16-byte chunks swizzled by the row
+// within each 8-row (1024-byte) group. Fields: start address >> 4, leading byte offset (unused
+// by this layout; 16), stride byte offset 1024 (next 8-row group), swizzle mode 1 (128 bytes).
+__device__ __forceinline__ uint64_t SwizzledTileDescriptor(uint32_t smem_addr) {
+  return static_cast<uint64_t>((smem_addr & 0x3FFFF) >> 4) | (uint64_t{1} << 16) |
+         (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+template <typename T, int kBN, int kStages>
+__global__ void __launch_bounds__(kThreads, 1) ConvWgmmaKernel(const Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kElem = sizeof(T);
+  constexpr int kChunkElems = 16 / kElem;           // elements per 16-byte chunk
+  constexpr int kTileChannels = kRowBytes / kElem;  // channels per k tile
+  constexpr int kStepBytes = 32;                    // one wgmma k step: 16 f16 or 8 tf32
+  constexpr int kStageA = kBM * kRowBytes, kStageB = kBN * kRowBytes;
+  constexpr int kBRows = kBN / 32;
+  constexpr int kAcc = kBN / 2;  // accumulators per thread (64 x kBN per warpgroup)
+  static_assert(kStages >= 3, "loads run kStages - 2 tiles ahead");
+
+  extern __shared__ char smem_raw[];
+  const uint32_t smem_a = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023) & ~1023u;
+  const uint32_t smem_b = smem_a + kStages * kStageA;
+
+  const int tid = threadIdx.x, chunk = tid & 7, row0 = tid >> 3;
+  // Where this thread's chunk lands in every row it loads: rows row0 + 32 j share row0 & 7.
+  const uint32_t chunk_dst = row0 * kRowBytes + ((chunk ^ (row0 & 7)) << 4);
+  const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN, split = blockIdx.z;
+
+  // The four output pixels this thread gathers for, as input coordinates at tap (0, 0).
+  int a_h0[4], a_w0[4];
+  int64_t a_off[4];
+  const int pq = p.p * p.q;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int m = m0 + row0 + 32 * j;
+    const int mm = m < p.m ? m : 0;
+    const int img = mm / pq, rem = mm - img * pq;
+    const int op = rem / p.q, oq = rem - op * p.q;
+    a_h0[j] = m < p.m ? op * p.stride_h - p.pad_h : -(1 << 30);  // invalid rows never load
+    a_w0[j] = oq * p.stride_w - p.pad_w;
+    a_off[j] = img * p.xs_n + static_cast<int64_t>(a_h0[j]) * p.xs_h +
+               static_cast<int64_t>(a_w0[j]) * p.xs_w + chunk * kChunkElems;
+  }
+  int64_t b_off[kBRows];
+  bool b_ok[kBRows];
+#pragma unroll
+  for (int j = 0; j < kBRows; ++j) {
+    const int k = n0 + row0 + 32 * j;
+    b_ok[j] = k < p.k;
+    b_off[j] = static_cast<int64_t>(b_ok[j] ? k : 0) * p.ws_k + chunk * kChunkElems;
+  }
+
+  const int tile_begin = split * p.tiles_per_split;
+  const int tile_end = min(p.k_tiles, tile_begin + p.tiles_per_split);
+  const int tiles = max(0, tile_end - tile_begin);
+
+  // The next tile to load, as (tap row, tap column, channel block), advanced one tile at a time.
+  int load_cb = tile_begin % p.c_blocks;
+  int load_tap = tile_begin / p.c_blocks;
+  int load_r = load_tap / p.s_taps, load_s = load_tap - load_r * p.s_taps;
+  const T* x = reinterpret_cast<const T*>(p.x);
+  const T* w = reinterpret_cast<const T*>(p.w);
+
+  auto load_tile = [&](int stage) {
+    const int c = load_cb * kTileChannels + chunk * kChunkElems;
+    const bool c_ok = c < p.c;
+    const int dh = load_r * p.dil_h, dw = load_s * p.dil_w;
+    const int64_t x_shift = dh * p.xs_h + dw * p.xs_w + load_cb * kTileChannels;
+    const int fr = p.flip ? p.r_taps - 1 - load_r : load_r;
+    const int fs = p.flip ? p.s_taps - 1 - load_s : load_s;
+    const int64_t w_shift = fr * p.ws_r + fs * p.ws_s + load_cb * kTileChannels;
+    const uint32_t a_dst = smem_a + stage * kStageA + chunk_dst;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const bool ok = c_ok && static_cast<unsigned>(a_h0[j] + dh) < static_cast<unsigned>(p.h) &&
+                      static_cast<unsigned>(a_w0[j] + dw) < static_cast<unsigned>(p.w_in);
+      CopyAsync16(a_dst + j * 32 * kRowBytes, ok ? x + a_off[j] + x_shift : x, ok);
+    }
+    const uint32_t b_dst = smem_b + stage * kStageB + chunk_dst;
+#pragma unroll
+    for (int j = 0; j < kBRows; ++j) {
+      const bool ok = c_ok && b_ok[j];
+      CopyAsync16(b_dst + j * 32 * kRowBytes, ok ? w + b_off[j] + w_shift : w, ok);
+    }
+    if (++load_cb == p.c_blocks) {
+      load_cb = 0;
+      if (++load_s == p.s_taps) {
+        load_s = 0;
+        ++load_r;
+      }
+    }
+  };
+
+  float acc[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+
+  constexpr int kAhead = kStages - 2;
+#pragma unroll
+  for (int i = 0; i < kAhead; ++i) {
+    if (i < tiles) load_tile(i);
+    CopyCommit();
+  }
+  const int warpgroup = tid >> 7;
+  const uint32_t a_rows = warpgroup * 64 * kRowBytes;
+  for (int i = 0; i < tiles; ++i) {
+    CopyWait<kAhead - 1>();
+    // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    // Every warpgroup has finished the products of tile i - 2 (waited at the end of i - 1), so
+    // its buffer, (i + kAhead) % kStages, is free.
+    if (i + kAhead < tiles) load_tile((i + kAhead) % kStages);
+    CopyCommit();
+    const int stage = i % kStages;
+    const uint64_t da = SwizzledTileDescriptor(smem_a + stage * kStageA + a_rows);
+    const uint64_t db = SwizzledTileDescriptor(smem_b + stage * kStageB);
+    WgmmaPin(acc);
+    WgmmaFence();
+#pragma unroll
+    for (int step = 0; step < kRowBytes / kStepBytes; ++step) {
+      Wgmma<T, kBN>::Run(acc, da + step * (kStepBytes >> 4), db + step * (kStepBytes >> 4));
+    }
+    WgmmaCommit();
+    WgmmaWait<1>();
+    WgmmaPin(acc);
+  }
+  WgmmaWait<0>();
+  WgmmaPin(acc);
+
+  // Accumulator (i) of this thread: row warp * 16 + lane / 4 (+ 8 for i % 4 >= 2) of the
+  // warpgroup's 64, column 8 (i / 4) + 2 (lane % 4) + i % 2.
+  const int lane = tid & 31, warp = (tid >> 5) & 3;
+  const int row_in_tile = warpgroup * 64 + warp * 16 + (lane >> 2);
+  const int col0 = n0 + 2 * (lane & 3);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int m = m0 + row_in_tile + 8 * half;
+    if (m >= p.m) continue;
+    if (p.splits > 1) {
+      float* part = p.partial + (static_cast<int64_t>(split) * p.m + m) * p.k;
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) {
+        const int col = col0 + 8 * j;
+        if (col < p.k) part[col] = acc[4 * j + 2 * half];
+        if (col + 1 < p.k) part[col + 1] = acc[4 * j + 2 * half + 1];
+      }
+      continue;
+    }
+    const int64_t row_off = OutputRowOffset(p, m);
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j) {
+      const int col = col0 + 8 * j;
+      if (col < p.k) Blend<T>(p, row_off + col * p.ys_k, acc[4 * j + 2 * half]);
+      if (col + 1 < p.k) Blend<T>(p, row_off + (col + 1) * p.ys_k, acc[4 * j + 2 * half + 1]);
+    }
+  }
+#else
+  __trap();  // never launched: the host checks ConvWgmmaAvailable()
+#endif
+}
+
+// y[m][k] = alpha * the sum over splits of partial[split][m][k] + beta * y, in split order.
+template <typename T>
+__global__ void ConvWgmmaReduceKernel(const Params p) {
+  const int64_t total = static_cast<int64_t>(p.m) * p.k;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float sum = 0.0f;
+    for (int s = 0; s < p.splits; ++s) sum += p.partial[s * total + i];
+    const int m = static_cast<int>(i / p.k), k = static_cast<int>(i - static_cast<int64_t>(m) * p.k);
+    Blend<T>(p, OutputRowOffset(p, m) + k * p.ys_k, sum);
+  }
+}
+
+template <typename T, int kBN, int kStages>
+constexpr int SmemBytes() {
+  return kStages * (kBM + kBN) * kRowBytes + 1024;  // + alignment slack
+}
+
+template <typename T, int kBN, int kStages>
+int LaunchTyped(const Params& p, cudaStream_t stream) {
+  auto kernel = ConvWgmmaKernel<T, kBN, kStages>;
+  constexpr int bytes = SmemBytes<T, kBN, kStages>();
+  // Per launch, not cached: the limit belongs to the current device's context.
+  const cudaError_t configured =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (configured != cudaSuccess) return static_cast<int>(configured);
+  const dim3 grid(static_cast<unsigned>((p.m + kBM - 1) / kBM),
+                  static_cast<unsigned>((p.k + kBN - 1) / kBN), static_cast<unsigned>(p.splits));
+  kernel<<<grid, kThreads, bytes, stream>>>(p);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess || p.splits == 1) return static_cast<int>(err);
+  const int64_t total = static_cast<int64_t>(p.m) * p.k;
+  const int64_t blocks = std::min<int64_t>((total + 255) / 256, 132 * 16);
+  ConvWgmmaReduceKernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(p);
+  return static_cast<int>(cudaGetLastError());
+}
+
+template <typename T>
+int LaunchForType(const Params& p, cudaStream_t stream) {
+  if (p.k <= 64) return LaunchTyped<T, 64, 6>(p, stream);
+  return LaunchTyped<T, 128, 5>(p, stream);
+}
+
+Params MakeParams(const ConvWgmmaLaunch& l) {
+  Params p;
+  p.x = static_cast<const char*>(l.x);
+  p.w = static_cast<const char*>(l.w);
+  p.y = l.y;
+  p.partial = l.partial;
+  p.h = static_cast<int>(l.h);
+  p.w_in = static_cast<int>(l.w_in);
+  p.c = static_cast<int>(l.c);
+  p.p = static_cast<int>(l.p);
+  p.q = static_cast<int>(l.q);
+  p.k = static_cast<int>(l.k);
+  p.m = static_cast<int>(l.n * l.p * l.q);
+  p.r_taps = static_cast<int>(l.r);
+  p.s_taps = static_cast<int>(l.s);
+  p.pad_h = static_cast<int>(l.pad_h);
+  p.pad_w = static_cast<int>(l.pad_w);
+  p.stride_h = static_cast<int>(l.stride_h);
+  p.stride_w = static_cast<int>(l.stride_w);
+  p.dil_h = static_cast<int>(l.dil_h);
+  p.dil_w = static_cast<int>(l.dil_w);
+  p.flip = l.flip;
+  p.xs_n = l.x_stride[0];
+  p.xs_h = l.x_stride[1];
+  p.xs_w = l.x_stride[2];
+  p.ws_k = l.w_stride[0];
+  p.ws_r = l.w_stride[1];
+  p.ws_s = l.w_stride[2];
+  p.ys_n = l.y_stride[0];
+  p.ys_k = l.y_stride[1];
+  p.ys_p = l.y_stride[2];
+  p.ys_q = l.y_stride[3];
+  const int64_t elem = l.element == ElementType::kF32 ? 4 : 2;
+  const int64_t tile_channels = kRowBytes / elem;
+  p.c_blocks = static_cast<int>((l.c + tile_channels - 1) / tile_channels);
+  p.k_tiles = static_cast<int>(p.c_blocks * l.r * l.s);
+  p.splits = std::max(1, l.splits);
+  p.tiles_per_split = (p.k_tiles + p.splits - 1) / p.splits;
+  p.alpha = l.alpha;
+  p.beta = l.beta;
+  return p;
+}
+
+bool DeviceRunsWgmma(int device) {
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (major != 9 || minor != 0) return false;
+  cudaFuncAttributes attr;
+  if (cudaFuncGetAttributes(&attr, ConvWgmmaKernel<__half, 128, 5>) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return attr.binaryVersion == 90;
+}
+
+}  // namespace
+
+bool ConvWgmmaAvailable() {
+  // Asked on every plan, so answered once per device: 0 unknown, 1 no, 2 yes.
+  static std::atomic<int> known[64];
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  const bool cached = device >= 0 && device < 64;
+  if (cached && known[device].load() != 0) return known[device].load() == 2;
+  const bool yes = DeviceRunsWgmma(device);
+  if (cached) known[device].store(yes ? 2 : 1);
+  return yes;
+}
+
+int ConvWgmmaSplits(const ConvWgmmaLaunch& l, int multiprocessors) {
+  const Params p = MakeParams(l);
+  const int bn = p.k <= 64 ? 64 : 128;
+  const int64_t tiles = static_cast<int64_t>((p.m + kBM - 1) / kBM) * ((p.k + bn - 1) / bn);
+  // Estimated time in units of one block's k tile: the waves of blocks times their k tiles, plus
+  // the partial sums' round trip (written once, read once, mostly from L2) at about 4 TB/s
+  // against one SM's ~3 TFLOP/s.
+  const double tile_flops = 2.0 * kBM * bn * (kRowBytes / (l.element == ElementType::kF32 ? 4 : 2));
+  const double tile_seconds = tile_flops / 3e12;
+  double best_time = 0;
+  int best = 1;
+  for (int s = 1; s <= 8 && s <= p.k_tiles / 4; ++s) {
+    const int64_t waves = (tiles * s + multiprocessors - 1) / multiprocessors;
+    double t = static_cast<double>(waves) * ((p.k_tiles + s - 1) / s) * tile_seconds;
+    if (s > 1) t += 2.0 * s * p.m * static_cast<double>(p.k) * 4 / 4e12;
+    if (s == 1 || t < best_time) {
+      best_time = t;
+      best = s;
+    }
+  }
+  return best;
+}
+
+int64_t ConvWgmmaPartialBytes(const ConvWgmmaLaunch& l, int splits) {
+  return splits > 1 ? static_cast<int64_t>(splits) * l.n * l.p * l.q * l.k * 4 : 0;
+}
+
+int LaunchConvWgmma(const ConvWgmmaLaunch& l, void* stream_ptr) {
+  if (l.n * l.p * l.q == 0 || l.k == 0) return 0;
+  const Params p = MakeParams(l);
+  cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+  switch (l.element) {
+    case ElementType::kF16:
+      return LaunchForType<__half>(p, stream);
+    case ElementType::kBF16:
+      return LaunchForType<__nv_bfloat16>(p, stream);
+    case ElementType::kF32:
+      return LaunchForType<float>(p, stream);
+  }
+  return static_cast<int>(cudaErrorInvalidValue);
+}
+
+}  // namespace cuda
+}  // namespace kiln
