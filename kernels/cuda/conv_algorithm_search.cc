@@ -29,7 +29,8 @@ std::vector<ConvAlgo> HeuristicOrder(ConvDirection direction, const ConvProblem&
     case ConvDirection::kBackwardData:
       return {ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
     case ConvDirection::kBackwardFilter:
-      return {ConvAlgo::kImplicitGemmSplitK, ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
+      return {ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemmSplitK,
+              ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
   }
   return {};
 }

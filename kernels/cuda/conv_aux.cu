@@ -221,6 +221,30 @@ __global__ void ToChannelsLastKernel(Dims5 in, const T* src, int64_t padded_c, T
   }
 }
 
+// The same copy when the spatial dims are packed (one run of `spatial` elements per (n, c)): a
+// tiled transpose of each n's [c][spatial] into [spatial][padded_c], 32 x 32 elements per block
+// through shared memory, so both the reads (along spatial) and the writes (along c) are
+// coalesced. Block (32, 8); grid (spatial tiles, padded-channel tiles, n).
+template <typename T>
+__global__ void ToChannelsLastTiledKernel(const T* src, int64_t n_stride, int64_t c_stride,
+                                          int64_t channels, int64_t spatial, int64_t padded_c,
+                                          T* dst) {
+  __shared__ float tile[32][33];  // +1 column: the transposed reads hit 32 different banks
+  const int64_t s0 = static_cast<int64_t>(blockIdx.x) * 32, c0 = static_cast<int64_t>(blockIdx.y) * 32;
+  const int64_t n = blockIdx.z;
+  const T* in = src + n * n_stride;
+  for (int i = threadIdx.y; i < 32; i += 8) {
+    const int64_t c = c0 + i, sp = s0 + threadIdx.x;
+    tile[i][threadIdx.x] = c < channels && sp < spatial ? Load(in + c * c_stride + sp) : 0.0f;
+  }
+  __syncthreads();
+  T* out = dst + n * spatial * padded_c;
+  for (int i = threadIdx.y; i < 32; i += 8) {
+    const int64_t sp = s0 + i, c = c0 + threadIdx.x;
+    if (sp < spatial && c < padded_c) StoreValue(out + sp * padded_c + c, tile[threadIdx.x][i]);
+  }
+}
+
 // w' (C, K/groups, T, R, S) packed KRSC from w (K, C/groups, T, R, S): the filter of the forward
 // convolution that computes backward data when all strides are 1. w' is w transposed per group
 // and, unless `flip` is false, reversed in every spatial dimension.
@@ -357,6 +381,22 @@ int LaunchToChannelsLast(ElementType element, const int64_t* dims, const int64_t
   }
   const int64_t total = dims[0] * dims[2] * dims[3] * dims[4] * padded_channels;
   if (total == 0) return 0;
+  const int64_t spatial = dims[2] * dims[3] * dims[4];
+  const bool packed_spatial =
+      strides[4] == 1 && strides[3] == dims[4] && strides[2] == dims[3] * dims[4];
+  if (packed_spatial && dims[0] <= 65535 && (padded_channels + 31) / 32 <= 65535 &&
+      (spatial + 31) / 32 <= 0x7fffffff) {
+    const dim3 grid(static_cast<unsigned>((spatial + 31) / 32),
+                    static_cast<unsigned>((padded_channels + 31) / 32),
+                    static_cast<unsigned>(dims[0]));
+    return Dispatch(element, [&](auto zero) {
+      using T = decltype(zero);
+      ToChannelsLastTiledKernel<T><<<grid, dim3(32, 8), 0, static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T*>(src), strides[0], strides[1], dims[1], spatial, padded_channels,
+          static_cast<T*>(dst));
+      return static_cast<int>(cudaGetLastError());
+    });
+  }
   return Dispatch(element, [&](auto zero) {
     using T = decltype(zero);
     ToChannelsLastKernel<T><<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(

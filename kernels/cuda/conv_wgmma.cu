@@ -392,7 +392,7 @@ int ConvWgmmaSplits(const ConvWgmmaLaunch& l, int multiprocessors) {
   const double tile_seconds = tile_flops / 3e12;
   double best_time = 0;
   int best = 1;
-  for (int s = 1; s <= 8 && s <= p.k_tiles / 4; ++s) {
+  for (int s = 1; s <= 64 && s <= p.k_tiles / 4; ++s) {
     const int64_t waves = (tiles * s + multiprocessors - 1) / multiprocessors;
     double t = static_cast<double>(waves) * ((p.k_tiles + s - 1) / s) * tile_seconds;
     if (s > 1) t += 2.0 * s * p.m * static_cast<double>(p.k) * 4 / 4e12;

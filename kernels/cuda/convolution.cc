@@ -234,6 +234,65 @@ bool BackwardDataAsForward(const ConvProblem& p, ConvProblem* q) {
   return true;
 }
 
+// Backward filter as a forward convolution over transposed copies: the images are x's channels
+// (n' = C), their channels are the batch (c' = N, padded to a 16-byte multiple), the filters are
+// dy's channels (k' = K) with dy's pixels as taps (R' x S' = P x Q), and the output pixels are
+// the filter taps (P' x Q' = R x S). Tap (p, q) at output (r, s) reads x at p * stride + r *
+// dilation - pad, so stride and dilation trade places. x' = x as [C][H][W][N'], w' = dy as
+// [K][P][Q][N'] (both in the workspace), y' = dw through its own strides (reversed spatially for
+// true convolution). Serves ungrouped 2-d problems.
+bool BackwardFilterAsForward(const ConvProblem& p, ConvProblem* q) {
+  if (p.groups != 1 || p.in[0] != 1 || p.filter[0] != 1 || p.out[0] != 1) return false;
+  const int64_t width = VectorWidth(p.dtype);
+  const int64_t batch = (p.n + width - 1) / width * width;
+  *q = p;
+  q->n = p.c;
+  q->c = batch;
+  q->k = p.k;
+  q->in[1] = p.in[1];
+  q->in[2] = p.in[2];
+  q->out[1] = p.filter[1];
+  q->out[2] = p.filter[2];
+  q->filter[1] = p.out[1];
+  q->filter[2] = p.out[2];
+  for (int i = 1; i < 3; ++i) {
+    q->stride[i] = p.dilation[i];
+    q->dilation[i] = p.stride[i];
+  }
+  const int64_t h = p.in[1], w = p.in[2], oh = p.out[1], ow = p.out[2];
+  const int64_t x_strides[5] = {h * w * batch, 1, 0, w * batch, batch};
+  const int64_t w_strides[5] = {oh * ow * batch, 1, 0, ow * batch, batch};
+  for (int i = 0; i < 5; ++i) {
+    q->x_stride[i] = x_strides[i];
+    q->w_stride[i] = w_strides[i];
+  }
+  q->filter_format = TensorFormat::kNHWC;
+  q->mode = ConvolutionMode::kCrossCorrelation;
+  const bool flip = p.mode == ConvolutionMode::kConvolution;
+  q->y_stride[0] = p.w_stride[1];
+  q->y_stride[1] = p.w_stride[0];
+  q->y_stride[2] = 0;
+  q->y_stride[3] = flip ? -p.w_stride[3] : p.w_stride[3];
+  q->y_stride[4] = flip ? -p.w_stride[4] : p.w_stride[4];
+  q->x_span = p.c * h * w * batch;
+  q->w_count = p.k * oh * ow * batch;
+  q->y_span = p.w_count;
+  return true;
+}
+
+// Where dw's element (c, k, r = 0, s = 0) of the forward view above lies: reversed taps start at
+// the last one.
+int64_t BackwardFilterOutputOrigin(const ConvProblem& p) {
+  if (p.mode != ConvolutionMode::kConvolution) return 0;
+  return (p.filter[1] - 1) * p.w_stride[3] + (p.filter[2] - 1) * p.w_stride[4];
+}
+
+// The transposed copies' bytes: x' then dy'.
+size_t BackwardFilterCopyBytes(const ConvProblem& q) {
+  return Align256(static_cast<size_t>(q.x_span * ElementBytes(q.dtype))) +
+         Align256(static_cast<size_t>(q.w_count * ElementBytes(q.dtype)));
+}
+
 size_t BackwardDataFilterBytes(const ConvProblem& p) {
   return Align256(static_cast<size_t>(p.w_count * ElementBytes(p.dtype)));
 }
@@ -424,6 +483,26 @@ absl::Status BackwardDataPrecomp(Handle& h, const ConvProblem& p, float alpha, f
   return ForwardPrecomp(h, q, alpha, beta, dy, ws, dx, ws + BackwardDataFilterBytes(p));
 }
 
+absl::Status BackwardFilterPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta,
+                                   const void* x, const void* dy, void* dw, char* ws) {
+  ConvProblem q;
+  BackwardFilterAsForward(p, &q);
+  const ElementType e = ElementOf(p.dtype);
+  char* xt = ws;
+  char* dyt = ws + Align256(static_cast<size_t>(q.x_span * ElementBytes(p.dtype)));
+  // x (N, C, 1, H, W) read as (C, N, 1, H, W): channels-last with the batch innermost.
+  const int64_t xdims[5] = {p.c, p.n, 1, p.in[1], p.in[2]};
+  const int64_t xstrides[5] = {p.x_stride[1], p.x_stride[0], 0, p.x_stride[3], p.x_stride[4]};
+  KILN_RETURN_IF_ERROR(Launched(
+      cuda::LaunchToChannelsLast(e, xdims, xstrides, x, q.c, xt, h.stream()), "transpose of x"));
+  const int64_t ydims[5] = {p.k, p.n, 1, p.out[1], p.out[2]};
+  const int64_t ystrides[5] = {p.y_stride[1], p.y_stride[0], 0, p.y_stride[3], p.y_stride[4]};
+  KILN_RETURN_IF_ERROR(Launched(
+      cuda::LaunchToChannelsLast(e, ydims, ystrides, dy, q.c, dyt, h.stream()), "transpose of dy"));
+  char* out = static_cast<char*>(dw) + BackwardFilterOutputOrigin(p) * ElementBytes(p.dtype);
+  return ForwardPrecomp(h, q, alpha, beta, xt, dyt, out, ws + BackwardFilterCopyBytes(q));
+}
+
 absl::Status ForwardGemm(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
                          const void* w, void* y, char* ws) {
   const GemmPlan plan = PlanGemm(ConvDirection::kForward, p);
@@ -550,9 +629,12 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
       if (direction == ConvDirection::kBackwardData && BackwardDataAsForward(p, &q)) {
         return absl::OkStatus();
       }
+      if (direction == ConvDirection::kBackwardFilter && BackwardFilterAsForward(p, &q)) {
+        return absl::OkStatus();
+      }
       return no(
-          "serves forward, and backward data with unit strides and pad <= dilation x "
-          "(filter - 1)");
+          "serves forward, backward data with unit strides and pad <= dilation x (filter - 1), "
+          "and ungrouped 2-d backward filter");
     }
     case ConvAlgo::kDirect:
       return fwd ? absl::OkStatus() : no("is forward-only");
@@ -579,6 +661,10 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
         return PlanPrecomp(p, handle.multiprocessors()).bytes;
       }
       ConvProblem q;
+      if (direction == ConvDirection::kBackwardFilter) {
+        BackwardFilterAsForward(p, &q);
+        return BackwardFilterCopyBytes(q) + PlanPrecomp(q, handle.multiprocessors()).bytes;
+      }
       BackwardDataAsForward(p, &q);
       return BackwardDataFilterBytes(p) + PlanPrecomp(q, handle.multiprocessors()).bytes;
     }
@@ -654,6 +740,8 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
     case ConvDirection::kBackwardFilter:
       if (algo == ConvAlgo::kGemm) {
         status = BackwardFilterGemm(handle, p, alpha, beta, x, y, w, ws);
+      } else if (algo == ConvAlgo::kImplicitPrecompGemm) {
+        status = BackwardFilterPrecomp(handle, p, alpha, beta, x, y, w, ws);
       } else {
         const GemmView v = BackwardFilterGemmView(p, p.XChannelsLast());
         ConvGemmLaunch l = GemmLaunch(p, v, y, x, w, alpha, beta);
