@@ -40,6 +40,7 @@ struct Params {
   bool flip;
   int64_t xs_n, xs_h, xs_w, ws_k, ws_r, ws_s, ys_n, ys_k, ys_p, ys_q;
   int c_blocks, k_tiles, tiles_per_split, splits;
+  bool vector_out;  // y is channels-last with every 4-filter group 4-element aligned
   float alpha, beta;
 };
 
@@ -76,6 +77,43 @@ __device__ __forceinline__ void Blend(const Params& p, int64_t i, float v) {
   StoreFloat<T>(p.y, i, out);
 }
 
+// Blend of four consecutive elements at `i` (a multiple of 4, y aligned for it).
+template <typename T>
+__device__ __forceinline__ void BlendFour(const Params& p, int64_t i, float4 v) {
+  v.x *= p.alpha;
+  v.y *= p.alpha;
+  v.z *= p.alpha;
+  v.w *= p.alpha;
+  if constexpr (sizeof(T) == 4) {
+    float4* at = reinterpret_cast<float4*>(static_cast<float*>(p.y) + i);
+    if (p.beta != 0.0f) {
+      const float4 old = *at;
+      v.x += p.beta * old.x;
+      v.y += p.beta * old.y;
+      v.z += p.beta * old.z;
+      v.w += p.beta * old.w;
+    }
+    *at = v;
+  } else {
+    T* at = static_cast<T*>(p.y) + i;
+    if (p.beta != 0.0f) {
+      v.x += p.beta * LoadAsFloat<T>(at, 0);
+      v.y += p.beta * LoadAsFloat<T>(at, 1);
+      v.z += p.beta * LoadAsFloat<T>(at, 2);
+      v.w += p.beta * LoadAsFloat<T>(at, 3);
+    }
+    union {
+      T e[4];
+      uint2 bits;
+    } out;
+    StoreFloat<T>(out.e, 0, v.x);
+    StoreFloat<T>(out.e, 1, v.y);
+    StoreFloat<T>(out.e, 2, v.z);
+    StoreFloat<T>(out.e, 3, v.w);
+    *reinterpret_cast<uint2*>(at) = out.bits;
+  }
+}
+
 // y's offset of output pixel m (n, p, q).
 __device__ __forceinline__ int64_t OutputRowOffset(const Params& p, int m) {
   const int pq = p.p * p.q;
@@ -86,7 +124,8 @@ __device__ __forceinline__ int64_t OutputRowOffset(const Params& p, int m) {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-__device__ __forceinline__ void CopyAsync16(uint32_t dst, const void* src, bool valid) {
+// A 16-byte copy from global to shared memory, or 16 zero bytes when !valid (src is not read).
+__device__ __forceinline__ void CopyAsync16(uint32_t dst, uint64_t src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                "r"(valid ? 16 : 0)
                : "memory");
@@ -107,8 +146,11 @@ __device__ __forceinline__ uint64_t SwizzledTileDescriptor(uint32_t smem_addr) {
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-template <typename T, int kBN, int kStages>
-__global__ void __launch_bounds__(kThreads, 1) ConvWgmmaKernel(const Params p) {
+// kPending: product groups left running across the barrier (1: tile i - 1's products overlap
+// tile i's issue; 0: each tile's products finish before the next barrier, which frees one more
+// buffer for loads). kMinBlocks: blocks per SM the registers are capped for.
+template <typename T, int kBN, int kStages, int kPending, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) ConvWgmmaKernel(const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kElem = sizeof(T);
   constexpr int kChunkElems = 16 / kElem;           // elements per 16-byte chunk
@@ -117,7 +159,8 @@ __global__ void __launch_bounds__(kThreads, 1) ConvWgmmaKernel(const Params p) {
   constexpr int kStageA = kBM * kRowBytes, kStageB = kBN * kRowBytes;
   constexpr int kBRows = kBN / 32;
   constexpr int kAcc = kBN / 2;  // accumulators per thread (64 x kBN per warpgroup)
-  static_assert(kStages >= 3, "loads run kStages - 2 tiles ahead");
+  constexpr int kAhead = kStages - 1 - kPending;  // tiles loaded ahead of the one multiplied
+  static_assert(kAhead >= 1, "too few stages");
 
   extern __shared__ char smem_raw[];
   const uint32_t smem_a = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023) & ~1023u;
@@ -128,9 +171,11 @@ __global__ void __launch_bounds__(kThreads, 1) ConvWgmmaKernel(const Params p) {
   const uint32_t chunk_dst = row0 * kRowBytes + ((chunk ^ (row0 & 7)) << 4);
   const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN, split = blockIdx.z;
 
-  // The four output pixels this thread gathers for, as input coordinates at tap (0, 0).
+  // The four output pixels this thread gathers for: input coordinates at tap (0, 0), and the
+  // global address of their chunk there (past the tensor's edge where that tap is padding; such
+  // addresses are never read). Rows past the last pixel get an h that no tap brings in range.
   int a_h0[4], a_w0[4];
-  int64_t a_off[4];
+  uint64_t a_addr[4];
   const int pq = p.p * p.q;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
@@ -138,51 +183,65 @@ __global__ void __launch_bounds__(kThreads, 1) ConvWgmmaKernel(const Params p) {
     const int mm = m < p.m ? m : 0;
     const int img = mm / pq, rem = mm - img * pq;
     const int op = rem / p.q, oq = rem - op * p.q;
-    a_h0[j] = m < p.m ? op * p.stride_h - p.pad_h : -(1 << 30);  // invalid rows never load
+    const int h0 = op * p.stride_h - p.pad_h;
+    a_h0[j] = m < p.m ? h0 : -(1 << 30);
     a_w0[j] = oq * p.stride_w - p.pad_w;
-    a_off[j] = img * p.xs_n + static_cast<int64_t>(a_h0[j]) * p.xs_h +
-               static_cast<int64_t>(a_w0[j]) * p.xs_w + chunk * kChunkElems;
+    a_addr[j] = reinterpret_cast<uint64_t>(p.x) +
+                (img * p.xs_n + static_cast<int64_t>(h0) * p.xs_h +
+                 static_cast<int64_t>(a_w0[j]) * p.xs_w + chunk * kChunkElems) *
+                    kElem;
   }
-  int64_t b_off[kBRows];
+  uint64_t b_addr[kBRows];
   bool b_ok[kBRows];
 #pragma unroll
   for (int j = 0; j < kBRows; ++j) {
     const int k = n0 + row0 + 32 * j;
     b_ok[j] = k < p.k;
-    b_off[j] = static_cast<int64_t>(b_ok[j] ? k : 0) * p.ws_k + chunk * kChunkElems;
+    b_addr[j] = reinterpret_cast<uint64_t>(p.w) +
+                (static_cast<int64_t>(b_ok[j] ? k : 0) * p.ws_k + chunk * kChunkElems) * kElem;
   }
 
   const int tile_begin = split * p.tiles_per_split;
   const int tile_end = min(p.k_tiles, tile_begin + p.tiles_per_split);
   const int tiles = max(0, tile_end - tile_begin);
 
-  // The next tile to load, as (tap row, tap column, channel block), advanced one tile at a time.
+  // The next tile to load, as (tap row, tap column, channel block), advanced one tile at a time;
+  // what depends on the tap alone (byte shifts, which rows are inside the image) is recomputed
+  // only when the tap changes.
   int load_cb = tile_begin % p.c_blocks;
   int load_tap = tile_begin / p.c_blocks;
   int load_r = load_tap / p.s_taps, load_s = load_tap - load_r * p.s_taps;
-  const T* x = reinterpret_cast<const T*>(p.x);
-  const T* w = reinterpret_cast<const T*>(p.w);
-
-  auto load_tile = [&](int stage) {
-    const int c = load_cb * kTileChannels + chunk * kChunkElems;
-    const bool c_ok = c < p.c;
+  const int64_t x_step_h = p.dil_h * p.xs_h * kElem, x_step_w = p.dil_w * p.xs_w * kElem;
+  const int64_t w_step_r = p.ws_r * kElem, w_step_s = p.ws_s * kElem;
+  int64_t x_tap = 0, w_tap = 0;
+  bool a_ok[4];
+  auto enter_tap = [&]() {
     const int dh = load_r * p.dil_h, dw = load_s * p.dil_w;
-    const int64_t x_shift = dh * p.xs_h + dw * p.xs_w + load_cb * kTileChannels;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      a_ok[j] = static_cast<unsigned>(a_h0[j] + dh) < static_cast<unsigned>(p.h) &&
+                static_cast<unsigned>(a_w0[j] + dw) < static_cast<unsigned>(p.w_in);
+    }
+    x_tap = load_r * x_step_h + load_s * x_step_w;
     const int fr = p.flip ? p.r_taps - 1 - load_r : load_r;
     const int fs = p.flip ? p.s_taps - 1 - load_s : load_s;
-    const int64_t w_shift = fr * p.ws_r + fs * p.ws_s + load_cb * kTileChannels;
+    w_tap = fr * w_step_r + fs * w_step_s;
+  };
+  enter_tap();
+
+  auto load_tile = [&](int stage) {
+    const bool c_ok = load_cb * kTileChannels + chunk * kChunkElems < p.c;
+    const int64_t x_shift = x_tap + load_cb * kRowBytes;
+    const int64_t w_shift = w_tap + load_cb * kRowBytes;
     const uint32_t a_dst = smem_a + stage * kStageA + chunk_dst;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const bool ok = c_ok && static_cast<unsigned>(a_h0[j] + dh) < static_cast<unsigned>(p.h) &&
-                      static_cast<unsigned>(a_w0[j] + dw) < static_cast<unsigned>(p.w_in);
-      CopyAsync16(a_dst + j * 32 * kRowBytes, ok ? x + a_off[j] + x_shift : x, ok);
+      CopyAsync16(a_dst + j * 32 * kRowBytes, a_addr[j] + x_shift, a_ok[j] && c_ok);
     }
     const uint32_t b_dst = smem_b + stage * kStageB + chunk_dst;
 #pragma unroll
     for (int j = 0; j < kBRows; ++j) {
-      const bool ok = c_ok && b_ok[j];
-      CopyAsync16(b_dst + j * 32 * kRowBytes, ok ? w + b_off[j] + w_shift : w, ok);
+      CopyAsync16(b_dst + j * 32 * kRowBytes, b_addr[j] + w_shift, b_ok[j] && c_ok);
     }
     if (++load_cb == p.c_blocks) {
       load_cb = 0;
@@ -190,6 +249,7 @@ __global__ void __launch_bounds__(kThreads, 1) ConvWgmmaKernel(const Params p) {
         load_s = 0;
         ++load_r;
       }
+      enter_tap();
     }
   };
 
@@ -197,7 +257,6 @@ __global__ void __launch_bounds__(kThreads, 1) ConvWgmmaKernel(const Params p) {
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
 
-  constexpr int kAhead = kStages - 2;
 #pragma unroll
   for (int i = 0; i < kAhead; ++i) {
     if (i < tiles) load_tile(i);
@@ -210,8 +269,8 @@ __global__ void __launch_bounds__(kThreads, 1) ConvWgmmaKernel(const Params p) {
     // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
-    // Every warpgroup has finished the products of tile i - 2 (waited at the end of i - 1), so
-    // its buffer, (i + kAhead) % kStages, is free.
+    // Every warpgroup has finished the products of tile i - 1 - kPending (waited for at the end
+    // of i - 1), so its buffer, (i + kAhead) % kStages, is free.
     if (i + kAhead < tiles) load_tile((i + kAhead) % kStages);
     CopyCommit();
     const int stage = i % kStages;
@@ -224,37 +283,64 @@ __global__ void __launch_bounds__(kThreads, 1) ConvWgmmaKernel(const Params p) {
       Wgmma<T, kBN>::Run(acc, da + step * (kStepBytes >> 4), db + step * (kStepBytes >> 4));
     }
     WgmmaCommit();
-    WgmmaWait<1>();
+    WgmmaWait<kPending>();
     WgmmaPin(acc);
   }
   WgmmaWait<0>();
   WgmmaPin(acc);
 
-  // Accumulator (i) of this thread: row warp * 16 + lane / 4 (+ 8 for i % 4 >= 2) of the
-  // warpgroup's 64, column 8 (i / 4) + 2 (lane % 4) + i % 2.
-  const int lane = tid & 31, warp = (tid >> 5) & 3;
-  const int row_in_tile = warpgroup * 64 + warp * 16 + (lane >> 2);
-  const int col0 = n0 + 2 * (lane & 3);
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int m = m0 + row_in_tile + 8 * half;
-    if (m >= p.m) continue;
-    if (p.splits > 1) {
-      float* part = p.partial + (static_cast<int64_t>(split) * p.m + m) * p.k;
-#pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-        const int col = col0 + 8 * j;
-        if (col < p.k) part[col] = acc[4 * j + 2 * half];
-        if (col + 1 < p.k) part[col + 1] = acc[4 * j + 2 * half + 1];
-      }
-      continue;
-    }
-    const int64_t row_off = OutputRowOffset(p, m);
+  // The tile goes out through shared memory (the stages are free once every warpgroup's products
+  // are done), so that global stores are coalesced: 4 consecutive filters per thread where y (or
+  // the split-K partial sum) is channels-last, else 32 consecutive pixels per warp (NCHW).
+  __syncthreads();
+  constexpr int kLd = kBN + 8;  // floats per staged row; + 8 keeps half-warps' float2 stores apart
+  float* tile = reinterpret_cast<float*>(
+      smem_raw + (smem_a - static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw))));
+  {
+    // Accumulator i of this thread: row warp * 16 + lane / 4 (+ 8 for i % 4 >= 2) of the
+    // warpgroup's 64, column 8 (i / 4) + 2 (lane % 4) + i % 2.
+    const int lane = tid & 31, warp = (tid >> 5) & 3;
+    const int row = warpgroup * 64 + warp * 16 + (lane >> 2);
 #pragma unroll
     for (int j = 0; j < kBN / 8; ++j) {
-      const int col = col0 + 8 * j;
-      if (col < p.k) Blend<T>(p, row_off + col * p.ys_k, acc[4 * j + 2 * half]);
-      if (col + 1 < p.k) Blend<T>(p, row_off + (col + 1) * p.ys_k, acc[4 * j + 2 * half + 1]);
+      const int col = 8 * j + 2 * (lane & 3);
+      *reinterpret_cast<float2*>(&tile[row * kLd + col]) = make_float2(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<float2*>(&tile[(row + 8) * kLd + col]) =
+          make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+  }
+  __syncthreads();
+  if (p.splits > 1 || p.vector_out) {
+    constexpr int kThreadsPerRow = kBN / 4, kRowsPerPass = kThreads / kThreadsPerRow;
+    const int c4 = (tid % kThreadsPerRow) * 4, col = n0 + c4;
+    for (int r = tid / kThreadsPerRow; r < kBM && m0 + r < p.m; r += kRowsPerPass) {
+      const int m = m0 + r;
+      const float4 v = *reinterpret_cast<const float4*>(&tile[r * kLd + c4]);
+      if (p.splits > 1) {
+        float* part = p.partial + (static_cast<int64_t>(split) * p.m + m) * p.k + col;
+        if (col + 3 < p.k && (p.k & 3) == 0) {
+          *reinterpret_cast<float4*>(part) = v;
+        } else {
+          const float e[4] = {v.x, v.y, v.z, v.w};
+          for (int i = 0; i < 4 && col + i < p.k; ++i) part[i] = e[i];
+        }
+      } else {
+        const int64_t at = OutputRowOffset(p, m) + col;
+        if (col + 3 < p.k) {
+          BlendFour<T>(p, at, v);
+        } else {
+          const float e[4] = {v.x, v.y, v.z, v.w};
+          for (int i = 0; i < 4 && col + i < p.k; ++i) Blend<T>(p, at + i, e[i]);
+        }
+      }
+    }
+  } else {
+    const int r = tid % kBM, m = m0 + r;
+    if (m < p.m) {
+      const int64_t row_off = OutputRowOffset(p, m);
+      for (int c = tid / kBM; c < kBN && n0 + c < p.k; c += kThreads / kBM) {
+        Blend<T>(p, row_off + static_cast<int64_t>(n0 + c) * p.ys_k, tile[r * kLd + c]);
+      }
     }
   }
 #else
@@ -275,15 +361,16 @@ __global__ void ConvWgmmaReduceKernel(const Params p) {
   }
 }
 
-template <typename T, int kBN, int kStages>
+template <int kBN, int kStages>
 constexpr int SmemBytes() {
   return kStages * (kBM + kBN) * kRowBytes + 1024;  // + alignment slack
 }
 
-template <typename T, int kBN, int kStages>
+template <typename T, int kBN, int kStages, int kPending, int kMinBlocks>
 int LaunchTyped(const Params& p, cudaStream_t stream) {
-  auto kernel = ConvWgmmaKernel<T, kBN, kStages>;
-  constexpr int bytes = SmemBytes<T, kBN, kStages>();
+  auto kernel = ConvWgmmaKernel<T, kBN, kStages, kPending, kMinBlocks>;
+  constexpr int bytes = SmemBytes<kBN, kStages>();
+  static_assert(kMinBlocks * (bytes + 1024) <= 228 * 1024, "blocks do not fit an SM");
   // Per launch, not cached: the limit belongs to the current device's context.
   const cudaError_t configured =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
@@ -299,10 +386,20 @@ int LaunchTyped(const Params& p, cudaStream_t stream) {
   return static_cast<int>(cudaGetLastError());
 }
 
+// Whole-wave grids (at most one block per SM) get one block per SM with a deep pipeline; larger
+// grids two blocks per SM with three stages, so that one block's barrier waits and epilogue
+// overlap the other's products (measured on the H100: docs/PERF.md).
 template <typename T>
-int LaunchForType(const Params& p, cudaStream_t stream) {
-  if (p.k <= 64) return LaunchTyped<T, 64, 6>(p, stream);
-  return LaunchTyped<T, 128, 5>(p, stream);
+int LaunchForType(const Params& p, int multiprocessors, cudaStream_t stream) {
+  const int bn = p.k <= 64 ? 64 : 128;
+  const int64_t blocks =
+      static_cast<int64_t>((p.m + kBM - 1) / kBM) * ((p.k + bn - 1) / bn) * p.splits;
+  if (blocks <= multiprocessors) {
+    if (bn == 64) return LaunchTyped<T, 64, 6, 1, 1>(p, stream);
+    return LaunchTyped<T, 128, 5, 1, 1>(p, stream);
+  }
+  if (bn == 64) return LaunchTyped<T, 64, 4, 0, 2>(p, stream);
+  return LaunchTyped<T, 128, 3, 0, 2>(p, stream);
 }
 
 Params MakeParams(const ConvWgmmaLaunch& l) {
@@ -345,6 +442,9 @@ Params MakeParams(const ConvWgmmaLaunch& l) {
   p.tiles_per_split = (p.k_tiles + p.splits - 1) / p.splits;
   p.alpha = l.alpha;
   p.beta = l.beta;
+  const uintptr_t y_addr = reinterpret_cast<uintptr_t>(l.y);
+  p.vector_out = l.y_stride[1] == 1 && l.y_stride[0] % 4 == 0 && l.y_stride[2] % 4 == 0 &&
+                 l.y_stride[3] % 4 == 0 && y_addr % (4 * elem) == 0;
   return p;
 }
 
@@ -357,7 +457,7 @@ bool DeviceRunsWgmma(int device) {
   }
   if (major != 9 || minor != 0) return false;
   cudaFuncAttributes attr;
-  if (cudaFuncGetAttributes(&attr, ConvWgmmaKernel<__half, 128, 5>) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attr, ConvWgmmaKernel<__half, 128, 3, 0, 2>) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
@@ -412,13 +512,19 @@ int LaunchConvWgmma(const ConvWgmmaLaunch& l, void* stream_ptr) {
   if (l.n * l.p * l.q == 0 || l.k == 0) return 0;
   const Params p = MakeParams(l);
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+  int device = 0, multiprocessors = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) {
+    err = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  }
+  if (err != cudaSuccess) return static_cast<int>(err);
   switch (l.element) {
     case ElementType::kF16:
-      return LaunchForType<__half>(p, stream);
+      return LaunchForType<__half>(p, multiprocessors, stream);
     case ElementType::kBF16:
-      return LaunchForType<__nv_bfloat16>(p, stream);
+      return LaunchForType<__nv_bfloat16>(p, multiprocessors, stream);
     case ElementType::kF32:
-      return LaunchForType<float>(p, stream);
+      return LaunchForType<float>(p, multiprocessors, stream);
   }
   return static_cast<int>(cudaErrorInvalidValue);
 }
