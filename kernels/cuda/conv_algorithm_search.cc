@@ -27,9 +27,10 @@ std::vector<ConvAlgo> HeuristicOrder(ConvDirection direction, const ConvProblem&
       return {ConvAlgo::kGemm1x1, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemm,
               ConvAlgo::kGemm, ConvAlgo::kDirect};
     case ConvDirection::kBackwardData:
-      return {ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
+      return {ConvAlgo::kGemm1x1, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemm,
+              ConvAlgo::kGemm};
     case ConvDirection::kBackwardFilter:
-      return {ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemmSplitK,
+      return {ConvAlgo::kGemm1x1, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemmSplitK,
               ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
   }
   return {};

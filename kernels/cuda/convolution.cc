@@ -280,6 +280,52 @@ bool BackwardFilterAsForward(const ConvProblem& p, ConvProblem* q) {
   return true;
 }
 
+// Backward filter of an ungrouped, unpadded, unit-stride 1x1 problem whose x and dy hold each
+// (image, channel)'s pixels as one contiguous run (NCHW) as a forward convolution straight on x
+// and dy, no copies: the images are x's channels (n' = C, one output pixel each), the channels
+// are the pixels (c' = H W, contiguous), and the batch is a column of taps (R' = N, stepping by
+// the image strides). False when the layout does not allow it or the pixel run is not a 16-byte
+// multiple.
+bool BackwardFilter1x1AsForward(const ConvProblem& p, ConvProblem* q) {
+  if (p.groups != 1 || p.in[0] != 1 || p.FilterTaps() != 1) return false;
+  for (int i = 1; i < 3; ++i) {
+    if (p.stride[i] != 1 || p.pad[i] != 0) return false;
+  }
+  const int64_t hw = p.in[1] * p.in[2], width = VectorWidth(p.dtype);
+  auto contiguous_pixels = [&](const int64_t* strides) {
+    return strides[4] == 1 && (p.in[1] == 1 || strides[3] == p.in[2]) && hw % width == 0 &&
+           strides[0] % width == 0 && strides[1] % width == 0;
+  };
+  if (!contiguous_pixels(p.x_stride) || !contiguous_pixels(p.y_stride)) return false;
+  *q = p;
+  q->n = p.c;
+  q->c = hw;
+  q->k = p.k;
+  const int64_t in[3] = {1, p.n, 1}, one[3] = {1, 1, 1}, zero[3] = {0, 0, 0};
+  for (int i = 0; i < 3; ++i) {
+    q->in[i] = in[i];
+    q->filter[i] = in[i];
+    q->out[i] = one[i];
+    q->stride[i] = one[i];
+    q->dilation[i] = one[i];
+    q->pad[i] = zero[i];
+  }
+  const int64_t xs[5] = {p.x_stride[1], 1, 0, p.x_stride[0], 0};
+  const int64_t ws[5] = {p.y_stride[1], 1, 0, p.y_stride[0], 0};
+  const int64_t ys[5] = {p.w_stride[1], p.w_stride[0], 0, 0, 0};
+  for (int i = 0; i < 5; ++i) {
+    q->x_stride[i] = xs[i];
+    q->w_stride[i] = ws[i];
+    q->y_stride[i] = ys[i];
+  }
+  q->filter_format = TensorFormat::kNHWC;
+  q->mode = ConvolutionMode::kCrossCorrelation;
+  q->x_span = p.x_span;
+  q->w_count = p.y_span;
+  q->y_span = p.w_count;
+  return true;
+}
+
 // Where dw's element (c, k, r = 0, s = 0) of the forward view above lies: reversed taps start at
 // the last one.
 int64_t BackwardFilterOutputOrigin(const ConvProblem& p) {
@@ -427,6 +473,45 @@ absl::Status Forward1x1(Handle& h, const ConvProblem& p, float alpha, float beta
                   "cublasGemmStridedBatchedEx (1x1 NCHW)");
 }
 
+// Backward data of a packed 1x1 problem on cuBLAS: dx = dy W per pixel.
+absl::Status BackwardData1x1(Handle& h, const ConvProblem& p, float alpha, float beta,
+                             const void* dy, const void* w, void* dx) {
+  bool nhwc = false;
+  Is1x1Packed(p, &nhwc);
+  const cudaDataType_t t = CublasType(p.dtype);
+  auto cublas = static_cast<cublasHandle_t>(h.cublas());
+  const int64_t hw = p.in[0] * p.in[1] * p.in[2];
+  if (nhwc) {
+    // dx^T (C x NHW, column-major) = W^T (C x K) dy^T (K x NHW).
+    return CublasOk(cublasGemmEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(p.c),
+                                 static_cast<int>(p.n * hw), static_cast<int>(p.k), &alpha, w, t,
+                                 static_cast<int>(p.c), dy, t, static_cast<int>(p.k), &beta, dx, t,
+                                 static_cast<int>(p.c), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+                    "cublasGemmEx (1x1 NHWC backward data)");
+  }
+  // Per image: dx[n] (HW x C, column-major) = dy[n] (HW x K) W (K x C).
+  return CublasOk(cublasGemmStridedBatchedEx(
+                      cublas, CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(hw), static_cast<int>(p.c),
+                      static_cast<int>(p.k), &alpha, dy, t, static_cast<int>(hw), p.k * hw, w, t,
+                      static_cast<int>(p.c), 0, &beta, dx, t, static_cast<int>(hw), p.c * hw,
+                      static_cast<int>(p.n), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+                  "cublasGemmStridedBatchedEx (1x1 NCHW backward data)");
+}
+
+// Backward filter of a packed NHWC 1x1 problem on cuBLAS: one product over all pixels.
+absl::Status BackwardFilter1x1(Handle& h, const ConvProblem& p, float alpha, float beta,
+                               const void* x, const void* dy, void* dw) {
+  const cudaDataType_t t = CublasType(p.dtype);
+  const int64_t pixels = p.n * p.in[0] * p.in[1] * p.in[2];
+  // dw^T (C x K, column-major) = x^T (C x NHW) dy (NHW x K).
+  return CublasOk(cublasGemmEx(static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_N, CUBLAS_OP_T,
+                               static_cast<int>(p.c), static_cast<int>(p.k),
+                               static_cast<int>(pixels), &alpha, x, t, static_cast<int>(p.c), dy,
+                               t, static_cast<int>(p.k), &beta, dw, t, static_cast<int>(p.c),
+                               CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+                  "cublasGemmEx (1x1 NHWC backward filter)");
+}
+
 absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
                             const void* w, void* y, char* ws) {
   const PrecompPlan plan = PlanPrecomp(p, h.multiprocessors());
@@ -486,6 +571,7 @@ absl::Status BackwardDataPrecomp(Handle& h, const ConvProblem& p, float alpha, f
 absl::Status BackwardFilterPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta,
                                    const void* x, const void* dy, void* dw, char* ws) {
   ConvProblem q;
+  if (BackwardFilter1x1AsForward(p, &q)) return ForwardPrecomp(h, q, alpha, beta, x, dy, dw, ws);
   BackwardFilterAsForward(p, &q);
   const ElementType e = ElementOf(p.dtype);
   char* xt = ws;
@@ -642,11 +728,18 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
       return direction == ConvDirection::kBackwardFilter ? absl::OkStatus()
                                                          : no("is backward-filter-only");
     case ConvAlgo::kGemm1x1: {
-      if (!fwd) return no("is forward-only");
       bool nhwc;
-      return Is1x1Packed(p, &nhwc) ? absl::OkStatus()
-                                   : no("needs a 1x1, stride-1, unpadded, ungrouped convolution "
-                                        "of packed NCHW or NHWC tensors");
+      if (!Is1x1Packed(p, &nhwc)) {
+        return no("needs a 1x1, stride-1, unpadded, ungrouped convolution of packed NCHW or NHWC "
+                  "tensors");
+      }
+      if (p.n * p.in[0] * p.in[1] * p.in[2] >= (int64_t{1} << 31)) {
+        return no("needs fewer than 2^31 pixels");
+      }
+      if (direction == ConvDirection::kBackwardFilter && !nhwc) {
+        return no("serves backward filter in NHWC only");
+      }
+      return absl::OkStatus();
     }
   }
   return no("is unknown");
@@ -662,6 +755,7 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
       }
       ConvProblem q;
       if (direction == ConvDirection::kBackwardFilter) {
+        if (BackwardFilter1x1AsForward(p, &q)) return PlanPrecomp(q, handle.multiprocessors()).bytes;
         BackwardFilterAsForward(p, &q);
         return BackwardFilterCopyBytes(q) + PlanPrecomp(q, handle.multiprocessors()).bytes;
       }
@@ -726,7 +820,9 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
       }
       break;
     case ConvDirection::kBackwardData:
-      if (algo == ConvAlgo::kImplicitPrecompGemm) {
+      if (algo == ConvAlgo::kGemm1x1) {
+        status = BackwardData1x1(handle, p, alpha, beta, y, w, x);
+      } else if (algo == ConvAlgo::kImplicitPrecompGemm) {
         status = BackwardDataPrecomp(handle, p, alpha, beta, y, w, x, ws);
       } else if (algo == ConvAlgo::kImplicitGemm) {
         const GemmView v = BackwardDataGemmView(p, p.YChannelsLast());
@@ -740,6 +836,8 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
     case ConvDirection::kBackwardFilter:
       if (algo == ConvAlgo::kGemm) {
         status = BackwardFilterGemm(handle, p, alpha, beta, x, y, w, ws);
+      } else if (algo == ConvAlgo::kGemm1x1) {
+        status = BackwardFilter1x1(handle, p, alpha, beta, x, y, w);
       } else if (algo == ConvAlgo::kImplicitPrecompGemm) {
         status = BackwardFilterPrecomp(handle, p, alpha, beta, x, y, w, ws);
       } else {

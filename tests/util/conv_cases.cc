@@ -122,6 +122,9 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
       {"nhwc_stride2_dilation2", {2, 24, 17, 15}, 40, {3, 3}, {2, 2}, {2, 2}, {2, 2}, 1, F::kNHWC},
       {"nhwc_many_rows", {3, 16, 20, 21}, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
       {"nhwc_long_reduction", {1, 256, 6, 6}, 64, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
+      // 1x1: NCHW with 16-byte pixel runs (backward filter straight on x and dy), and NHWC.
+      {"one_by_one_hw48", {2, 24, 6, 8}, 40, {1, 1}, {0, 0}, {1, 1}, {1, 1}},
+      {"nhwc_one_by_one", {2, 24, 5, 6}, 16, {1, 1}, {0, 0}, {1, 1}, {1, 1}, 1, F::kNHWC},
   };
   std::vector<ConvCase> cases;
   for (const Spec& s : specs) {
