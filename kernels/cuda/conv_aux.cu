@@ -245,6 +245,30 @@ __global__ void ToChannelsLastTiledKernel(const T* src, int64_t n_stride, int64_
   }
 }
 
+// One phase's filter for sub-pixel backward data (2-d, ungrouped): out[c][t][u][kk] (packed,
+// kk < padded_k, zero past K) = w[kk][c][r0 + stride_h (taps_h - 1 - t)][s0 + stride_w (taps_w -
+// 1 - u)]: the taps that reach output rows of one residue mod the stride, reversed.
+template <typename T>
+__global__ void SubPixelFilterKernel(ConvProblem p, const T* w, int64_t r0, int64_t s0,
+                                     int64_t taps_h, int64_t taps_w, int64_t padded_k, T* out) {
+  const int64_t total = p.c * taps_h * taps_w * padded_k;
+  KILN_GRID_STRIDE(i, total) {
+    int64_t rest = i;
+    const int64_t kk = rest % padded_k;
+    rest /= padded_k;
+    const int64_t u = rest % taps_w;
+    rest /= taps_w;
+    const int64_t t = rest % taps_h;
+    const int64_t c = rest / taps_h;
+    const int64_t r = r0 + p.stride[1] * (taps_h - 1 - t), s = s0 + p.stride[2] * (taps_w - 1 - u);
+    const float v =
+        kk < p.k ? Load(w + kk * p.w_stride[0] + c * p.w_stride[1] + r * p.w_stride[3] +
+                        s * p.w_stride[4])
+                 : 0.0f;
+    StoreValue(out + i, v);
+  }
+}
+
 // w' (C, K/groups, T, R, S) packed KRSC from w (K, C/groups, T, R, S): the filter of the forward
 // convolution that computes backward data when all strides are 1. w' is w transposed per group
 // and, unless `flip` is false, reversed in every spatial dimension.
@@ -368,6 +392,19 @@ int LaunchBiasGrad(const ConvProblem& p, ElementType element, const void* dy, fl
     using T = decltype(zero);
     BiasGradKernel<T><<<static_cast<unsigned>(p.k), 256, 0, static_cast<cudaStream_t>(stream)>>>(
         p, static_cast<const T*>(dy), alpha, beta, static_cast<T*>(db));
+    return static_cast<int>(cudaGetLastError());
+  });
+}
+
+int LaunchSubPixelFilter(const ConvProblem& p, ElementType element, const void* w, int64_t r0,
+                         int64_t s0, int64_t taps_h, int64_t taps_w, int64_t padded_k, void* out,
+                         void* stream) {
+  const int64_t total = p.c * taps_h * taps_w * padded_k;
+  if (total == 0) return 0;
+  return Dispatch(element, [&](auto zero) {
+    using T = decltype(zero);
+    SubPixelFilterKernel<T><<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        p, static_cast<const T*>(w), r0, s0, taps_h, taps_w, padded_k, static_cast<T*>(out));
     return static_cast<int>(cudaGetLastError());
   });
 }

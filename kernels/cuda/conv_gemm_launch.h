@@ -63,6 +63,12 @@ int LaunchCol2Im(const dnn::ConvProblem& p, const float* col, int64_t n0, int64_
 // `flip`, reversed spatially (the forward filter that computes backward data at stride 1).
 int LaunchBackwardDataFilter(const dnn::ConvProblem& p, ElementType element, const void* w,
                              bool flip, void* out, void* stream);
+// One phase's filter of sub-pixel backward data (2-d, ungrouped, unit dilation), packed
+// (C, taps_h, taps_w, padded_k) with zeros past K: w[k][c][r0 + stride_h (taps_h - 1 - t)]
+// [s0 + stride_w (taps_w - 1 - u)] at (c, t, u, k).
+int LaunchSubPixelFilter(const dnn::ConvProblem& p, ElementType element, const void* w, int64_t r0,
+                         int64_t s0, int64_t taps_h, int64_t taps_w, int64_t padded_k, void* out,
+                         void* stream);
 // y[n, k, ...] += bias[k] over the output of `p`.
 int LaunchAddChannelBias(const dnn::ConvProblem& p, ElementType element, const void* bias, void* y,
                          void* stream);

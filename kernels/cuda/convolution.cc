@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
@@ -339,6 +340,91 @@ size_t BackwardFilterCopyBytes(const ConvProblem& q) {
          Align256(static_cast<size_t>(q.w_count * ElementBytes(q.dtype)));
 }
 
+// Backward data at stride > 1 by sub-pixel decomposition. The outputs whose row is ph mod
+// stride_h and column pw mod stride_w (one phase) receive only the taps r = (ph + pad_h) mod
+// stride_h + stride_h t (and likewise s), and over those taps, reversed, backward data is a
+// unit-stride forward convolution of dy. dy is copied channels-last once for all phases (its K
+// channels padded to a 16-byte multiple); each phase has its own filter and writes its outputs
+// through dx's strides times the stride. Serves ungrouped 2-d cross-correlations with unit
+// dilation whose every phase has a tap (stride <= filter).
+struct SubPixelPhase {
+  ConvProblem q;  // x' = the dy copy, w' = the phase's filter, y' = dx from y_offset on
+  int64_t r0 = 0, s0 = 0;
+  int64_t y_offset = 0;  // elements from dx to the phase's first output
+  size_t filter_offset = 0;
+};
+struct SubPixelPlan {
+  std::vector<SubPixelPhase> phases;
+  int64_t padded_k = 0;
+  size_t precomp_offset = 0, bytes = 0;  // the dy copy is at 0, then the filters
+};
+
+bool PlanSubPixel(const ConvProblem& p, int multiprocessors, SubPixelPlan* plan) {
+  if (p.groups != 1 || p.in[0] != 1 || p.filter[0] != 1 || p.out[0] != 1) return false;
+  if (p.mode != ConvolutionMode::kCrossCorrelation) return false;
+  if (p.stride[1] == 1 && p.stride[2] == 1) return false;
+  for (int i = 1; i < 3; ++i) {
+    if (p.dilation[i] != 1 || p.stride[i] > p.filter[i]) return false;
+  }
+  const int64_t width = VectorWidth(p.dtype), e = ElementBytes(p.dtype);
+  plan->padded_k = (p.k + width - 1) / width * width;
+  const int64_t kp = plan->padded_k;
+  size_t bytes = Align256(static_cast<size_t>(p.n * p.out[1] * p.out[2] * kp * e));
+  size_t precomp = 0;
+  plan->phases.clear();
+  for (int64_t ph = 0; ph < p.stride[1] && ph < p.in[1]; ++ph) {
+    for (int64_t pw = 0; pw < p.stride[2] && pw < p.in[2]; ++pw) {
+      SubPixelPhase phase;
+      const int64_t sh = p.stride[1], sw = p.stride[2];
+      phase.r0 = (ph + p.pad[1]) % sh;
+      phase.s0 = (pw + p.pad[2]) % sw;
+      const int64_t taps_h = (p.filter[1] - phase.r0 + sh - 1) / sh;
+      const int64_t taps_w = (p.filter[2] - phase.s0 + sw - 1) / sw;
+      // Output row i (row i sh + ph of dx) meets dy row i + off_h - t at tap t.
+      const int64_t off_h = (ph + p.pad[1] - phase.r0) / sh;
+      const int64_t off_w = (pw + p.pad[2] - phase.s0) / sw;
+      ConvProblem& q = phase.q;
+      q = p;
+      q.n = p.n;
+      q.c = kp;
+      q.k = p.c;
+      q.in[1] = p.out[1];
+      q.in[2] = p.out[2];
+      q.out[1] = (p.in[1] - ph + sh - 1) / sh;
+      q.out[2] = (p.in[2] - pw + sw - 1) / sw;
+      q.filter[1] = taps_h;
+      q.filter[2] = taps_w;
+      q.pad[1] = taps_h - 1 - off_h;
+      q.pad[2] = taps_w - 1 - off_w;
+      for (int i = 0; i < 3; ++i) {
+        q.stride[i] = 1;
+        q.dilation[i] = 1;
+      }
+      const int64_t xs[5] = {p.out[1] * p.out[2] * kp, 1, 0, p.out[2] * kp, kp};
+      const int64_t ws[5] = {taps_h * taps_w * kp, 1, 0, taps_w * kp, kp};
+      const int64_t ys[5] = {p.x_stride[0], p.x_stride[1], 0, sh * p.x_stride[3],
+                             sw * p.x_stride[4]};
+      for (int i = 0; i < 5; ++i) {
+        q.x_stride[i] = xs[i];
+        q.w_stride[i] = ws[i];
+        q.y_stride[i] = ys[i];
+      }
+      q.filter_format = TensorFormat::kNHWC;
+      q.x_span = p.n * p.out[1] * p.out[2] * kp;
+      q.w_count = p.c * taps_h * taps_w * kp;
+      q.y_span = p.x_span;
+      phase.y_offset = ph * p.x_stride[3] + pw * p.x_stride[4];
+      phase.filter_offset = bytes;
+      bytes += Align256(static_cast<size_t>(q.w_count * e));
+      precomp = std::max(precomp, PlanPrecomp(q, multiprocessors).bytes);
+      plan->phases.push_back(phase);
+    }
+  }
+  plan->precomp_offset = bytes;
+  plan->bytes = bytes + precomp;
+  return true;
+}
+
 size_t BackwardDataFilterBytes(const ConvProblem& p) {
   return Align256(static_cast<size_t>(p.w_count * ElementBytes(p.dtype)));
 }
@@ -557,10 +643,33 @@ absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float 
   return Launched(cuda::LaunchConvGemm(l, h.stream()), "implicit precomp GEMM");
 }
 
+absl::Status BackwardDataSubPixel(Handle& h, const ConvProblem& p, float alpha, float beta,
+                                  const void* dy, const void* w, void* dx, char* ws) {
+  SubPixelPlan plan;
+  PlanSubPixel(p, h.multiprocessors(), &plan);
+  const ElementType e = ElementOf(p.dtype);
+  const int64_t ydims[5] = {p.n, p.k, 1, p.out[1], p.out[2]};
+  KILN_RETURN_IF_ERROR(Launched(
+      cuda::LaunchToChannelsLast(e, ydims, p.y_stride, dy, plan.padded_k, ws, h.stream()),
+      "channels-last copy of dy"));
+  char* out = static_cast<char*>(dx);
+  for (const SubPixelPhase& phase : plan.phases) {
+    KILN_RETURN_IF_ERROR(Launched(
+        cuda::LaunchSubPixelFilter(p, e, w, phase.r0, phase.s0, phase.q.filter[1],
+                                   phase.q.filter[2], plan.padded_k, ws + phase.filter_offset,
+                                   h.stream()),
+        "sub-pixel filter"));
+    KILN_RETURN_IF_ERROR(ForwardPrecomp(h, phase.q, alpha, beta, ws, ws + phase.filter_offset,
+                                        out + phase.y_offset * ElementBytes(p.dtype),
+                                        ws + plan.precomp_offset));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status BackwardDataPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta,
                                  const void* dy, const void* w, void* dx, char* ws) {
   ConvProblem q;
-  BackwardDataAsForward(p, &q);
+  if (!BackwardDataAsForward(p, &q)) return BackwardDataSubPixel(h, p, alpha, beta, dy, w, dx, ws);
   KILN_RETURN_IF_ERROR(Launched(
       cuda::LaunchBackwardDataFilter(p, ElementOf(p.dtype), w,
                                      p.mode == ConvolutionMode::kCrossCorrelation, ws, h.stream()),
@@ -712,15 +821,18 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
     case ConvAlgo::kImplicitPrecompGemm: {
       if (fwd) return absl::OkStatus();
       ConvProblem q;
-      if (direction == ConvDirection::kBackwardData && BackwardDataAsForward(p, &q)) {
+      SubPixelPlan sub_pixel;
+      if (direction == ConvDirection::kBackwardData &&
+          (BackwardDataAsForward(p, &q) || PlanSubPixel(p, 1, &sub_pixel))) {
         return absl::OkStatus();
       }
       if (direction == ConvDirection::kBackwardFilter && BackwardFilterAsForward(p, &q)) {
         return absl::OkStatus();
       }
       return no(
-          "serves forward, backward data with unit strides and pad <= dilation x (filter - 1), "
-          "and ungrouped 2-d backward filter");
+          "serves forward, backward data with unit strides and pad <= dilation x (filter - 1) "
+          "or ungrouped 2-d cross-correlation with unit dilation and stride <= filter, and "
+          "ungrouped 2-d backward filter");
     }
     case ConvAlgo::kDirect:
       return fwd ? absl::OkStatus() : no("is forward-only");
@@ -759,7 +871,11 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
         BackwardFilterAsForward(p, &q);
         return BackwardFilterCopyBytes(q) + PlanPrecomp(q, handle.multiprocessors()).bytes;
       }
-      BackwardDataAsForward(p, &q);
+      if (!BackwardDataAsForward(p, &q)) {
+        SubPixelPlan plan;
+        PlanSubPixel(p, handle.multiprocessors(), &plan);
+        return plan.bytes;
+      }
       return BackwardDataFilterBytes(p) + PlanPrecomp(q, handle.multiprocessors()).bytes;
     }
     case ConvAlgo::kGemm:

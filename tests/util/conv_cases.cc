@@ -125,6 +125,9 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
       // 1x1: NCHW with 16-byte pixel runs (backward filter straight on x and dy), and NHWC.
       {"one_by_one_hw48", {2, 24, 6, 8}, 40, {1, 1}, {0, 0}, {1, 1}, {1, 1}},
       {"nhwc_one_by_one", {2, 24, 5, 6}, 16, {1, 1}, {0, 0}, {1, 1}, {1, 1}, 1, F::kNHWC},
+      // Strided backward data by phases, with enough filters for the tensor-core tiles.
+      {"stride2_k40_even_filter", {2, 12, 14, 11}, 40, {4, 4}, {1, 1}, {2, 2}, {1, 1}},
+      {"nhwc_stride2_k40", {2, 16, 15, 13}, 40, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 1, F::kNHWC},
   };
   std::vector<ConvCase> cases;
   for (const Spec& s : specs) {
