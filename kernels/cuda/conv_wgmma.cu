@@ -157,7 +157,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) ConvWgmmaKernel(const Pa
   constexpr int kTileChannels = kRowBytes / kElem;  // channels per k tile
   constexpr int kStepBytes = 32;                    // one wgmma k step: 16 f16 or 8 tf32
   constexpr int kStageA = kBM * kRowBytes, kStageB = kBN * kRowBytes;
-  constexpr int kBRows = kBN / 32;
+  // Filter rows each thread loads; below 32 rows only the first 8 kBN threads load one each.
+  constexpr int kBRows = kBN >= 32 ? kBN / 32 : 1;
   constexpr int kAcc = kBN / 2;  // accumulators per thread (64 x kBN per warpgroup)
   constexpr int kAhead = kStages - 1 - kPending;  // tiles loaded ahead of the one multiplied
   static_assert(kAhead >= 1, "too few stages");
@@ -167,6 +168,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) ConvWgmmaKernel(const Pa
   const uint32_t smem_b = smem_a + kStages * kStageA;
 
   const int tid = threadIdx.x, chunk = tid & 7, row0 = tid >> 3;
+  const bool loads_b = kBN >= 32 || row0 < kBN;
   // Where this thread's chunk lands in every row it loads: rows row0 + 32 j share row0 & 7.
   const uint32_t chunk_dst = row0 * kRowBytes + ((chunk ^ (row0 & 7)) << 4);
   const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN, split = blockIdx.z;
@@ -196,7 +198,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) ConvWgmmaKernel(const Pa
 #pragma unroll
   for (int j = 0; j < kBRows; ++j) {
     const int k = n0 + row0 + 32 * j;
-    b_ok[j] = k < p.k;
+    b_ok[j] = k < p.k && loads_b;
     b_addr[j] = reinterpret_cast<uint64_t>(p.w) +
                 (static_cast<int64_t>(b_ok[j] ? k : 0) * p.ws_k + chunk * kChunkElems) * kElem;
   }
@@ -239,9 +241,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) ConvWgmmaKernel(const Pa
       CopyAsync16(a_dst + j * 32 * kRowBytes, a_addr[j] + x_shift, a_ok[j] && c_ok);
     }
     const uint32_t b_dst = smem_b + stage * kStageB + chunk_dst;
+    if (loads_b) {
 #pragma unroll
-    for (int j = 0; j < kBRows; ++j) {
-      CopyAsync16(b_dst + j * 32 * kRowBytes, b_addr[j] + w_shift, b_ok[j] && c_ok);
+      for (int j = 0; j < kBRows; ++j) {
+        CopyAsync16(b_dst + j * 32 * kRowBytes, b_addr[j] + w_shift, b_ok[j] && c_ok);
+      }
     }
     if (++load_cb == p.c_blocks) {
       load_cb = 0;
@@ -389,17 +393,34 @@ int LaunchTyped(const Params& p, cudaStream_t stream) {
 // Whole-wave grids (at most one block per SM) get one block per SM with a deep pipeline; larger
 // grids two blocks per SM with three stages, so that one block's barrier waits and epilogue
 // overlap the other's products (measured on the H100: docs/PERF.md).
+// The filter tile: the narrowest of 8, 16, 64 and 128 that holds K (a few output channels, as in
+// backward data into a 3-channel image, would otherwise multiply mostly padding).
+int FilterTile(int k) { return k <= 8 ? 8 : (k <= 16 ? 16 : (k <= 64 ? 64 : 128)); }
+
+template <typename T, int kBN>
+int LaunchForTile(const Params& p, int multiprocessors, cudaStream_t stream) {
+  constexpr int kStageBytes = (kBM + kBN) * kRowBytes;
+  // Two blocks per SM: as many stages as fit in half the shared memory, up to 6.
+  constexpr int kStagesTwo = 110 * 1024 / kStageBytes < 6 ? 110 * 1024 / kStageBytes : 6;
+  constexpr int kStagesOne = kStagesTwo + 2 < 8 ? kStagesTwo + 2 : 8;
+  const int64_t blocks =
+      static_cast<int64_t>((p.m + kBM - 1) / kBM) * ((p.k + kBN - 1) / kBN) * p.splits;
+  if (blocks <= multiprocessors) return LaunchTyped<T, kBN, kStagesOne, 1, 1>(p, stream);
+  return LaunchTyped<T, kBN, kStagesTwo, 0, 2>(p, stream);
+}
+
 template <typename T>
 int LaunchForType(const Params& p, int multiprocessors, cudaStream_t stream) {
-  const int bn = p.k <= 64 ? 64 : 128;
-  const int64_t blocks =
-      static_cast<int64_t>((p.m + kBM - 1) / kBM) * ((p.k + bn - 1) / bn) * p.splits;
-  if (blocks <= multiprocessors) {
-    if (bn == 64) return LaunchTyped<T, 64, 6, 1, 1>(p, stream);
-    return LaunchTyped<T, 128, 5, 1, 1>(p, stream);
+  switch (FilterTile(p.k)) {
+    case 8:
+      return LaunchForTile<T, 8>(p, multiprocessors, stream);
+    case 16:
+      return LaunchForTile<T, 16>(p, multiprocessors, stream);
+    case 64:
+      return LaunchForTile<T, 64>(p, multiprocessors, stream);
+    default:
+      return LaunchForTile<T, 128>(p, multiprocessors, stream);
   }
-  if (bn == 64) return LaunchTyped<T, 64, 4, 0, 2>(p, stream);
-  return LaunchTyped<T, 128, 3, 0, 2>(p, stream);
 }
 
 Params MakeParams(const ConvWgmmaLaunch& l) {
@@ -483,7 +504,7 @@ bool ConvWgmmaAvailable() {
 
 int ConvWgmmaSplits(const ConvWgmmaLaunch& l, int multiprocessors) {
   const Params p = MakeParams(l);
-  const int bn = p.k <= 64 ? 64 : 128;
+  const int bn = FilterTile(p.k);
   const int64_t tiles = static_cast<int64_t>((p.m + kBM - 1) / kBM) * ((p.k + bn - 1) / bn);
   // Estimated time in units of one block's k tile: the waves of blocks times their k tiles, plus
   // the partial sums' round trip (written once, read once, mostly from L2) at about 4 TB/s

@@ -128,6 +128,11 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
       // Strided backward data by phases, with enough filters for the tensor-core tiles.
       {"stride2_k40_even_filter", {2, 12, 14, 11}, 40, {4, 4}, {1, 1}, {2, 2}, {1, 1}},
       {"nhwc_stride2_k40", {2, 16, 15, 13}, 40, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 1, F::kNHWC},
+      // Few filters (the 8- and 16-wide tiles): forward with K = 6 and 13, and backward data
+      // into 3 channels from 40, as in a first layer's gradient.
+      {"nhwc_k6", {2, 40, 9, 10}, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
+      {"nhwc_k13", {1, 72, 8, 7}, 13, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
+      {"stride4_11x11_k40", {1, 3, 23, 23}, 40, {11, 11}, {0, 0}, {4, 4}, {1, 1}},
   };
   std::vector<ConvCase> cases;
   for (const Spec& s : specs) {
