@@ -272,24 +272,27 @@ __global__ void SubPixelFilterKernel(ConvProblem p, const T* w, int64_t r0, int6
 // w' (C, K/groups, T, R, S) packed KRSC from w (K, C/groups, T, R, S): the filter of the forward
 // convolution that computes backward data when all strides are 1. w' is w transposed per group
 // and, unless `flip` is false, reversed in every spatial dimension.
-template <typename T>
+template <typename T, typename Index>
 __global__ void BackwardDataFilterKernel(ConvProblem p, const T* w, bool flip, T* out) {
-  const int64_t kg = p.kg(), cg = p.cg();
-  const int64_t total = p.c * p.FilterTaps() * kg;
+  // Index: int where the filter has fewer than 2^31 elements, so the decoding divides in 32 bits.
+  const Index kg = static_cast<Index>(p.kg()), cg = static_cast<Index>(p.cg());
+  const Index taps_t = static_cast<Index>(p.filter[0]), taps_r = static_cast<Index>(p.filter[1]),
+              taps_s = static_cast<Index>(p.filter[2]);
+  const int64_t total = p.c * p.FilterTaps() * p.kg();
   KILN_GRID_STRIDE(i, total) {
-    int64_t rest = i;
-    const int64_t kk = rest % kg;
+    Index rest = static_cast<Index>(i);
+    const Index kk = rest % kg;
     rest /= kg;
-    const int64_t s = rest % p.filter[2];
-    rest /= p.filter[2];
-    const int64_t r = rest % p.filter[1];
-    rest /= p.filter[1];
-    const int64_t t = rest % p.filter[0];
-    const int64_t c = rest / p.filter[0];
-    const int64_t g = c / cg;
-    const int64_t ft = flip ? p.filter[0] - 1 - t : t;
-    const int64_t fr = flip ? p.filter[1] - 1 - r : r;
-    const int64_t fs = flip ? p.filter[2] - 1 - s : s;
+    const Index s = rest % taps_s;
+    rest /= taps_s;
+    const Index r = rest % taps_r;
+    rest /= taps_r;
+    const Index t = rest % taps_t;
+    const Index c = rest / taps_t;
+    const Index g = c / cg;
+    const int64_t ft = flip ? taps_t - 1 - t : t;
+    const int64_t fr = flip ? taps_r - 1 - r : r;
+    const int64_t fs = flip ? taps_s - 1 - s : s;
     out[i] = w[(g * kg + kk) * p.w_stride[0] + (c % cg) * p.w_stride[1] + ft * p.w_stride[2] +
                fr * p.w_stride[3] + fs * p.w_stride[4]];
   }
@@ -327,8 +330,15 @@ int LaunchBackwardDataFilter(const ConvProblem& p, ElementType element, const vo
   if (total == 0) return 0;
   return Dispatch(element, [&](auto zero) {
     using T = decltype(zero);
-    BackwardDataFilterKernel<T><<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-        p, static_cast<const T*>(w), flip, static_cast<T*>(out));
+    if (total < (int64_t{1} << 31)) {
+      BackwardDataFilterKernel<T, int><<<GridFor(total), 256, 0,
+                                         static_cast<cudaStream_t>(stream)>>>(
+          p, static_cast<const T*>(w), flip, static_cast<T*>(out));
+    } else {
+      BackwardDataFilterKernel<T, int64_t><<<GridFor(total), 256, 0,
+                                             static_cast<cudaStream_t>(stream)>>>(
+          p, static_cast<const T*>(w), flip, static_cast<T*>(out));
+    }
     return static_cast<int>(cudaGetLastError());
   });
 }

@@ -72,6 +72,7 @@ ConvGemmLaunch GemmLaunch(const ConvProblem& p, const GemmView& view, const void
 // original layout cannot be loaded as vectors but the copy can), then the two k tables.
 struct PrecompPlan {
   bool copy = false;
+  bool copy_w = false;  // false when w is already channels-last as the copy would be
   ConvProblem problem;  // the problem the kernel sees (the copies' layout when copy)
   int64_t padded_c = 0;
   size_t x_offset = 0, w_offset = 0, a_table_offset = 0, b_table_offset = 0, bytes = 0;
@@ -172,16 +173,25 @@ PrecompPlan PlanPrecomp(const ConvProblem& p, int multiprocessors) {
     q.x_stride[2] = h * w * q.c;
     q.x_stride[0] = d * h * w * q.c;
     const int64_t cg = q.cg();
-    q.w_stride[1] = 1;
-    q.w_stride[4] = cg;
-    q.w_stride[3] = p.filter[2] * cg;
-    q.w_stride[2] = p.filter[1] * p.filter[2] * cg;
-    q.w_stride[0] = p.FilterTaps() * cg;
-    q.filter_format = TensorFormat::kNHWC;
+    // A filter that is channels-last with 16-byte strides and no channels to pad (backward
+    // data's transposed filter) is used in place.
+    bool w_ready = p.w_stride[1] == 1 && q.c == p.c;
+    for (int i : {0, 2, 3, 4}) w_ready = w_ready && p.w_stride[i] % width == 0;
+    plan.copy_w = !w_ready;
+    if (plan.copy_w) {
+      q.w_stride[1] = 1;
+      q.w_stride[4] = cg;
+      q.w_stride[3] = p.filter[2] * cg;
+      q.w_stride[2] = p.filter[1] * p.filter[2] * cg;
+      q.w_stride[0] = p.FilterTaps() * cg;
+      q.filter_format = TensorFormat::kNHWC;
+    }
     plan.x_offset = 0;
     bytes = Align256(static_cast<size_t>(p.n * d * h * w * q.c * ElementBytes(p.dtype)));
     plan.w_offset = bytes;
-    bytes += Align256(static_cast<size_t>(p.k * p.FilterTaps() * cg * ElementBytes(p.dtype)));
+    if (plan.copy_w) {
+      bytes += Align256(static_cast<size_t>(p.k * p.FilterTaps() * cg * ElementBytes(p.dtype)));
+    }
   }
   const GemmView view = ForwardGemmView(plan.problem, plan.copy || p.XChannelsLast());
   plan.a_table_offset = bytes;
@@ -609,13 +619,15 @@ absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float 
     KILN_RETURN_IF_ERROR(Launched(cuda::LaunchToChannelsLast(e, xdims, p.x_stride, x, plan.padded_c,
                                                              ws + plan.x_offset, h.stream()),
                                   "channels-last copy of x"));
-    const int64_t wdims[5] = {p.k, p.cg(), p.filter[0], p.filter[1], p.filter[2]};
-    KILN_RETURN_IF_ERROR(
-        Launched(cuda::LaunchToChannelsLast(e, wdims, p.w_stride, w, plan.problem.cg(),
-                                            ws + plan.w_offset, h.stream()),
-                 "channels-last copy of w"));
     xk = ws + plan.x_offset;
-    wk = ws + plan.w_offset;
+    if (plan.copy_w) {
+      const int64_t wdims[5] = {p.k, p.cg(), p.filter[0], p.filter[1], p.filter[2]};
+      KILN_RETURN_IF_ERROR(
+          Launched(cuda::LaunchToChannelsLast(e, wdims, p.w_stride, w, plan.problem.cg(),
+                                              ws + plan.w_offset, h.stream()),
+                   "channels-last copy of w"));
+      wk = ws + plan.w_offset;
+    }
   }
   if (plan.wgmma && Aligned16(xk) && Aligned16(wk)) {
     cuda::ConvWgmmaLaunch l = WgmmaLaunchOf(plan.problem);
