@@ -230,7 +230,8 @@ __global__ void ToChannelsLastTiledKernel(const T* src, int64_t n_stride, int64_
                                           int64_t channels, int64_t spatial, int64_t padded_c,
                                           T* dst) {
   __shared__ float tile[32][33];  // +1 column: the transposed reads hit 32 different banks
-  const int64_t s0 = static_cast<int64_t>(blockIdx.x) * 32, c0 = static_cast<int64_t>(blockIdx.y) * 32;
+  const int64_t s0 = static_cast<int64_t>(blockIdx.x) * 32,
+                c0 = static_cast<int64_t>(blockIdx.y) * 32;
   const int64_t n = blockIdx.z;
   const T* in = src + n * n_stride;
   for (int i = threadIdx.y; i < 32; i += 8) {
@@ -261,10 +262,9 @@ __global__ void SubPixelFilterKernel(ConvProblem p, const T* w, int64_t r0, int6
     const int64_t t = rest % taps_h;
     const int64_t c = rest / taps_h;
     const int64_t r = r0 + p.stride[1] * (taps_h - 1 - t), s = s0 + p.stride[2] * (taps_w - 1 - u);
-    const float v =
-        kk < p.k ? Load(w + kk * p.w_stride[0] + c * p.w_stride[1] + r * p.w_stride[3] +
-                        s * p.w_stride[4])
-                 : 0.0f;
+    const float v = kk < p.k ? Load(w + kk * p.w_stride[0] + c * p.w_stride[1] + r * p.w_stride[3] +
+                                    s * p.w_stride[4])
+                             : 0.0f;
     StoreValue(out + i, v);
   }
 }
@@ -331,13 +331,13 @@ int LaunchBackwardDataFilter(const ConvProblem& p, ElementType element, const vo
   return Dispatch(element, [&](auto zero) {
     using T = decltype(zero);
     if (total < (int64_t{1} << 31)) {
-      BackwardDataFilterKernel<T, int><<<GridFor(total), 256, 0,
-                                         static_cast<cudaStream_t>(stream)>>>(
-          p, static_cast<const T*>(w), flip, static_cast<T*>(out));
+      BackwardDataFilterKernel<T, int>
+          <<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+              p, static_cast<const T*>(w), flip, static_cast<T*>(out));
     } else {
-      BackwardDataFilterKernel<T, int64_t><<<GridFor(total), 256, 0,
-                                             static_cast<cudaStream_t>(stream)>>>(
-          p, static_cast<const T*>(w), flip, static_cast<T*>(out));
+      BackwardDataFilterKernel<T, int64_t>
+          <<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+              p, static_cast<const T*>(w), flip, static_cast<T*>(out));
     }
     return static_cast<int>(cudaGetLastError());
   });

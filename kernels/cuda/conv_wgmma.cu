@@ -130,7 +130,9 @@ __device__ __forceinline__ void CopyAsync16(uint32_t dst, uint64_t src, bool val
                "r"(valid ? 16 : 0)
                : "memory");
 }
-__device__ __forceinline__ void CopyCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void CopyCommit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
 template <int kPending>
 __device__ __forceinline__ void CopyWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
@@ -164,7 +166,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) ConvWgmmaKernel(const Pa
   static_assert(kAhead >= 1, "too few stages");
 
   extern __shared__ char smem_raw[];
-  const uint32_t smem_a = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023) & ~1023u;
+  const uint32_t smem_a =
+      (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023) & ~1023u;
   const uint32_t smem_b = smem_a + kStages * kStageA;
 
   const int tid = threadIdx.x, chunk = tid & 7, row0 = tid >> 3;
@@ -360,7 +363,8 @@ __global__ void ConvWgmmaReduceKernel(const Params p) {
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float sum = 0.0f;
     for (int s = 0; s < p.splits; ++s) sum += p.partial[s * total + i];
-    const int m = static_cast<int>(i / p.k), k = static_cast<int>(i - static_cast<int64_t>(m) * p.k);
+    const int m = static_cast<int>(i / p.k),
+              k = static_cast<int>(i - static_cast<int64_t>(m) * p.k);
     Blend<T>(p, OutputRowOffset(p, m) + k * p.ys_k, sum);
   }
 }

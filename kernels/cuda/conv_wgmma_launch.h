@@ -22,7 +22,7 @@ struct ConvWgmmaLaunch {
   int64_t p = 0, q = 0, k = 0;            // y: P, Q, K
   int64_t r = 0, s = 0;                   // filter taps
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
-  bool flip = false;  // true convolution: tap (r, s) reads w[R-1-r][S-1-s]
+  bool flip = false;         // true convolution: tap (r, s) reads w[R-1-r][S-1-s]
   int64_t x_stride[3] = {};  // n, h, w
   int64_t w_stride[3] = {};  // k, r, s
   int64_t y_stride[4] = {};  // n, k, p, q

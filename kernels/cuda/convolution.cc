@@ -600,12 +600,12 @@ absl::Status BackwardFilter1x1(Handle& h, const ConvProblem& p, float alpha, flo
   const cudaDataType_t t = CublasType(p.dtype);
   const int64_t pixels = p.n * p.in[0] * p.in[1] * p.in[2];
   // dw^T (C x K, column-major) = x^T (C x NHW) dy (NHW x K).
-  return CublasOk(cublasGemmEx(static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_N, CUBLAS_OP_T,
-                               static_cast<int>(p.c), static_cast<int>(p.k),
-                               static_cast<int>(pixels), &alpha, x, t, static_cast<int>(p.c), dy,
-                               t, static_cast<int>(p.k), &beta, dw, t, static_cast<int>(p.c),
-                               CublasCompute(p), CUBLAS_GEMM_DEFAULT),
-                  "cublasGemmEx (1x1 NHWC backward filter)");
+  return CublasOk(
+      cublasGemmEx(static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_N, CUBLAS_OP_T,
+                   static_cast<int>(p.c), static_cast<int>(p.k), static_cast<int>(pixels), &alpha,
+                   x, t, static_cast<int>(p.c), dy, t, static_cast<int>(p.k), &beta, dw, t,
+                   static_cast<int>(p.c), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+      "cublasGemmEx (1x1 NHWC backward filter)");
 }
 
 absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
@@ -661,16 +661,16 @@ absl::Status BackwardDataSubPixel(Handle& h, const ConvProblem& p, float alpha, 
   PlanSubPixel(p, h.multiprocessors(), &plan);
   const ElementType e = ElementOf(p.dtype);
   const int64_t ydims[5] = {p.n, p.k, 1, p.out[1], p.out[2]};
-  KILN_RETURN_IF_ERROR(Launched(
-      cuda::LaunchToChannelsLast(e, ydims, p.y_stride, dy, plan.padded_k, ws, h.stream()),
-      "channels-last copy of dy"));
+  KILN_RETURN_IF_ERROR(
+      Launched(cuda::LaunchToChannelsLast(e, ydims, p.y_stride, dy, plan.padded_k, ws, h.stream()),
+               "channels-last copy of dy"));
   char* out = static_cast<char*>(dx);
   for (const SubPixelPhase& phase : plan.phases) {
-    KILN_RETURN_IF_ERROR(Launched(
-        cuda::LaunchSubPixelFilter(p, e, w, phase.r0, phase.s0, phase.q.filter[1],
-                                   phase.q.filter[2], plan.padded_k, ws + phase.filter_offset,
-                                   h.stream()),
-        "sub-pixel filter"));
+    KILN_RETURN_IF_ERROR(
+        Launched(cuda::LaunchSubPixelFilter(p, e, w, phase.r0, phase.s0, phase.q.filter[1],
+                                            phase.q.filter[2], plan.padded_k,
+                                            ws + phase.filter_offset, h.stream()),
+                 "sub-pixel filter"));
     KILN_RETURN_IF_ERROR(ForwardPrecomp(h, phase.q, alpha, beta, ws, ws + phase.filter_offset,
                                         out + phase.y_offset * ElementBytes(p.dtype),
                                         ws + plan.precomp_offset));
@@ -854,8 +854,9 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
     case ConvAlgo::kGemm1x1: {
       bool nhwc;
       if (!Is1x1Packed(p, &nhwc)) {
-        return no("needs a 1x1, stride-1, unpadded, ungrouped convolution of packed NCHW or NHWC "
-                  "tensors");
+        return no(
+            "needs a 1x1, stride-1, unpadded, ungrouped convolution of packed NCHW or NHWC "
+            "tensors");
       }
       if (p.n * p.in[0] * p.in[1] * p.in[2] >= (int64_t{1} << 31)) {
         return no("needs fewer than 2^31 pixels");
@@ -879,7 +880,8 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
       }
       ConvProblem q;
       if (direction == ConvDirection::kBackwardFilter) {
-        if (BackwardFilter1x1AsForward(p, &q)) return PlanPrecomp(q, handle.multiprocessors()).bytes;
+        if (BackwardFilter1x1AsForward(p, &q))
+          return PlanPrecomp(q, handle.multiprocessors()).bytes;
         BackwardFilterAsForward(p, &q);
         return BackwardFilterCopyBytes(q) + PlanPrecomp(q, handle.multiprocessors()).bytes;
       }
