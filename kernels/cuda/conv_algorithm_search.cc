@@ -24,11 +24,15 @@ std::vector<ConvAlgo> HeuristicOrder(ConvDirection direction, const ConvProblem&
         return {ConvAlgo::kDirect, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemm,
                 ConvAlgo::kGemm};
       }
-      return {ConvAlgo::kGemm1x1, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemm,
-              ConvAlgo::kGemm, ConvAlgo::kDirect};
+      return {ConvAlgo::kGemm1x1,
+              ConvAlgo::kImplicitPrecompGemm,
+              ConvAlgo::kWinogradNonfused,
+              ConvAlgo::kImplicitGemm,
+              ConvAlgo::kGemm,
+              ConvAlgo::kDirect};
     case ConvDirection::kBackwardData:
-      return {ConvAlgo::kGemm1x1, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemm,
-              ConvAlgo::kGemm};
+      return {ConvAlgo::kGemm1x1, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kWinogradNonfused,
+              ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
     case ConvDirection::kBackwardFilter:
       return {ConvAlgo::kGemm1x1, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemmSplitK,
               ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};

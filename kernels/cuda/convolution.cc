@@ -13,6 +13,7 @@
 #include "engine/status_macros.h"
 #include "kernels/cuda/conv_gemm_launch.h"
 #include "kernels/cuda/conv_wgmma_launch.h"
+#include "kernels/cuda/conv_winograd_launch.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/dnn/conv_gemm_views.h"
 
@@ -710,6 +711,69 @@ absl::Status BackwardFilterPrecomp(Handle& h, const ConvProblem& p, float alpha,
   return ForwardPrecomp(h, q, alpha, beta, xt, dyt, out, ws + BackwardFilterCopyBytes(q));
 }
 
+// Winograd F(2x2, 3x3) serves f32 3x3 unit-stride, unit-dilation, ungrouped 2-d problems whose
+// transformed planes index in 32 bits.
+bool WinogradServes(const ConvProblem& p) {
+  if (p.dtype != DataType::kF32 || p.groups != 1) return false;
+  if (p.in[0] != 1 || p.filter[0] != 1 || p.out[0] != 1) return false;
+  for (int i = 1; i < 3; ++i) {
+    if (p.filter[i] != 3 || p.stride[i] != 1 || p.dilation[i] != 1) return false;
+  }
+  const int64_t tiles = p.n * ((p.out[1] + 1) / 2) * ((p.out[2] + 1) / 2);
+  const int64_t limit = int64_t{1} << 31;
+  return p.c * tiles < limit && p.k * tiles < limit && p.k * p.c < limit;
+}
+
+// The transformed input V[16][C][tiles], filter U[16][K][C] and products M[16][K][tiles].
+size_t WinogradBytes(const ConvProblem& p) {
+  const int64_t tiles = p.n * ((p.out[1] + 1) / 2) * ((p.out[2] + 1) / 2);
+  return Align256(static_cast<size_t>(16 * p.c * tiles * 4)) +
+         Align256(static_cast<size_t>(16 * p.k * p.c * 4)) +
+         Align256(static_cast<size_t>(16 * p.k * tiles * 4));
+}
+
+absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float beta,
+                             const void* x, const void* w, void* y, char* ws) {
+  const int tiles_h = static_cast<int>((p.out[1] + 1) / 2);
+  const int tiles_w = static_cast<int>((p.out[2] + 1) / 2);
+  const int64_t tiles = p.n * tiles_h * tiles_w;
+  float* v = reinterpret_cast<float*>(ws);
+  float* u = reinterpret_cast<float*>(ws + Align256(static_cast<size_t>(16 * p.c * tiles * 4)));
+  float* m = reinterpret_cast<float*>(reinterpret_cast<char*>(u) +
+                                      Align256(static_cast<size_t>(16 * p.k * p.c * 4)));
+  KILN_RETURN_IF_ERROR(Launched(
+      cuda::LaunchWinogradInput(p, static_cast<const float*>(x), tiles_h, tiles_w, v, h.stream()),
+      "Winograd input transform"));
+  KILN_RETURN_IF_ERROR(
+      Launched(cuda::LaunchWinogradFilter(p, static_cast<const float*>(w),
+                                          p.mode == ConvolutionMode::kConvolution, u, h.stream()),
+               "Winograd filter transform"));
+  // Per transform point xi: M[xi] (tiles x K, column-major) = V[xi] (tiles x C) U[xi] (C x K).
+  const float one = 1.0f, zero = 0.0f;
+  KILN_RETURN_IF_ERROR(
+      CublasOk(cublasGemmStridedBatchedEx(
+                   static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_N, CUBLAS_OP_N,
+                   static_cast<int>(tiles), static_cast<int>(p.k), static_cast<int>(p.c), &one, v,
+                   CUDA_R_32F, static_cast<int>(tiles), p.c * tiles, u, CUDA_R_32F,
+                   static_cast<int>(p.c), p.k * p.c, &zero, m, CUDA_R_32F, static_cast<int>(tiles),
+                   p.k * tiles, 16, CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx (Winograd)"));
+  return Launched(cuda::LaunchWinogradOutput(p, m, tiles_h, tiles_w, alpha, beta,
+                                             static_cast<float*>(y), h.stream()),
+                  "Winograd output transform");
+}
+
+absl::Status BackwardDataWinograd(Handle& h, const ConvProblem& p, float alpha, float beta,
+                                  const void* dy, const void* w, void* dx, char* ws) {
+  ConvProblem q;
+  BackwardDataAsForward(p, &q);
+  KILN_RETURN_IF_ERROR(Launched(
+      cuda::LaunchBackwardDataFilter(p, ElementOf(p.dtype), w,
+                                     p.mode == ConvolutionMode::kCrossCorrelation, ws, h.stream()),
+      "backward-data filter"));
+  return ForwardWinograd(h, q, alpha, beta, dy, ws, dx, ws + BackwardDataFilterBytes(p));
+}
+
 absl::Status ForwardGemm(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
                          const void* w, void* y, char* ws) {
   const GemmPlan plan = PlanGemm(ConvDirection::kForward, p);
@@ -798,6 +862,8 @@ absl::string_view ConvAlgoName(ConvAlgo algo) {
       return "direct";
     case ConvAlgo::kGemm1x1:
       return "gemm_1x1";
+    case ConvAlgo::kWinogradNonfused:
+      return "winograd_nonfused";
   }
   return "unknown";
 }
@@ -851,6 +917,16 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
     case ConvAlgo::kImplicitGemmSplitK:
       return direction == ConvDirection::kBackwardFilter ? absl::OkStatus()
                                                          : no("is backward-filter-only");
+    case ConvAlgo::kWinogradNonfused: {
+      const char* why =
+          "serves f32 3x3 unit-stride, unit-dilation, ungrouped 2-d forward and backward data";
+      if (direction == ConvDirection::kBackwardFilter) return no(why);
+      ConvProblem q = p;
+      if (direction == ConvDirection::kBackwardData && !BackwardDataAsForward(p, &q)) {
+        return no(why);
+      }
+      return WinogradServes(q) ? absl::OkStatus() : no(why);
+    }
     case ConvAlgo::kGemm1x1: {
       bool nhwc;
       if (!Is1x1Packed(p, &nhwc)) {
@@ -894,6 +970,12 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
     }
     case ConvAlgo::kGemm:
       return PlanGemm(direction, p).bytes;
+    case ConvAlgo::kWinogradNonfused: {
+      if (direction == ConvDirection::kForward) return WinogradBytes(p);
+      ConvProblem q;
+      BackwardDataAsForward(p, &q);
+      return BackwardDataFilterBytes(p) + WinogradBytes(q);
+    }
     case ConvAlgo::kImplicitGemmSplitK: {
       const GemmView v = BackwardFilterGemmView(p, false);
       return static_cast<size_t>(cuda::ConvGemmPartialBytes(v, SplitsFor(handle, v)));
@@ -945,6 +1027,9 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
         case ConvAlgo::kGemm1x1:
           status = Forward1x1(handle, p, alpha, beta, x, w, y);
           break;
+        case ConvAlgo::kWinogradNonfused:
+          status = ForwardWinograd(handle, p, alpha, beta, x, w, y, ws);
+          break;
         default:
           break;
       }
@@ -952,6 +1037,8 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
     case ConvDirection::kBackwardData:
       if (algo == ConvAlgo::kGemm1x1) {
         status = BackwardData1x1(handle, p, alpha, beta, y, w, x);
+      } else if (algo == ConvAlgo::kWinogradNonfused) {
+        status = BackwardDataWinograd(handle, p, alpha, beta, y, w, x, ws);
       } else if (algo == ConvAlgo::kImplicitPrecompGemm) {
         status = BackwardDataPrecomp(handle, p, alpha, beta, y, w, x, ws);
       } else if (algo == ConvAlgo::kImplicitGemm) {

@@ -24,17 +24,26 @@ enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 // The algorithms. Which directions each serves:
 //   kImplicitGemm         all three: the convolution as a matrix product whose operands are
 //                         gathered on the fly; no workspace; every configuration.
-//   kImplicitPrecompGemm  forward, and backward data at unit stride (as the forward
-//                         convolution of dy with the transposed, flipped filter): the same with the
-//                         per-k gather decodings precomputed in the workspace, and x/w copied to
+//   kImplicitPrecompGemm  forward; backward data at unit stride (the forward convolution of dy
+//                         with the transposed, flipped filter) and, for ungrouped 2-d
+//                         cross-correlations with stride <= filter, by sub-pixel phases; and
+//                         ungrouped 2-d backward filter (a forward convolution over transposed
+//                         copies, or straight on x and dy for NCHW 1x1). x/w are copied to
 //                         zero-padded channels-last when that lets the kernel load 16-byte vectors.
+//                         On an sm_90 GPU, f16/bf16 and TF32 problems whose channels fill at least
+//                         half a 128-byte k tile run on the Hopper wgmma kernel (conv_wgmma.cu);
+//                         the rest on the mma.sync/FFMA kernel with precomputed gather decodings.
 //   kImplicitGemmSplitK   backward filter: the long N*P*Q reduction split over blocks, partial
 //                         sums in the workspace, added in a fixed order.
 //   kGemm                 all three: explicit im2col (or col2im) in the workspace + cuBLAS.
 //   kDirect               forward: one thread per output element; best for depthwise/grouped
 //                         convolutions with few channels per group.
-//   kGemm1x1              forward: a 1x1, stride-1, unpadded, ungrouped convolution of packed
-//                         NCHW or NHWC tensors as one cuBLAS product, no copies.
+//   kGemm1x1              a 1x1, stride-1, unpadded, ungrouped convolution of packed NCHW or NHWC
+//                         tensors as cuBLAS products, no copies: forward and backward data in both
+//                         layouts, backward filter in NHWC.
+//   kWinogradNonfused     forward and unit-stride backward data of f32 3x3 unit-stride, unit-
+//                         dilation, ungrouped 2-d problems: Winograd F(2x2, 3x3), the transformed
+//                         input, filter and product in the workspace, the 16 products on cuBLAS.
 enum class ConvAlgo {
   kImplicitGemm,
   kImplicitPrecompGemm,
@@ -42,13 +51,15 @@ enum class ConvAlgo {
   kGemm,
   kDirect,
   kGemm1x1,
+  kWinogradNonfused,
 };
 constexpr ConvAlgo kAllConvAlgos[] = {ConvAlgo::kImplicitGemm,
                                       ConvAlgo::kImplicitPrecompGemm,
                                       ConvAlgo::kImplicitGemmSplitK,
                                       ConvAlgo::kGemm,
                                       ConvAlgo::kDirect,
-                                      ConvAlgo::kGemm1x1};
+                                      ConvAlgo::kGemm1x1,
+                                      ConvAlgo::kWinogradNonfused};
 
 absl::string_view ConvAlgoName(ConvAlgo algo);  // "implicit_gemm", ...
 absl::StatusOr<ConvAlgo> ParseConvAlgo(absl::string_view name);
