@@ -34,8 +34,9 @@ std::vector<ConvAlgo> HeuristicOrder(ConvDirection direction, const ConvProblem&
       return {ConvAlgo::kGemm1x1, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kWinogradNonfused,
               ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
     case ConvDirection::kBackwardFilter:
-      return {ConvAlgo::kGemm1x1, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kImplicitGemmSplitK,
-              ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
+      return {ConvAlgo::kGemm1x1,          ConvAlgo::kImplicitPrecompGemm,
+              ConvAlgo::kWinogradNonfused, ConvAlgo::kImplicitGemmSplitK,
+              ConvAlgo::kImplicitGemm,     ConvAlgo::kGemm};
   }
   return {};
 }

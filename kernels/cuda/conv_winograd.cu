@@ -4,7 +4,9 @@
 //   U[xi][k][c] = (G g G^T)[xi] for the 3x3 filter g of (k, c) (filter kernel),
 //   M[xi] = U[xi] V[xi] over c (cuBLAS, by the caller),
 //   y tile t of k = A^T M[.][k][t] A (output kernel, with alpha/beta).
-// Each 2x2 output tile takes 16 multiplies per (k, c) pair instead of 36.
+// Each 2x2 output tile takes 16 multiplies per (k, c) pair instead of 36. Backward filter is the
+// same product transposed: dU[xi][k][c] = sum over t of (A dy A^T)[xi][k][t] V[xi][c][t] (gradient
+// kernel, then cuBLAS), dw = G^T dU G (filter-gradient kernel).
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/conv_winograd_launch.h"
@@ -134,7 +136,102 @@ __global__ void WinogradOutputKernel(ConvProblem p, const float* m, int tiles_h,
   }
 }
 
+// One thread per (k, tile): the 2x2 dy tile (zero past the output's edge) as A dy A^T, 4x4.
+__global__ void WinogradGradientKernel(ConvProblem p, const float* dy, int tiles_h, int tiles_w,
+                                       float* g) {
+  const int tiles = static_cast<int>(p.n) * tiles_h * tiles_w;
+  const int total = static_cast<int>(p.k) * tiles;
+  const int out_h = static_cast<int>(p.out[1]), out_w = static_cast<int>(p.out[2]);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int t = i % tiles, k = i / tiles;
+    const int n = t / (tiles_h * tiles_w), rest = t % (tiles_h * tiles_w);
+    const int h0 = 2 * (rest / tiles_w), w0 = 2 * (rest % tiles_w);
+    const float* base = dy + n * p.y_stride[0] + k * p.y_stride[1];
+    float d[2][2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        d[r][s] = h0 + r < out_h && w0 + s < out_w
+                      ? base[(h0 + r) * p.y_stride[3] + (w0 + s) * p.y_stride[4]]
+                      : 0.0f;
+      }
+    }
+    // A (a, b) = (a, a + b, a - b, -b), over rows, then columns.
+    float rows[4][2];
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      rows[0][s] = d[0][s];
+      rows[1][s] = d[0][s] + d[1][s];
+      rows[2][s] = d[0][s] - d[1][s];
+      rows[3][s] = -d[1][s];
+    }
+    const int64_t plane = static_cast<int64_t>(total);
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const float row[4] = {rows[r][0], rows[r][0] + rows[r][1], rows[r][0] - rows[r][1],
+                            -rows[r][1]};
+#pragma unroll
+      for (int s = 0; s < 4; ++s) g[(r * 4 + s) * plane + i] = row[s];
+    }
+  }
+}
+
+// One thread per (k, c): dw = alpha G^T dU G + beta dw, reversed for true convolution.
+__global__ void WinogradFilterGradientKernel(ConvProblem p, const float* du, bool flip, float alpha,
+                                             float beta, float* dw) {
+  const int total = static_cast<int>(p.k * p.c);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int c = i % static_cast<int>(p.c), k = i / static_cast<int>(p.c);
+    const int64_t plane = static_cast<int64_t>(total);
+    float u[4][4];
+#pragma unroll
+    for (int xi = 0; xi < 16; ++xi) u[xi / 4][xi % 4] = du[xi * plane + i];
+    // G^T v = (v0 + (v1 + v2) / 2, (v1 - v2) / 2, (v1 + v2) / 2 + v3), over rows, then columns.
+    float rows[3][4];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      rows[0][s] = u[0][s] + 0.5f * (u[1][s] + u[2][s]);
+      rows[1][s] = 0.5f * (u[1][s] - u[2][s]);
+      rows[2][s] = 0.5f * (u[1][s] + u[2][s]) + u[3][s];
+    }
+    float* base = dw + k * p.w_stride[0] + c * p.w_stride[1];
+#pragma unroll
+    for (int r = 0; r < 3; ++r) {
+      const float* v = rows[r];
+      const float out[3] = {v[0] + 0.5f * (v[1] + v[2]), 0.5f * (v[1] - v[2]),
+                            0.5f * (v[1] + v[2]) + v[3]};
+#pragma unroll
+      for (int s = 0; s < 3; ++s) {
+        const int fr = flip ? 2 - r : r, fs = flip ? 2 - s : s;
+        float* at = base + fr * p.w_stride[3] + fs * p.w_stride[4];
+        float value = alpha * out[s];
+        if (beta != 0.0f) value += beta * *at;
+        *at = value;
+      }
+    }
+  }
+}
+
 }  // namespace
+
+int LaunchWinogradGradient(const ConvProblem& p, const float* dy, int tiles_h, int tiles_w,
+                           float* g, void* stream) {
+  const int64_t total = p.k * p.n * tiles_h * tiles_w;
+  if (total == 0) return 0;
+  WinogradGradientKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      p, dy, tiles_h, tiles_w, g);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchWinogradFilterGradient(const ConvProblem& p, const float* du, bool flip, float alpha,
+                                 float beta, float* dw, void* stream) {
+  const int64_t total = p.k * p.c;
+  if (total == 0) return 0;
+  WinogradFilterGradientKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      p, du, flip, alpha, beta, dw);
+  return static_cast<int>(cudaGetLastError());
+}
 
 int LaunchWinogradInput(const ConvProblem& p, const float* x, int tiles_h, int tiles_w, float* v,
                         void* stream) {

@@ -20,6 +20,13 @@ int LaunchWinogradFilter(const dnn::ConvProblem& p, const float* w, bool flip, f
 int LaunchWinogradOutput(const dnn::ConvProblem& p, const float* m, int tiles_h, int tiles_w,
                          float alpha, float beta, float* y, void* stream);
 
+// Backward filter: G[16][K][N tiles] = A dy A^T per 2x2 dy tile (zero past the output's edge).
+int LaunchWinogradGradient(const dnn::ConvProblem& p, const float* dy, int tiles_h, int tiles_w,
+                           float* g, void* stream);
+// dw = alpha * G^T dU G + beta * dw from dU[16][K][C]; flip: true convolution.
+int LaunchWinogradFilterGradient(const dnn::ConvProblem& p, const float* du, bool flip, float alpha,
+                                 float beta, float* dw, void* stream);
+
 }  // namespace cuda
 }  // namespace kiln
 

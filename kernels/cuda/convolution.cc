@@ -774,6 +774,40 @@ absl::Status BackwardDataWinograd(Handle& h, const ConvProblem& p, float alpha, 
   return ForwardWinograd(h, q, alpha, beta, dy, ws, dx, ws + BackwardDataFilterBytes(p));
 }
 
+// Backward filter: V from x as in forward, G from dy, dU[xi] = G[xi] V[xi]^T over the tiles,
+// dw = G^T dU G. The workspace holds V, dU (where forward keeps U) and G (where forward keeps M):
+// the same three sizes.
+absl::Status BackwardFilterWinograd(Handle& h, const ConvProblem& p, float alpha, float beta,
+                                    const void* x, const void* dy, void* dw, char* ws) {
+  const int tiles_h = static_cast<int>((p.out[1] + 1) / 2);
+  const int tiles_w = static_cast<int>((p.out[2] + 1) / 2);
+  const int64_t tiles = p.n * tiles_h * tiles_w;
+  float* v = reinterpret_cast<float*>(ws);
+  float* du = reinterpret_cast<float*>(ws + Align256(static_cast<size_t>(16 * p.c * tiles * 4)));
+  float* g = reinterpret_cast<float*>(reinterpret_cast<char*>(du) +
+                                      Align256(static_cast<size_t>(16 * p.k * p.c * 4)));
+  KILN_RETURN_IF_ERROR(Launched(
+      cuda::LaunchWinogradInput(p, static_cast<const float*>(x), tiles_h, tiles_w, v, h.stream()),
+      "Winograd input transform"));
+  KILN_RETURN_IF_ERROR(Launched(cuda::LaunchWinogradGradient(p, static_cast<const float*>(dy),
+                                                             tiles_h, tiles_w, g, h.stream()),
+                                "Winograd gradient transform"));
+  // Per xi: dU[xi] (C x K, column-major) = V[xi]^T (C x tiles) G[xi] (tiles x K).
+  const float one = 1.0f, zero = 0.0f;
+  KILN_RETURN_IF_ERROR(
+      CublasOk(cublasGemmStridedBatchedEx(
+                   static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_T, CUBLAS_OP_N,
+                   static_cast<int>(p.c), static_cast<int>(p.k), static_cast<int>(tiles), &one, v,
+                   CUDA_R_32F, static_cast<int>(tiles), p.c * tiles, g, CUDA_R_32F,
+                   static_cast<int>(tiles), p.k * tiles, &zero, du, CUDA_R_32F,
+                   static_cast<int>(p.c), p.k * p.c, 16, CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx (Winograd backward filter)"));
+  return Launched(
+      cuda::LaunchWinogradFilterGradient(p, du, p.mode == ConvolutionMode::kConvolution, alpha,
+                                         beta, static_cast<float*>(dw), h.stream()),
+      "Winograd filter-gradient transform");
+}
+
 absl::Status ForwardGemm(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
                          const void* w, void* y, char* ws) {
   const GemmPlan plan = PlanGemm(ConvDirection::kForward, p);
@@ -918,9 +952,7 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
       return direction == ConvDirection::kBackwardFilter ? absl::OkStatus()
                                                          : no("is backward-filter-only");
     case ConvAlgo::kWinogradNonfused: {
-      const char* why =
-          "serves f32 3x3 unit-stride, unit-dilation, ungrouped 2-d forward and backward data";
-      if (direction == ConvDirection::kBackwardFilter) return no(why);
+      const char* why = "serves f32 3x3 unit-stride, unit-dilation, ungrouped 2-d problems";
       ConvProblem q = p;
       if (direction == ConvDirection::kBackwardData && !BackwardDataAsForward(p, &q)) {
         return no(why);
@@ -971,7 +1003,7 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
     case ConvAlgo::kGemm:
       return PlanGemm(direction, p).bytes;
     case ConvAlgo::kWinogradNonfused: {
-      if (direction == ConvDirection::kForward) return WinogradBytes(p);
+      if (direction != ConvDirection::kBackwardData) return WinogradBytes(p);
       ConvProblem q;
       BackwardDataAsForward(p, &q);
       return BackwardDataFilterBytes(p) + WinogradBytes(q);
@@ -1055,6 +1087,8 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
         status = BackwardFilterGemm(handle, p, alpha, beta, x, y, w, ws);
       } else if (algo == ConvAlgo::kGemm1x1) {
         status = BackwardFilter1x1(handle, p, alpha, beta, x, y, w);
+      } else if (algo == ConvAlgo::kWinogradNonfused) {
+        status = BackwardFilterWinograd(handle, p, alpha, beta, x, y, w, ws);
       } else if (algo == ConvAlgo::kImplicitPrecompGemm) {
         status = BackwardFilterPrecomp(handle, p, alpha, beta, x, y, w, ws);
       } else {
