@@ -35,12 +35,20 @@ __device__ __forceinline__ void InputTransform4(float& a, float& b, float& c, fl
 // One thread per (c, tile): the 4x4 patch at (2 th - pad_h, 2 tw - pad_w) of image n, zero
 // outside the image. Indices fit in 32 bits (the host checks C x tiles and the tensors' spans).
 __global__ void WinogradInputKernel(ConvProblem p, const float* x, int tiles_h, int tiles_w,
-                                    float* v) {
+                                    int chunk, float* v) {
   const int tiles = static_cast<int>(p.n) * tiles_h * tiles_w;
-  const int total = static_cast<int>(p.c) * tiles;
+  const int chunks = (tiles + chunk - 1) / chunk;
+  const int total = static_cast<int>(p.c) * chunks * chunk;
   const int h = static_cast<int>(p.in[1]), w = static_cast<int>(p.in[2]);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const int t = i % tiles, c = i / tiles;
+    // i = (s C + c) chunk + tile within the chunk: V[xi][s][c][.] holds tiles s chunk on.
+    const int within = i % chunk, c = (i / chunk) % static_cast<int>(p.c);
+    const int t = (i / chunk / static_cast<int>(p.c)) * chunk + within;
+    if (t >= tiles) {
+#pragma unroll
+      for (int xi = 0; xi < 16; ++xi) v[xi * static_cast<int64_t>(total) + i] = 0.0f;
+      continue;
+    }
     const int n = t / (tiles_h * tiles_w), rest = t % (tiles_h * tiles_w);
     const int h0 = 2 * (rest / tiles_w) - static_cast<int>(p.pad[1]);
     const int w0 = 2 * (rest % tiles_w) - static_cast<int>(p.pad[2]);
@@ -138,12 +146,20 @@ __global__ void WinogradOutputKernel(ConvProblem p, const float* m, int tiles_h,
 
 // One thread per (k, tile): the 2x2 dy tile (zero past the output's edge) as A dy A^T, 4x4.
 __global__ void WinogradGradientKernel(ConvProblem p, const float* dy, int tiles_h, int tiles_w,
-                                       float* g) {
+                                       int chunk, float* g) {
   const int tiles = static_cast<int>(p.n) * tiles_h * tiles_w;
-  const int total = static_cast<int>(p.k) * tiles;
+  const int chunks = (tiles + chunk - 1) / chunk;
+  const int total = static_cast<int>(p.k) * chunks * chunk;
   const int out_h = static_cast<int>(p.out[1]), out_w = static_cast<int>(p.out[2]);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const int t = i % tiles, k = i / tiles;
+    // i = (s K + k) chunk + tile within the chunk, as for the input; zero past the last tile.
+    const int within = i % chunk, k = (i / chunk) % static_cast<int>(p.k);
+    const int t = (i / chunk / static_cast<int>(p.k)) * chunk + within;
+    if (t >= tiles) {
+#pragma unroll
+      for (int xi = 0; xi < 16; ++xi) g[xi * static_cast<int64_t>(total) + i] = 0.0f;
+      continue;
+    }
     const int n = t / (tiles_h * tiles_w), rest = t % (tiles_h * tiles_w);
     const int h0 = 2 * (rest / tiles_w), w0 = 2 * (rest % tiles_w);
     const float* base = dy + n * p.y_stride[0] + k * p.y_stride[1];
@@ -178,15 +194,21 @@ __global__ void WinogradGradientKernel(ConvProblem p, const float* dy, int tiles
 }
 
 // One thread per (k, c): dw = alpha G^T dU G + beta dw, reversed for true convolution.
-__global__ void WinogradFilterGradientKernel(ConvProblem p, const float* du, bool flip, float alpha,
-                                             float beta, float* dw) {
+__global__ void WinogradFilterGradientKernel(ConvProblem p, const float* du, int chunks, bool flip,
+                                             float alpha, float beta, float* dw) {
   const int total = static_cast<int>(p.k * p.c);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     const int c = i % static_cast<int>(p.c), k = i / static_cast<int>(p.c);
-    const int64_t plane = static_cast<int64_t>(total);
+    // dU[xi][s][k][c]: the chunks' partial sums, added in chunk order.
     float u[4][4];
 #pragma unroll
-    for (int xi = 0; xi < 16; ++xi) u[xi / 4][xi % 4] = du[xi * plane + i];
+    for (int xi = 0; xi < 16; ++xi) {
+      float sum = 0.0f;
+      for (int s = 0; s < chunks; ++s) {
+        sum += du[(xi * chunks + s) * static_cast<int64_t>(total) + i];
+      }
+      u[xi / 4][xi % 4] = sum;
+    }
     // G^T v = (v0 + (v1 + v2) / 2, (v1 - v2) / 2, (v1 + v2) / 2 + v3), over rows, then columns.
     float rows[3][4];
 #pragma unroll
@@ -216,29 +238,31 @@ __global__ void WinogradFilterGradientKernel(ConvProblem p, const float* du, boo
 }  // namespace
 
 int LaunchWinogradGradient(const ConvProblem& p, const float* dy, int tiles_h, int tiles_w,
-                           float* g, void* stream) {
-  const int64_t total = p.k * p.n * tiles_h * tiles_w;
+                           int chunk, float* g, void* stream) {
+  const int64_t tiles = p.n * tiles_h * tiles_w;
+  const int64_t total = p.k * ((tiles + chunk - 1) / chunk) * chunk;
   if (total == 0) return 0;
   WinogradGradientKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-      p, dy, tiles_h, tiles_w, g);
+      p, dy, tiles_h, tiles_w, chunk, g);
   return static_cast<int>(cudaGetLastError());
 }
 
-int LaunchWinogradFilterGradient(const ConvProblem& p, const float* du, bool flip, float alpha,
-                                 float beta, float* dw, void* stream) {
+int LaunchWinogradFilterGradient(const ConvProblem& p, const float* du, int chunks, bool flip,
+                                 float alpha, float beta, float* dw, void* stream) {
   const int64_t total = p.k * p.c;
   if (total == 0) return 0;
   WinogradFilterGradientKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-      p, du, flip, alpha, beta, dw);
+      p, du, chunks, flip, alpha, beta, dw);
   return static_cast<int>(cudaGetLastError());
 }
 
-int LaunchWinogradInput(const ConvProblem& p, const float* x, int tiles_h, int tiles_w, float* v,
-                        void* stream) {
-  const int64_t total = p.c * p.n * tiles_h * tiles_w;
+int LaunchWinogradInput(const ConvProblem& p, const float* x, int tiles_h, int tiles_w, int chunk,
+                        float* v, void* stream) {
+  const int64_t tiles = p.n * tiles_h * tiles_w;
+  const int64_t total = p.c * ((tiles + chunk - 1) / chunk) * chunk;
   if (total == 0) return 0;
-  WinogradInputKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(p, x, tiles_h,
-                                                                                     tiles_w, v);
+  WinogradInputKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      p, x, tiles_h, tiles_w, chunk, v);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -1,8 +1,10 @@
 // Plain C++ entry points of the Winograd F(2x2, 3x3) transforms (conv_winograd.cu) for f32 3x3
 // unit-stride, unit-dilation, ungrouped 2-d convolutions. Tiles: tiles_h x tiles_w per image, 2x2
-// outputs each. Layouts: V[16][C][N tiles], U[16][K][C], M[16][K][N tiles], all dense f32. The
-// caller keeps C x N x tiles and K x N x tiles below 2^31. Each returns the launch's cudaError_t
-// as an int.
+// outputs each, T = N tiles_h tiles_w in all, cut into S = ceil(T / chunk) chunks (the last one
+// zero-padded) so that backward filter can split its long reduction over the tiles. Layouts, all
+// dense f32: V[16][S][C][chunk], U[16][K][C], M[16][K][T] (forward, chunk = T),
+// G[16][S][K][chunk], dU[16][S][K][C]. The caller keeps C x S x chunk and K x S x chunk below
+// 2^31. Each returns the launch's cudaError_t as an int.
 #ifndef KILN_KERNELS_CUDA_CONV_WINOGRAD_LAUNCH_H_
 #define KILN_KERNELS_CUDA_CONV_WINOGRAD_LAUNCH_H_
 
@@ -12,7 +14,7 @@ namespace kiln {
 namespace cuda {
 
 int LaunchWinogradInput(const dnn::ConvProblem& p, const float* x, int tiles_h, int tiles_w,
-                        float* v, void* stream);
+                        int chunk, float* v, void* stream);
 // flip: true convolution (the filter's taps reversed).
 int LaunchWinogradFilter(const dnn::ConvProblem& p, const float* w, bool flip, float* u,
                          void* stream);
@@ -20,12 +22,12 @@ int LaunchWinogradFilter(const dnn::ConvProblem& p, const float* w, bool flip, f
 int LaunchWinogradOutput(const dnn::ConvProblem& p, const float* m, int tiles_h, int tiles_w,
                          float alpha, float beta, float* y, void* stream);
 
-// Backward filter: G[16][K][N tiles] = A dy A^T per 2x2 dy tile (zero past the output's edge).
+// Backward filter: G = A dy A^T per 2x2 dy tile (zero past the output's edge).
 int LaunchWinogradGradient(const dnn::ConvProblem& p, const float* dy, int tiles_h, int tiles_w,
-                           float* g, void* stream);
-// dw = alpha * G^T dU G + beta * dw from dU[16][K][C]; flip: true convolution.
-int LaunchWinogradFilterGradient(const dnn::ConvProblem& p, const float* du, bool flip, float alpha,
-                                 float beta, float* dw, void* stream);
+                           int chunk, float* g, void* stream);
+// dw = alpha * G^T (dU summed over its chunks) G + beta * dw; flip: true convolution.
+int LaunchWinogradFilterGradient(const dnn::ConvProblem& p, const float* du, int chunks, bool flip,
+                                 float alpha, float beta, float* dw, void* stream);
 
 }  // namespace cuda
 }  // namespace kiln

@@ -720,16 +720,36 @@ bool WinogradServes(const ConvProblem& p) {
     if (p.filter[i] != 3 || p.stride[i] != 1 || p.dilation[i] != 1) return false;
   }
   const int64_t tiles = p.n * ((p.out[1] + 1) / 2) * ((p.out[2] + 1) / 2);
-  const int64_t limit = int64_t{1} << 31;
-  return p.c * tiles < limit && p.k * tiles < limit && p.k * p.c < limit;
+  // Chunking pads the tiles by fewer than 16 x 256; backward filter's partial sums are 16 deep.
+  const int64_t limit = int64_t{1} << 31, padded = tiles + 16 * 256;
+  return p.c * padded < limit && p.k * padded < limit && 16 * p.k * p.c < limit;
 }
 
-// The transformed input V[16][C][tiles], filter U[16][K][C] and products M[16][K][tiles].
-size_t WinogradBytes(const ConvProblem& p) {
+// How many chunks backward filter cuts the tiles into: enough 16-way batched products for about
+// two blocks per SM (counting one 128 x 128 output tile a block), each chunk at least 256 tiles.
+// Forward and backward data take the tiles whole.
+int64_t WinogradChunks(ConvDirection direction, const ConvProblem& p, int multiprocessors) {
+  if (direction != ConvDirection::kBackwardFilter) return 1;
   const int64_t tiles = p.n * ((p.out[1] + 1) / 2) * ((p.out[2] + 1) / 2);
-  return Align256(static_cast<size_t>(16 * p.c * tiles * 4)) +
-         Align256(static_cast<size_t>(16 * p.k * p.c * 4)) +
-         Align256(static_cast<size_t>(16 * p.k * tiles * 4));
+  const int64_t blocks = 16 * ((p.c + 127) / 128) * ((p.k + 127) / 128);
+  int64_t chunks = (2 * multiprocessors + blocks - 1) / blocks;
+  chunks = std::min<int64_t>(chunks, std::max<int64_t>(1, tiles / 256));
+  return std::max<int64_t>(1, std::min<int64_t>(chunks, 16));
+}
+
+// Tiles per chunk.
+int64_t WinogradChunkTiles(const ConvProblem& p, int64_t chunks) {
+  const int64_t tiles = p.n * ((p.out[1] + 1) / 2) * ((p.out[2] + 1) / 2);
+  return (tiles + chunks - 1) / chunks;
+}
+
+// The transformed input V (16 x chunks x C x chunk tiles), filter U (16 x chunks x K x C; chunks
+// partial sums in backward filter) and products M / dy transform G (16 x chunks x K x chunk).
+size_t WinogradBytes(const ConvProblem& p, int64_t chunks) {
+  const int64_t padded = chunks * WinogradChunkTiles(p, chunks);
+  return Align256(static_cast<size_t>(16 * p.c * padded * 4)) +
+         Align256(static_cast<size_t>(16 * chunks * p.k * p.c * 4)) +
+         Align256(static_cast<size_t>(16 * p.k * padded * 4));
 }
 
 absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float beta,
@@ -741,9 +761,10 @@ absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float
   float* u = reinterpret_cast<float*>(ws + Align256(static_cast<size_t>(16 * p.c * tiles * 4)));
   float* m = reinterpret_cast<float*>(reinterpret_cast<char*>(u) +
                                       Align256(static_cast<size_t>(16 * p.k * p.c * 4)));
-  KILN_RETURN_IF_ERROR(Launched(
-      cuda::LaunchWinogradInput(p, static_cast<const float*>(x), tiles_h, tiles_w, v, h.stream()),
-      "Winograd input transform"));
+  KILN_RETURN_IF_ERROR(
+      Launched(cuda::LaunchWinogradInput(p, static_cast<const float*>(x), tiles_h, tiles_w,
+                                         static_cast<int>(tiles), v, h.stream()),
+               "Winograd input transform"));
   KILN_RETURN_IF_ERROR(
       Launched(cuda::LaunchWinogradFilter(p, static_cast<const float*>(w),
                                           p.mode == ConvolutionMode::kConvolution, u, h.stream()),
@@ -781,31 +802,36 @@ absl::Status BackwardFilterWinograd(Handle& h, const ConvProblem& p, float alpha
                                     const void* x, const void* dy, void* dw, char* ws) {
   const int tiles_h = static_cast<int>((p.out[1] + 1) / 2);
   const int tiles_w = static_cast<int>((p.out[2] + 1) / 2);
-  const int64_t tiles = p.n * tiles_h * tiles_w;
+  const int64_t chunks = WinogradChunks(ConvDirection::kBackwardFilter, p, h.multiprocessors());
+  const int64_t chunk = WinogradChunkTiles(p, chunks);
   float* v = reinterpret_cast<float*>(ws);
-  float* du = reinterpret_cast<float*>(ws + Align256(static_cast<size_t>(16 * p.c * tiles * 4)));
+  float* du =
+      reinterpret_cast<float*>(ws + Align256(static_cast<size_t>(16 * p.c * chunks * chunk * 4)));
   float* g = reinterpret_cast<float*>(reinterpret_cast<char*>(du) +
-                                      Align256(static_cast<size_t>(16 * p.k * p.c * 4)));
-  KILN_RETURN_IF_ERROR(Launched(
-      cuda::LaunchWinogradInput(p, static_cast<const float*>(x), tiles_h, tiles_w, v, h.stream()),
-      "Winograd input transform"));
-  KILN_RETURN_IF_ERROR(Launched(cuda::LaunchWinogradGradient(p, static_cast<const float*>(dy),
-                                                             tiles_h, tiles_w, g, h.stream()),
-                                "Winograd gradient transform"));
-  // Per xi: dU[xi] (C x K, column-major) = V[xi]^T (C x tiles) G[xi] (tiles x K).
-  const float one = 1.0f, zero = 0.0f;
+                                      Align256(static_cast<size_t>(16 * chunks * p.k * p.c * 4)));
   KILN_RETURN_IF_ERROR(
-      CublasOk(cublasGemmStridedBatchedEx(
-                   static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_T, CUBLAS_OP_N,
-                   static_cast<int>(p.c), static_cast<int>(p.k), static_cast<int>(tiles), &one, v,
-                   CUDA_R_32F, static_cast<int>(tiles), p.c * tiles, g, CUDA_R_32F,
-                   static_cast<int>(tiles), p.k * tiles, &zero, du, CUDA_R_32F,
-                   static_cast<int>(p.c), p.k * p.c, 16, CublasCompute(p), CUBLAS_GEMM_DEFAULT),
-               "cublasGemmStridedBatchedEx (Winograd backward filter)"));
-  return Launched(
-      cuda::LaunchWinogradFilterGradient(p, du, p.mode == ConvolutionMode::kConvolution, alpha,
-                                         beta, static_cast<float*>(dw), h.stream()),
-      "Winograd filter-gradient transform");
+      Launched(cuda::LaunchWinogradInput(p, static_cast<const float*>(x), tiles_h, tiles_w,
+                                         static_cast<int>(chunk), v, h.stream()),
+               "Winograd input transform"));
+  KILN_RETURN_IF_ERROR(
+      Launched(cuda::LaunchWinogradGradient(p, static_cast<const float*>(dy), tiles_h, tiles_w,
+                                            static_cast<int>(chunk), g, h.stream()),
+               "Winograd gradient transform"));
+  // Per (xi, chunk s), batch xi chunks + s: dU[xi][s] (C x K, column-major) = V[xi][s]^T (C x
+  // chunk) G[xi][s] (chunk x K).
+  const float one = 1.0f, zero = 0.0f;
+  KILN_RETURN_IF_ERROR(CublasOk(
+      cublasGemmStridedBatchedEx(
+          static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(p.c),
+          static_cast<int>(p.k), static_cast<int>(chunk), &one, v, CUDA_R_32F,
+          static_cast<int>(chunk), p.c * chunk, g, CUDA_R_32F, static_cast<int>(chunk), p.k * chunk,
+          &zero, du, CUDA_R_32F, static_cast<int>(p.c), p.k * p.c, static_cast<int>(16 * chunks),
+          CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+      "cublasGemmStridedBatchedEx (Winograd backward filter)"));
+  return Launched(cuda::LaunchWinogradFilterGradient(p, du, static_cast<int>(chunks),
+                                                     p.mode == ConvolutionMode::kConvolution, alpha,
+                                                     beta, static_cast<float*>(dw), h.stream()),
+                  "Winograd filter-gradient transform");
 }
 
 absl::Status ForwardGemm(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
@@ -1003,10 +1029,12 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
     case ConvAlgo::kGemm:
       return PlanGemm(direction, p).bytes;
     case ConvAlgo::kWinogradNonfused: {
-      if (direction != ConvDirection::kBackwardData) return WinogradBytes(p);
+      if (direction != ConvDirection::kBackwardData) {
+        return WinogradBytes(p, WinogradChunks(direction, p, handle.multiprocessors()));
+      }
       ConvProblem q;
       BackwardDataAsForward(p, &q);
-      return BackwardDataFilterBytes(p) + WinogradBytes(q);
+      return BackwardDataFilterBytes(p) + WinogradBytes(q, 1);
     }
     case ConvAlgo::kImplicitGemmSplitK: {
       const GemmView v = BackwardFilterGemmView(p, false);
