@@ -527,7 +527,7 @@ cublasComputeType_t CublasCompute(const ConvProblem& p) {
                                                                 : CUBLAS_COMPUTE_32F;
 }
 
-absl::Status CublasOk(cublasStatus_t s, const char* what) {
+absl::Status CublasOk(cublasStatus_t s, absl::string_view what) {
   if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(what, " failed: ", cublasGetStatusString(s)));
 }
@@ -546,53 +546,34 @@ absl::Status BatchedGemm(Handle& h, const ConvProblem& p, int64_t rows, int64_t 
       "cublasGemmStridedBatchedEx");
 }
 
-absl::Status Forward1x1(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
-                        const void* w, void* y) {
+// A packed 1x1 problem's forward (out = x W^T per pixel, backward = false) or backward data
+// (out = dy W, backward = true) on cuBLAS. W is K x C row-major, i.e. C x K column-major.
+absl::Status Pixelwise1x1(Handle& h, const ConvProblem& p, bool backward, float alpha, float beta,
+                          const void* in, const void* w, void* out) {
   bool nhwc = false;
   Is1x1Packed(p, &nhwc);
   const cudaDataType_t t = CublasType(p.dtype);
   auto cublas = static_cast<cublasHandle_t>(h.cublas());
   const int64_t hw = p.in[0] * p.in[1] * p.in[2];
+  const int64_t cin = backward ? p.k : p.c, cout = backward ? p.c : p.k;
+  const char* what = backward ? "1x1 backward data" : "1x1 forward";
   if (nhwc) {
-    // y^T (K x NHW, column-major) = W (K x C) x^T (C x NHW).
-    return CublasOk(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(p.k),
-                                 static_cast<int>(p.n * hw), static_cast<int>(p.c), &alpha, w, t,
-                                 static_cast<int>(p.c), x, t, static_cast<int>(p.c), &beta, y, t,
-                                 static_cast<int>(p.k), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
-                    "cublasGemmEx (1x1 NHWC)");
+    // out^T (Cout x NHW, column-major) = W or W^T (Cout x Cin) in^T (Cin x NHW).
+    return CublasOk(
+        cublasGemmEx(cublas, backward ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N,
+                     static_cast<int>(cout), static_cast<int>(p.n * hw), static_cast<int>(cin),
+                     &alpha, w, t, static_cast<int>(p.c), in, t, static_cast<int>(cin), &beta, out,
+                     t, static_cast<int>(cout), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+        absl::StrCat("cublasGemmEx (", what, ", NHWC)"));
   }
-  // Per image: y[n] (HW x K, column-major) = x[n] (HW x C) W^T (C x K).
-  return CublasOk(cublasGemmStridedBatchedEx(
-                      cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(hw), static_cast<int>(p.k),
-                      static_cast<int>(p.c), &alpha, x, t, static_cast<int>(hw), p.c * hw, w, t,
-                      static_cast<int>(p.c), 0, &beta, y, t, static_cast<int>(hw), p.k * hw,
-                      static_cast<int>(p.n), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
-                  "cublasGemmStridedBatchedEx (1x1 NCHW)");
-}
-
-// Backward data of a packed 1x1 problem on cuBLAS: dx = dy W per pixel.
-absl::Status BackwardData1x1(Handle& h, const ConvProblem& p, float alpha, float beta,
-                             const void* dy, const void* w, void* dx) {
-  bool nhwc = false;
-  Is1x1Packed(p, &nhwc);
-  const cudaDataType_t t = CublasType(p.dtype);
-  auto cublas = static_cast<cublasHandle_t>(h.cublas());
-  const int64_t hw = p.in[0] * p.in[1] * p.in[2];
-  if (nhwc) {
-    // dx^T (C x NHW, column-major) = W^T (C x K) dy^T (K x NHW).
-    return CublasOk(cublasGemmEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(p.c),
-                                 static_cast<int>(p.n * hw), static_cast<int>(p.k), &alpha, w, t,
-                                 static_cast<int>(p.c), dy, t, static_cast<int>(p.k), &beta, dx, t,
-                                 static_cast<int>(p.c), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
-                    "cublasGemmEx (1x1 NHWC backward data)");
-  }
-  // Per image: dx[n] (HW x C, column-major) = dy[n] (HW x K) W (K x C).
-  return CublasOk(cublasGemmStridedBatchedEx(
-                      cublas, CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(hw), static_cast<int>(p.c),
-                      static_cast<int>(p.k), &alpha, dy, t, static_cast<int>(hw), p.k * hw, w, t,
-                      static_cast<int>(p.c), 0, &beta, dx, t, static_cast<int>(hw), p.c * hw,
-                      static_cast<int>(p.n), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
-                  "cublasGemmStridedBatchedEx (1x1 NCHW backward data)");
+  // Per image: out[n] (HW x Cout, column-major) = in[n] (HW x Cin) W^T or W (Cin x Cout).
+  return CublasOk(
+      cublasGemmStridedBatchedEx(
+          cublas, CUBLAS_OP_N, backward ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(hw),
+          static_cast<int>(cout), static_cast<int>(cin), &alpha, in, t, static_cast<int>(hw),
+          cin * hw, w, t, static_cast<int>(p.c), 0, &beta, out, t, static_cast<int>(hw), cout * hw,
+          static_cast<int>(p.n), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+      absl::StrCat("cublasGemmStridedBatchedEx (", what, ", NCHW)"));
 }
 
 // Backward filter of a packed NHWC 1x1 problem on cuBLAS: one product over all pixels.
@@ -1085,7 +1066,7 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
               "direct convolution");
           break;
         case ConvAlgo::kGemm1x1:
-          status = Forward1x1(handle, p, alpha, beta, x, w, y);
+          status = Pixelwise1x1(handle, p, /*backward=*/false, alpha, beta, x, w, y);
           break;
         case ConvAlgo::kWinogradNonfused:
           status = ForwardWinograd(handle, p, alpha, beta, x, w, y, ws);
@@ -1096,7 +1077,7 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
       break;
     case ConvDirection::kBackwardData:
       if (algo == ConvAlgo::kGemm1x1) {
-        status = BackwardData1x1(handle, p, alpha, beta, y, w, x);
+        status = Pixelwise1x1(handle, p, /*backward=*/true, alpha, beta, y, w, x);
       } else if (algo == ConvAlgo::kWinogradNonfused) {
         status = BackwardDataWinograd(handle, p, alpha, beta, y, w, x, ws);
       } else if (algo == ConvAlgo::kImplicitPrecompGemm) {
