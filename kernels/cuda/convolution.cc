@@ -1048,6 +1048,18 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
     case ConvDirection::kForward:
       switch (algo) {
         case ConvAlgo::kImplicitGemm: {
+          // Channels-last x and w that the Hopper kernel can read as they are: no workspace
+          // needed, so it serves this algorithm too (without split-K).
+          if (WgmmaServes(p) && Aligned16(x) && Aligned16(w)) {
+            cuda::ConvWgmmaLaunch l = WgmmaLaunchOf(p);
+            l.x = x;
+            l.w = w;
+            l.y = y;
+            l.alpha = alpha;
+            l.beta = beta;
+            status = Launched(cuda::LaunchConvWgmma(l, handle.stream()), "implicit GEMM (wgmma)");
+            break;
+          }
           const GemmView v = ForwardGemmView(p, p.XChannelsLast());
           status = Launched(
               cuda::LaunchConvGemm(GemmLaunch(p, v, x, w, y, alpha, beta), handle.stream()),

@@ -23,7 +23,9 @@ enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 
 // The algorithms. Which directions each serves:
 //   kImplicitGemm         all three: the convolution as a matrix product whose operands are
-//                         gathered on the fly; no workspace; every configuration.
+//                         gathered on the fly; no workspace; every configuration. Forward problems
+//                         whose x and w are already channels-last in the layout the Hopper kernel
+//                         reads run on it (sm_90, f16/bf16/TF32).
 //   kImplicitPrecompGemm  forward; backward data at unit stride (the forward convolution of dy
 //                         with the transposed, flipped filter) and, for ungrouped 2-d
 //                         cross-correlations with stride <= filter, by sub-pixel phases; and
