@@ -660,14 +660,20 @@ absl::Status BackwardDataSubPixel(Handle& h, const ConvProblem& p, float alpha, 
   return absl::OkStatus();
 }
 
+// Writes the filter of backward data's forward view (BackwardDataAsForward) at ws: w transposed
+// per group and, for cross-correlation, reversed.
+absl::Status WriteBackwardDataFilter(Handle& h, const ConvProblem& p, const void* w, char* ws) {
+  return Launched(
+      cuda::LaunchBackwardDataFilter(p, ElementOf(p.dtype), w,
+                                     p.mode == ConvolutionMode::kCrossCorrelation, ws, h.stream()),
+      "backward-data filter");
+}
+
 absl::Status BackwardDataPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta,
                                  const void* dy, const void* w, void* dx, char* ws) {
   ConvProblem q;
   if (!BackwardDataAsForward(p, &q)) return BackwardDataSubPixel(h, p, alpha, beta, dy, w, dx, ws);
-  KILN_RETURN_IF_ERROR(Launched(
-      cuda::LaunchBackwardDataFilter(p, ElementOf(p.dtype), w,
-                                     p.mode == ConvolutionMode::kCrossCorrelation, ws, h.stream()),
-      "backward-data filter"));
+  KILN_RETURN_IF_ERROR(WriteBackwardDataFilter(h, p, w, ws));
   return ForwardPrecomp(h, q, alpha, beta, dy, ws, dx, ws + BackwardDataFilterBytes(p));
 }
 
@@ -769,10 +775,7 @@ absl::Status BackwardDataWinograd(Handle& h, const ConvProblem& p, float alpha, 
                                   const void* dy, const void* w, void* dx, char* ws) {
   ConvProblem q;
   BackwardDataAsForward(p, &q);
-  KILN_RETURN_IF_ERROR(Launched(
-      cuda::LaunchBackwardDataFilter(p, ElementOf(p.dtype), w,
-                                     p.mode == ConvolutionMode::kCrossCorrelation, ws, h.stream()),
-      "backward-data filter"));
+  KILN_RETURN_IF_ERROR(WriteBackwardDataFilter(h, p, w, ws));
   return ForwardWinograd(h, q, alpha, beta, dy, ws, dx, ws + BackwardDataFilterBytes(p));
 }
 
