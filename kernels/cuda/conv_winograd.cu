@@ -1,12 +1,14 @@
-// Winograd F(2x2, 3x3) for f32 3x3 unit-stride 2-d convolutions, in three passes around a batched
-// matrix product (Lavin and Gray's formulation of cross-correlation):
-//   V[xi][c][t] = (B^T d B)[xi] for the 4x4 input patch d of output tile t (input kernel),
-//   U[xi][k][c] = (G g G^T)[xi] for the 3x3 filter g of (k, c) (filter kernel),
+// Winograd F(2x2, RxR), R = 3 or 5, for f32 unit-stride 2-d convolutions, in passes around a
+// batched matrix product (Lavin and Gray's formulation of cross-correlation), N = R + 1:
+//   V[xi][c][t] = (B^T d B)[xi] for the NxN input patch d of output tile t (input kernel),
+//   U[xi][k][c] = (G g G^T)[xi] for the RxR filter g of (k, c) (filter kernel),
 //   M[xi] = U[xi] V[xi] over c (cuBLAS, by the caller),
 //   y tile t of k = A^T M[.][k][t] A (output kernel, with alpha/beta).
-// Each 2x2 output tile takes 16 multiplies per (k, c) pair instead of 36. Backward filter is the
-// same product transposed: dU[xi][k][c] = sum over t of (A dy A^T)[xi][k][t] V[xi][c][t] (gradient
-// kernel, then cuBLAS), dw = G^T dU G (filter-gradient kernel).
+// Each 2x2 output tile takes N^2 multiplies per (k, c) pair instead of 4 R^2 (16 for 36 at R = 3,
+// 36 for 100 at R = 5). Backward filter is the same product transposed: dU[xi][k][c] = sum over t
+// of (A dy A^T)[xi][k][t] V[xi][c][t] (gradient kernel, then cuBLAS), dw = G^T dU G
+// (filter-gradient kernel). The matrices come from the interpolation points 0, 1, -1 (R = 3) and
+// 0, 1, -1, 2, -2 (R = 5), plus infinity.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/conv_winograd_launch.h"
@@ -23,19 +25,54 @@ unsigned GridFor(int64_t n) {
   return static_cast<unsigned>(blocks < 132 * 64 ? (blocks < 1 ? 1 : blocks) : 132 * 64);
 }
 
-// In-place 1-d transforms of four values: B^T (input) and A^T (output, two results).
-__device__ __forceinline__ void InputTransform4(float& a, float& b, float& c, float& d) {
-  const float t0 = a - c, t1 = b + c, t2 = c - b, t3 = b - d;
-  a = t0;
-  b = t1;
-  c = t2;
-  d = t3;
-}
+// The transform matrices as functions of constant indices, so that unrolled loops fold them.
+template <int R>
+struct Transform;
 
-// One thread per (c, tile): the 4x4 patch at (2 th - pad_h, 2 tw - pad_w) of image n, zero
-// outside the image. Indices fit in 32 bits (the host checks C x tiles and the tensors' spans).
+template <>
+struct Transform<3> {
+  static constexpr int kN = 4;
+  __device__ static constexpr float BT(int i, int j) {  // N x N
+    constexpr float m[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+    return m[i][j];
+  }
+  __device__ static constexpr float G(int i, int j) {  // N x R
+    constexpr float m[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
+    return m[i][j];
+  }
+  __device__ static constexpr float AT(int i, int j) {  // 2 x N
+    constexpr float m[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+    return m[i][j];
+  }
+};
+
+template <>
+struct Transform<5> {
+  static constexpr int kN = 6;
+  __device__ static constexpr float BT(int i, int j) {
+    constexpr float m[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                               {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+    return m[i][j];
+  }
+  __device__ static constexpr float G(int i, int j) {
+    constexpr float s = 1.0f / 6, t = 1.0f / 12, u = 1.0f / 24, v = 1.0f / 3, w = 2.0f / 3;
+    constexpr float m[6][5] = {{0.25f, 0, 0, 0, 0}, {-s, -s, -s, -s, -s}, {-s, s, -s, s, -s},
+                               {u, t, s, v, w},     {u, -t, s, -v, w},    {0, 0, 0, 0, 1}};
+    return m[i][j];
+  }
+  __device__ static constexpr float AT(int i, int j) {
+    constexpr float m[2][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 1}};
+    return m[i][j];
+  }
+};
+
+// One thread per (c, tile): the NxN patch at (2 th - pad_h, 2 tw - pad_w) of image n, zero
+// outside the image. Indices fit in 32 bits (the host checks the planes' sizes).
+template <int R>
 __global__ void WinogradInputKernel(ConvProblem p, const float* x, int tiles_h, int tiles_w,
                                     int chunk, float* v) {
+  using T = Transform<R>;
+  constexpr int N = T::kN;
   const int tiles = static_cast<int>(p.n) * tiles_h * tiles_w;
   const int chunks = (tiles + chunk - 1) / chunk;
   const int total = static_cast<int>(p.c) * chunks * chunk;
@@ -46,71 +83,98 @@ __global__ void WinogradInputKernel(ConvProblem p, const float* x, int tiles_h, 
     const int t = (i / chunk / static_cast<int>(p.c)) * chunk + within;
     if (t >= tiles) {
 #pragma unroll
-      for (int xi = 0; xi < 16; ++xi) v[xi * static_cast<int64_t>(total) + i] = 0.0f;
+      for (int xi = 0; xi < N * N; ++xi) v[xi * static_cast<int64_t>(total) + i] = 0.0f;
       continue;
     }
     const int n = t / (tiles_h * tiles_w), rest = t % (tiles_h * tiles_w);
     const int h0 = 2 * (rest / tiles_w) - static_cast<int>(p.pad[1]);
     const int w0 = 2 * (rest % tiles_w) - static_cast<int>(p.pad[2]);
     const float* base = x + n * p.x_stride[0] + c * p.x_stride[1];
-    float d[4][4];
+    float d[N][N];
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < N; ++r) {
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
+      for (int s = 0; s < N; ++s) {
         const int hh = h0 + r, ww = w0 + s;
         d[r][s] = hh >= 0 && hh < h && ww >= 0 && ww < w
                       ? base[hh * p.x_stride[3] + ww * p.x_stride[4]]
                       : 0.0f;
       }
     }
+    float bd[N][N];  // B^T d
 #pragma unroll
-    for (int s = 0; s < 4; ++s) InputTransform4(d[0][s], d[1][s], d[2][s], d[3][s]);
+    for (int a = 0; a < N; ++a) {
 #pragma unroll
-    for (int r = 0; r < 4; ++r) InputTransform4(d[r][0], d[r][1], d[r][2], d[r][3]);
+      for (int s = 0; s < N; ++s) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int r = 0; r < N; ++r) sum += T::BT(a, r) * d[r][s];
+        bd[a][s] = sum;
+      }
+    }
     const int64_t plane = static_cast<int64_t>(total);
 #pragma unroll
-    for (int xi = 0; xi < 16; ++xi) v[xi * plane + i] = d[xi / 4][xi % 4];
+    for (int a = 0; a < N; ++a) {
+#pragma unroll
+      for (int b = 0; b < N; ++b) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int s = 0; s < N; ++s) sum += bd[a][s] * T::BT(b, s);
+        v[(a * N + b) * plane + i] = sum;
+      }
+    }
   }
 }
 
 // One thread per (k, c): U = G g G^T, g reversed for true convolution.
+template <int R>
 __global__ void WinogradFilterKernel(ConvProblem p, const float* w, bool flip, float* u) {
+  using T = Transform<R>;
+  constexpr int N = T::kN;
   const int total = static_cast<int>(p.k * p.c);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     const int c = i % static_cast<int>(p.c), k = i / static_cast<int>(p.c);
     const float* base = w + k * p.w_stride[0] + c * p.w_stride[1];
-    float g[3][3];
+    float g[R][R];
 #pragma unroll
-    for (int r = 0; r < 3; ++r) {
+    for (int r = 0; r < R; ++r) {
 #pragma unroll
-      for (int s = 0; s < 3; ++s) {
-        const int fr = flip ? 2 - r : r, fs = flip ? 2 - s : s;
+      for (int s = 0; s < R; ++s) {
+        const int fr = flip ? R - 1 - r : r, fs = flip ? R - 1 - s : s;
         g[r][s] = base[fr * p.w_stride[3] + fs * p.w_stride[4]];
       }
     }
-    float gg[4][3];  // G g
+    float gg[N][R];  // G g
 #pragma unroll
-    for (int s = 0; s < 3; ++s) {
-      gg[0][s] = g[0][s];
-      gg[1][s] = 0.5f * (g[0][s] + g[1][s] + g[2][s]);
-      gg[2][s] = 0.5f * (g[0][s] - g[1][s] + g[2][s]);
-      gg[3][s] = g[2][s];
+    for (int a = 0; a < N; ++a) {
+#pragma unroll
+      for (int s = 0; s < R; ++s) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int r = 0; r < R; ++r) sum += T::G(a, r) * g[r][s];
+        gg[a][s] = sum;
+      }
     }
     const int64_t plane = static_cast<int64_t>(total);
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const float row[4] = {gg[r][0], 0.5f * (gg[r][0] + gg[r][1] + gg[r][2]),
-                            0.5f * (gg[r][0] - gg[r][1] + gg[r][2]), gg[r][2]};
+    for (int a = 0; a < N; ++a) {
 #pragma unroll
-      for (int s = 0; s < 4; ++s) u[(r * 4 + s) * plane + i] = row[s];
+      for (int b = 0; b < N; ++b) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int s = 0; s < R; ++s) sum += gg[a][s] * T::G(b, s);
+        u[(a * N + b) * plane + i] = sum;
+      }
     }
   }
 }
 
 // One thread per (k, tile): the 2x2 outputs A^T m A, blended into y where inside the output.
+template <int R>
 __global__ void WinogradOutputKernel(ConvProblem p, const float* m, int tiles_h, int tiles_w,
                                      float alpha, float beta, float* y) {
+  using T = Transform<R>;
+  constexpr int N = T::kN;
   const int tiles = static_cast<int>(p.n) * tiles_h * tiles_w;
   const int total = static_cast<int>(p.k) * tiles;
   const int out_h = static_cast<int>(p.out[1]), out_w = static_cast<int>(p.out[2]);
@@ -119,24 +183,31 @@ __global__ void WinogradOutputKernel(ConvProblem p, const float* m, int tiles_h,
     const int n = t / (tiles_h * tiles_w), rest = t % (tiles_h * tiles_w);
     const int h0 = 2 * (rest / tiles_w), w0 = 2 * (rest % tiles_w);
     const int64_t plane = static_cast<int64_t>(total);
-    float a[4][4];
+    float a[N][N];
 #pragma unroll
-    for (int xi = 0; xi < 16; ++xi) a[xi / 4][xi % 4] = m[xi * plane + i];
-    float col[2][4];  // A^T m
+    for (int xi = 0; xi < N * N; ++xi) a[xi / N][xi % N] = m[xi * plane + i];
+    float am[2][N];  // A^T m
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      col[0][s] = a[0][s] + a[1][s] + a[2][s];
-      col[1][s] = a[1][s] - a[2][s] - a[3][s];
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int s = 0; s < N; ++s) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int q = 0; q < N; ++q) sum += T::AT(r, q) * a[q][s];
+        am[r][s] = sum;
+      }
     }
     float* base = y + n * p.y_stride[0] + k * p.y_stride[1];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float out[2] = {col[r][0] + col[r][1] + col[r][2], col[r][1] - col[r][2] - col[r][3]};
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
         if (h0 + r >= out_h || w0 + s >= out_w) continue;
+        float out = 0.0f;
+#pragma unroll
+        for (int q = 0; q < N; ++q) out += am[r][q] * T::AT(s, q);
         float* at = base + (h0 + r) * p.y_stride[3] + (w0 + s) * p.y_stride[4];
-        float value = alpha * out[s];
+        float value = alpha * out;
         if (beta != 0.0f) value += beta * *at;
         *at = value;
       }
@@ -144,9 +215,12 @@ __global__ void WinogradOutputKernel(ConvProblem p, const float* m, int tiles_h,
   }
 }
 
-// One thread per (k, tile): the 2x2 dy tile (zero past the output's edge) as A dy A^T, 4x4.
+// One thread per (k, tile): the 2x2 dy tile (zero past the output's edge) as A dy A^T, NxN.
+template <int R>
 __global__ void WinogradGradientKernel(ConvProblem p, const float* dy, int tiles_h, int tiles_w,
                                        int chunk, float* g) {
+  using T = Transform<R>;
+  constexpr int N = T::kN;
   const int tiles = static_cast<int>(p.n) * tiles_h * tiles_w;
   const int chunks = (tiles + chunk - 1) / chunk;
   const int total = static_cast<int>(p.k) * chunks * chunk;
@@ -157,7 +231,7 @@ __global__ void WinogradGradientKernel(ConvProblem p, const float* dy, int tiles
     const int t = (i / chunk / static_cast<int>(p.k)) * chunk + within;
     if (t >= tiles) {
 #pragma unroll
-      for (int xi = 0; xi < 16; ++xi) g[xi * static_cast<int64_t>(total) + i] = 0.0f;
+      for (int xi = 0; xi < N * N; ++xi) g[xi * static_cast<int64_t>(total) + i] = 0.0f;
       continue;
     }
     const int n = t / (tiles_h * tiles_w), rest = t % (tiles_h * tiles_w);
@@ -173,61 +247,64 @@ __global__ void WinogradGradientKernel(ConvProblem p, const float* dy, int tiles
                       : 0.0f;
       }
     }
-    // A (a, b) = (a, a + b, a - b, -b), over rows, then columns.
-    float rows[4][2];
+    float ad[N][2];  // A d
 #pragma unroll
-    for (int s = 0; s < 2; ++s) {
-      rows[0][s] = d[0][s];
-      rows[1][s] = d[0][s] + d[1][s];
-      rows[2][s] = d[0][s] - d[1][s];
-      rows[3][s] = -d[1][s];
+    for (int a = 0; a < N; ++a) {
+#pragma unroll
+      for (int s = 0; s < 2; ++s) ad[a][s] = T::AT(0, a) * d[0][s] + T::AT(1, a) * d[1][s];
     }
     const int64_t plane = static_cast<int64_t>(total);
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const float row[4] = {rows[r][0], rows[r][0] + rows[r][1], rows[r][0] - rows[r][1],
-                            -rows[r][1]};
+    for (int a = 0; a < N; ++a) {
 #pragma unroll
-      for (int s = 0; s < 4; ++s) g[(r * 4 + s) * plane + i] = row[s];
+      for (int b = 0; b < N; ++b) {
+        g[(a * N + b) * plane + i] = ad[a][0] * T::AT(0, b) + ad[a][1] * T::AT(1, b);
+      }
     }
   }
 }
 
 // One thread per (k, c): dw = alpha G^T dU G + beta dw, reversed for true convolution.
+template <int R>
 __global__ void WinogradFilterGradientKernel(ConvProblem p, const float* du, int chunks, bool flip,
                                              float alpha, float beta, float* dw) {
+  using T = Transform<R>;
+  constexpr int N = T::kN;
   const int total = static_cast<int>(p.k * p.c);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     const int c = i % static_cast<int>(p.c), k = i / static_cast<int>(p.c);
     // dU[xi][s][k][c]: the chunks' partial sums, added in chunk order.
-    float u[4][4];
+    float u[N][N];
 #pragma unroll
-    for (int xi = 0; xi < 16; ++xi) {
+    for (int xi = 0; xi < N * N; ++xi) {
       float sum = 0.0f;
       for (int s = 0; s < chunks; ++s) {
         sum += du[(xi * chunks + s) * static_cast<int64_t>(total) + i];
       }
-      u[xi / 4][xi % 4] = sum;
+      u[xi / N][xi % N] = sum;
     }
-    // G^T v = (v0 + (v1 + v2) / 2, (v1 - v2) / 2, (v1 + v2) / 2 + v3), over rows, then columns.
-    float rows[3][4];
+    float gu[R][N];  // G^T dU
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      rows[0][s] = u[0][s] + 0.5f * (u[1][s] + u[2][s]);
-      rows[1][s] = 0.5f * (u[1][s] - u[2][s]);
-      rows[2][s] = 0.5f * (u[1][s] + u[2][s]) + u[3][s];
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int b = 0; b < N; ++b) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int a = 0; a < N; ++a) sum += T::G(a, r) * u[a][b];
+        gu[r][b] = sum;
+      }
     }
     float* base = dw + k * p.w_stride[0] + c * p.w_stride[1];
 #pragma unroll
-    for (int r = 0; r < 3; ++r) {
-      const float* v = rows[r];
-      const float out[3] = {v[0] + 0.5f * (v[1] + v[2]), 0.5f * (v[1] - v[2]),
-                            0.5f * (v[1] + v[2]) + v[3]};
+    for (int r = 0; r < R; ++r) {
 #pragma unroll
-      for (int s = 0; s < 3; ++s) {
-        const int fr = flip ? 2 - r : r, fs = flip ? 2 - s : s;
+      for (int s = 0; s < R; ++s) {
+        float out = 0.0f;
+#pragma unroll
+        for (int b = 0; b < N; ++b) out += gu[r][b] * T::G(b, s);
+        const int fr = flip ? R - 1 - r : r, fs = flip ? R - 1 - s : s;
         float* at = base + fr * p.w_stride[3] + fs * p.w_stride[4];
-        float value = alpha * out[s];
+        float value = alpha * out;
         if (beta != 0.0f) value += beta * *at;
         *at = value;
       }
@@ -235,42 +312,32 @@ __global__ void WinogradFilterGradientKernel(ConvProblem p, const float* du, int
   }
 }
 
+// Runs kernel<R> for the problem's filter size (3 or 5; the host checks).
+#define KILN_WINOGRAD_LAUNCH(kernel, total, stream, ...)     \
+  do {                                                       \
+    const auto s = static_cast<cudaStream_t>(stream);        \
+    if (p.filter[1] == 5) {                                  \
+      kernel<5><<<GridFor(total), 256, 0, s>>>(__VA_ARGS__); \
+    } else {                                                 \
+      kernel<3><<<GridFor(total), 256, 0, s>>>(__VA_ARGS__); \
+    }                                                        \
+  } while (0)
+
 }  // namespace
-
-int LaunchWinogradGradient(const ConvProblem& p, const float* dy, int tiles_h, int tiles_w,
-                           int chunk, float* g, void* stream) {
-  const int64_t tiles = p.n * tiles_h * tiles_w;
-  const int64_t total = p.k * ((tiles + chunk - 1) / chunk) * chunk;
-  if (total == 0) return 0;
-  WinogradGradientKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-      p, dy, tiles_h, tiles_w, chunk, g);
-  return static_cast<int>(cudaGetLastError());
-}
-
-int LaunchWinogradFilterGradient(const ConvProblem& p, const float* du, int chunks, bool flip,
-                                 float alpha, float beta, float* dw, void* stream) {
-  const int64_t total = p.k * p.c;
-  if (total == 0) return 0;
-  WinogradFilterGradientKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-      p, du, chunks, flip, alpha, beta, dw);
-  return static_cast<int>(cudaGetLastError());
-}
 
 int LaunchWinogradInput(const ConvProblem& p, const float* x, int tiles_h, int tiles_w, int chunk,
                         float* v, void* stream) {
   const int64_t tiles = p.n * tiles_h * tiles_w;
   const int64_t total = p.c * ((tiles + chunk - 1) / chunk) * chunk;
   if (total == 0) return 0;
-  WinogradInputKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-      p, x, tiles_h, tiles_w, chunk, v);
+  KILN_WINOGRAD_LAUNCH(WinogradInputKernel, total, stream, p, x, tiles_h, tiles_w, chunk, v);
   return static_cast<int>(cudaGetLastError());
 }
 
 int LaunchWinogradFilter(const ConvProblem& p, const float* w, bool flip, float* u, void* stream) {
   const int64_t total = p.k * p.c;
   if (total == 0) return 0;
-  WinogradFilterKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(p, w, flip,
-                                                                                      u);
+  KILN_WINOGRAD_LAUNCH(WinogradFilterKernel, total, stream, p, w, flip, u);
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -278,8 +345,25 @@ int LaunchWinogradOutput(const ConvProblem& p, const float* m, int tiles_h, int 
                          float alpha, float beta, float* y, void* stream) {
   const int64_t total = p.k * p.n * tiles_h * tiles_w;
   if (total == 0) return 0;
-  WinogradOutputKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-      p, m, tiles_h, tiles_w, alpha, beta, y);
+  KILN_WINOGRAD_LAUNCH(WinogradOutputKernel, total, stream, p, m, tiles_h, tiles_w, alpha, beta, y);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchWinogradGradient(const ConvProblem& p, const float* dy, int tiles_h, int tiles_w,
+                           int chunk, float* g, void* stream) {
+  const int64_t tiles = p.n * tiles_h * tiles_w;
+  const int64_t total = p.k * ((tiles + chunk - 1) / chunk) * chunk;
+  if (total == 0) return 0;
+  KILN_WINOGRAD_LAUNCH(WinogradGradientKernel, total, stream, p, dy, tiles_h, tiles_w, chunk, g);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchWinogradFilterGradient(const ConvProblem& p, const float* du, int chunks, bool flip,
+                                 float alpha, float beta, float* dw, void* stream) {
+  const int64_t total = p.k * p.c;
+  if (total == 0) return 0;
+  KILN_WINOGRAD_LAUNCH(WinogradFilterGradientKernel, total, stream, p, du, chunks, flip, alpha,
+                       beta, dw);
   return static_cast<int>(cudaGetLastError());
 }
 

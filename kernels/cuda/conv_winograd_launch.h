@@ -1,5 +1,6 @@
-// Plain C++ entry points of the Winograd F(2x2, 3x3) transforms (conv_winograd.cu) for f32 3x3
-// unit-stride, unit-dilation, ungrouped 2-d convolutions. Tiles: tiles_h x tiles_w per image, 2x2
+// Plain C++ entry points of the Winograd F(2x2, RxR) transforms (conv_winograd.cu), R = 3 or 5
+// (p.filter), for f32 unit-stride, unit-dilation, ungrouped 2-d convolutions; P = (R + 1)^2
+// transform points take the place of the 16 below. Tiles: tiles_h x tiles_w per image, 2x2
 // outputs each, T = N tiles_h tiles_w in all, cut into S = ceil(T / chunk) chunks (the last one
 // zero-padded) so that backward filter can split its long reduction over the tiles. Layouts, all
 // dense f32: V[16][S][C][chunk], U[16][K][C], M[16][K][T] (forward, chunk = T),

@@ -698,27 +698,32 @@ absl::Status BackwardFilterPrecomp(Handle& h, const ConvProblem& p, float alpha,
   return ForwardPrecomp(h, q, alpha, beta, xt, dyt, out, ws + BackwardFilterCopyBytes(q));
 }
 
-// Winograd F(2x2, 3x3) serves f32 3x3 unit-stride, unit-dilation, ungrouped 2-d problems whose
-// transformed planes index in 32 bits.
+// Transform points of Winograd F(2x2, RxR): (R + 1)^2.
+int64_t WinogradPoints(const ConvProblem& p) { return (p.filter[1] + 1) * (p.filter[1] + 1); }
+
+// Winograd F(2x2, 3x3) and F(2x2, 5x5) serve f32 square 3x3 or 5x5, unit-stride, unit-dilation,
+// ungrouped 2-d problems whose transformed planes index in 32 bits.
 bool WinogradServes(const ConvProblem& p) {
   if (p.dtype != DataType::kF32 || p.groups != 1) return false;
   if (p.in[0] != 1 || p.filter[0] != 1 || p.out[0] != 1) return false;
+  if ((p.filter[1] != 3 && p.filter[1] != 5) || p.filter[2] != p.filter[1]) return false;
   for (int i = 1; i < 3; ++i) {
-    if (p.filter[i] != 3 || p.stride[i] != 1 || p.dilation[i] != 1) return false;
+    if (p.stride[i] != 1 || p.dilation[i] != 1) return false;
   }
   const int64_t tiles = p.n * ((p.out[1] + 1) / 2) * ((p.out[2] + 1) / 2);
-  // Chunking pads the tiles by fewer than 16 x 256; backward filter's partial sums are 16 deep.
+  // Chunking pads the tiles by fewer than 16 x 256; backward filter keeps up to 16 partial sums.
   const int64_t limit = int64_t{1} << 31, padded = tiles + 16 * 256;
   return p.c * padded < limit && p.k * padded < limit && 16 * p.k * p.c < limit;
 }
 
-// How many chunks backward filter cuts the tiles into: enough 16-way batched products for about
+// How many chunks backward filter cuts the tiles into: enough batched products (one per point and
+// chunk) for about
 // two blocks per SM (counting one 128 x 128 output tile a block), each chunk at least 256 tiles.
 // Forward and backward data take the tiles whole.
 int64_t WinogradChunks(ConvDirection direction, const ConvProblem& p, int multiprocessors) {
   if (direction != ConvDirection::kBackwardFilter) return 1;
   const int64_t tiles = p.n * ((p.out[1] + 1) / 2) * ((p.out[2] + 1) / 2);
-  const int64_t blocks = 16 * ((p.c + 127) / 128) * ((p.k + 127) / 128);
+  const int64_t blocks = WinogradPoints(p) * ((p.c + 127) / 128) * ((p.k + 127) / 128);
   int64_t chunks = (2 * multiprocessors + blocks - 1) / blocks;
   chunks = std::min<int64_t>(chunks, std::max<int64_t>(1, tiles / 256));
   return std::max<int64_t>(1, std::min<int64_t>(chunks, 16));
@@ -730,13 +735,15 @@ int64_t WinogradChunkTiles(const ConvProblem& p, int64_t chunks) {
   return (tiles + chunks - 1) / chunks;
 }
 
-// The transformed input V (16 x chunks x C x chunk tiles), filter U (16 x chunks x K x C; chunks
-// partial sums in backward filter) and products M / dy transform G (16 x chunks x K x chunk).
+// The transformed input V (points x chunks x C x chunk tiles), filter U (points x chunks x K x C;
+// chunks partial sums in backward filter) and products M / dy transform G (points x chunks x K x
+// chunk).
 size_t WinogradBytes(const ConvProblem& p, int64_t chunks) {
   const int64_t padded = chunks * WinogradChunkTiles(p, chunks);
-  return Align256(static_cast<size_t>(16 * p.c * padded * 4)) +
-         Align256(static_cast<size_t>(16 * chunks * p.k * p.c * 4)) +
-         Align256(static_cast<size_t>(16 * p.k * padded * 4));
+  const int64_t points = WinogradPoints(p);
+  return Align256(static_cast<size_t>(points * p.c * padded * 4)) +
+         Align256(static_cast<size_t>(points * chunks * p.k * p.c * 4)) +
+         Align256(static_cast<size_t>(points * p.k * padded * 4));
 }
 
 absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float beta,
@@ -745,9 +752,10 @@ absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float
   const int tiles_w = static_cast<int>((p.out[2] + 1) / 2);
   const int64_t tiles = p.n * tiles_h * tiles_w;
   float* v = reinterpret_cast<float*>(ws);
-  float* u = reinterpret_cast<float*>(ws + Align256(static_cast<size_t>(16 * p.c * tiles * 4)));
+  const int64_t points = WinogradPoints(p);
+  float* u = reinterpret_cast<float*>(ws + Align256(static_cast<size_t>(points * p.c * tiles * 4)));
   float* m = reinterpret_cast<float*>(reinterpret_cast<char*>(u) +
-                                      Align256(static_cast<size_t>(16 * p.k * p.c * 4)));
+                                      Align256(static_cast<size_t>(points * p.k * p.c * 4)));
   KILN_RETURN_IF_ERROR(
       Launched(cuda::LaunchWinogradInput(p, static_cast<const float*>(x), tiles_h, tiles_w,
                                          static_cast<int>(tiles), v, h.stream()),
@@ -764,7 +772,7 @@ absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float
                    static_cast<int>(tiles), static_cast<int>(p.k), static_cast<int>(p.c), &one, v,
                    CUDA_R_32F, static_cast<int>(tiles), p.c * tiles, u, CUDA_R_32F,
                    static_cast<int>(p.c), p.k * p.c, &zero, m, CUDA_R_32F, static_cast<int>(tiles),
-                   p.k * tiles, 16, CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+                   p.k * tiles, static_cast<int>(points), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx (Winograd)"));
   return Launched(cuda::LaunchWinogradOutput(p, m, tiles_h, tiles_w, alpha, beta,
                                              static_cast<float*>(y), h.stream()),
@@ -788,11 +796,12 @@ absl::Status BackwardFilterWinograd(Handle& h, const ConvProblem& p, float alpha
   const int tiles_w = static_cast<int>((p.out[2] + 1) / 2);
   const int64_t chunks = WinogradChunks(ConvDirection::kBackwardFilter, p, h.multiprocessors());
   const int64_t chunk = WinogradChunkTiles(p, chunks);
+  const int64_t points = WinogradPoints(p);
   float* v = reinterpret_cast<float*>(ws);
-  float* du =
-      reinterpret_cast<float*>(ws + Align256(static_cast<size_t>(16 * p.c * chunks * chunk * 4)));
-  float* g = reinterpret_cast<float*>(reinterpret_cast<char*>(du) +
-                                      Align256(static_cast<size_t>(16 * chunks * p.k * p.c * 4)));
+  float* du = reinterpret_cast<float*>(
+      ws + Align256(static_cast<size_t>(points * p.c * chunks * chunk * 4)));
+  float* g = reinterpret_cast<float*>(
+      reinterpret_cast<char*>(du) + Align256(static_cast<size_t>(points * chunks * p.k * p.c * 4)));
   KILN_RETURN_IF_ERROR(
       Launched(cuda::LaunchWinogradInput(p, static_cast<const float*>(x), tiles_h, tiles_w,
                                          static_cast<int>(chunk), v, h.stream()),
@@ -809,8 +818,8 @@ absl::Status BackwardFilterWinograd(Handle& h, const ConvProblem& p, float alpha
           static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(p.c),
           static_cast<int>(p.k), static_cast<int>(chunk), &one, v, CUDA_R_32F,
           static_cast<int>(chunk), p.c * chunk, g, CUDA_R_32F, static_cast<int>(chunk), p.k * chunk,
-          &zero, du, CUDA_R_32F, static_cast<int>(p.c), p.k * p.c, static_cast<int>(16 * chunks),
-          CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+          &zero, du, CUDA_R_32F, static_cast<int>(p.c), p.k * p.c,
+          static_cast<int>(points * chunks), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
       "cublasGemmStridedBatchedEx (Winograd backward filter)"));
   return Launched(cuda::LaunchWinogradFilterGradient(p, du, static_cast<int>(chunks),
                                                      p.mode == ConvolutionMode::kConvolution, alpha,
@@ -962,7 +971,7 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
       return direction == ConvDirection::kBackwardFilter ? absl::OkStatus()
                                                          : no("is backward-filter-only");
     case ConvAlgo::kWinogradNonfused: {
-      const char* why = "serves f32 3x3 unit-stride, unit-dilation, ungrouped 2-d problems";
+      const char* why = "serves f32 3x3 or 5x5 unit-stride, unit-dilation, ungrouped 2-d problems";
       ConvProblem q = p;
       if (direction == ConvDirection::kBackwardData && !BackwardDataAsForward(p, &q)) {
         return no(why);

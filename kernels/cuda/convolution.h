@@ -43,9 +43,10 @@ enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 //   kGemm1x1              a 1x1, stride-1, unpadded, ungrouped convolution of packed NCHW or NHWC
 //                         tensors as cuBLAS products, no copies: forward and backward data in both
 //                         layouts, backward filter in NHWC.
-//   kWinogradNonfused     all three directions of f32 3x3 unit-stride, unit-dilation, ungrouped
-//                         2-d problems: Winograd F(2x2, 3x3), the transformed operands and products
-//                         in the workspace, the 16 products on cuBLAS.
+//   kWinogradNonfused     all three directions of f32 3x3 or 5x5 unit-stride, unit-dilation,
+//                         ungrouped 2-d problems: Winograd F(2x2, 3x3) / F(2x2, 5x5), the
+//                         transformed operands and products in the workspace, the 16 / 36
+//                         products on cuBLAS.
 enum class ConvAlgo {
   kImplicitGemm,
   kImplicitPrecompGemm,

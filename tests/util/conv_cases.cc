@@ -133,6 +133,8 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
       {"nhwc_k6", {2, 40, 9, 10}, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
       {"nhwc_k13", {1, 72, 8, 7}, 13, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
       {"stride4_11x11_k40", {1, 3, 23, 23}, 40, {11, 11}, {0, 0}, {4, 4}, {1, 1}},
+      // 5x5 at unit stride (Winograd F(2x2, 5x5)).
+      {"five_by_five", {2, 6, 11, 10}, 7, {5, 5}, {2, 2}, {1, 1}, {1, 1}},
       // Enough 2x2 tiles (800) that Winograd backward filter splits them into chunks.
       {"many_tiles_3x3", {8, 8, 20, 20}, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
       // True convolution with a 3x3 filter (Winograd reverses the filter in its transform).
