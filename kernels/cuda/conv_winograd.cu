@@ -66,6 +66,34 @@ struct Transform<5> {
   }
 };
 
+// out = L x L^T for a square x (kIn x kIn) and L (kOut x kIn) given entry-wise by l(a, i), which
+// the unrolled loops fold when its indices are constants. Every transform here is one of these.
+template <int kOut, int kIn, typename Matrix>
+__device__ __forceinline__ void TwoSided(const float (&x)[kIn][kIn], Matrix l,
+                                         float (&out)[kOut][kOut]) {
+  float lx[kOut][kIn];  // L x
+#pragma unroll
+  for (int a = 0; a < kOut; ++a) {
+#pragma unroll
+    for (int j = 0; j < kIn; ++j) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kIn; ++i) sum += l(a, i) * x[i][j];
+      lx[a][j] = sum;
+    }
+  }
+#pragma unroll
+  for (int a = 0; a < kOut; ++a) {
+#pragma unroll
+    for (int b = 0; b < kOut; ++b) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kIn; ++j) sum += lx[a][j] * l(b, j);
+      out[a][b] = sum;
+    }
+  }
+}
+
 // One thread per (c, tile): the NxN patch at (2 th - pad_h, 2 tw - pad_w) of image n, zero
 // outside the image. Indices fit in 32 bits (the host checks the planes' sizes).
 template <int R>
@@ -101,28 +129,12 @@ __global__ void WinogradInputKernel(ConvProblem p, const float* x, int tiles_h, 
                       : 0.0f;
       }
     }
-    float bd[N][N];  // B^T d
-#pragma unroll
-    for (int a = 0; a < N; ++a) {
-#pragma unroll
-      for (int s = 0; s < N; ++s) {
-        float sum = 0.0f;
-#pragma unroll
-        for (int r = 0; r < N; ++r) sum += T::BT(a, r) * d[r][s];
-        bd[a][s] = sum;
-      }
-    }
+    float out[N][N];
+    TwoSided(
+        d, [](int a, int b) { return T::BT(a, b); }, out);
     const int64_t plane = static_cast<int64_t>(total);
 #pragma unroll
-    for (int a = 0; a < N; ++a) {
-#pragma unroll
-      for (int b = 0; b < N; ++b) {
-        float sum = 0.0f;
-#pragma unroll
-        for (int s = 0; s < N; ++s) sum += bd[a][s] * T::BT(b, s);
-        v[(a * N + b) * plane + i] = sum;
-      }
-    }
+    for (int xi = 0; xi < N * N; ++xi) v[xi * plane + i] = out[xi / N][xi % N];
   }
 }
 
@@ -144,28 +156,12 @@ __global__ void WinogradFilterKernel(ConvProblem p, const float* w, bool flip, f
         g[r][s] = base[fr * p.w_stride[3] + fs * p.w_stride[4]];
       }
     }
-    float gg[N][R];  // G g
-#pragma unroll
-    for (int a = 0; a < N; ++a) {
-#pragma unroll
-      for (int s = 0; s < R; ++s) {
-        float sum = 0.0f;
-#pragma unroll
-        for (int r = 0; r < R; ++r) sum += T::G(a, r) * g[r][s];
-        gg[a][s] = sum;
-      }
-    }
+    float out[N][N];
+    TwoSided(
+        g, [](int a, int b) { return T::G(a, b); }, out);
     const int64_t plane = static_cast<int64_t>(total);
 #pragma unroll
-    for (int a = 0; a < N; ++a) {
-#pragma unroll
-      for (int b = 0; b < N; ++b) {
-        float sum = 0.0f;
-#pragma unroll
-        for (int s = 0; s < R; ++s) sum += gg[a][s] * T::G(b, s);
-        u[(a * N + b) * plane + i] = sum;
-      }
-    }
+    for (int xi = 0; xi < N * N; ++xi) u[xi * plane + i] = out[xi / N][xi % N];
   }
 }
 
@@ -186,28 +182,17 @@ __global__ void WinogradOutputKernel(ConvProblem p, const float* m, int tiles_h,
     float a[N][N];
 #pragma unroll
     for (int xi = 0; xi < N * N; ++xi) a[xi / N][xi % N] = m[xi * plane + i];
-    float am[2][N];  // A^T m
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-#pragma unroll
-      for (int s = 0; s < N; ++s) {
-        float sum = 0.0f;
-#pragma unroll
-        for (int q = 0; q < N; ++q) sum += T::AT(r, q) * a[q][s];
-        am[r][s] = sum;
-      }
-    }
+    float out[2][2];
+    TwoSided(
+        a, [](int r, int q) { return T::AT(r, q); }, out);
     float* base = y + n * p.y_stride[0] + k * p.y_stride[1];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
         if (h0 + r >= out_h || w0 + s >= out_w) continue;
-        float out = 0.0f;
-#pragma unroll
-        for (int q = 0; q < N; ++q) out += am[r][q] * T::AT(s, q);
         float* at = base + (h0 + r) * p.y_stride[3] + (w0 + s) * p.y_stride[4];
-        float value = alpha * out;
+        float value = alpha * out[r][s];
         if (beta != 0.0f) value += beta * *at;
         *at = value;
       }
@@ -247,20 +232,12 @@ __global__ void WinogradGradientKernel(ConvProblem p, const float* dy, int tiles
                       : 0.0f;
       }
     }
-    float ad[N][2];  // A d
-#pragma unroll
-    for (int a = 0; a < N; ++a) {
-#pragma unroll
-      for (int s = 0; s < 2; ++s) ad[a][s] = T::AT(0, a) * d[0][s] + T::AT(1, a) * d[1][s];
-    }
+    float out[N][N];  // A d A^T, A = (A^T)^T
+    TwoSided(
+        d, [](int a, int r) { return T::AT(r, a); }, out);
     const int64_t plane = static_cast<int64_t>(total);
 #pragma unroll
-    for (int a = 0; a < N; ++a) {
-#pragma unroll
-      for (int b = 0; b < N; ++b) {
-        g[(a * N + b) * plane + i] = ad[a][0] * T::AT(0, b) + ad[a][1] * T::AT(1, b);
-      }
-    }
+    for (int xi = 0; xi < N * N; ++xi) g[xi * plane + i] = out[xi / N][xi % N];
   }
 }
 
@@ -283,28 +260,17 @@ __global__ void WinogradFilterGradientKernel(ConvProblem p, const float* du, int
       }
       u[xi / N][xi % N] = sum;
     }
-    float gu[R][N];  // G^T dU
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-#pragma unroll
-      for (int b = 0; b < N; ++b) {
-        float sum = 0.0f;
-#pragma unroll
-        for (int a = 0; a < N; ++a) sum += T::G(a, r) * u[a][b];
-        gu[r][b] = sum;
-      }
-    }
+    float out[R][R];  // G^T dU G
+    TwoSided(
+        u, [](int r, int a) { return T::G(a, r); }, out);
     float* base = dw + k * p.w_stride[0] + c * p.w_stride[1];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
 #pragma unroll
       for (int s = 0; s < R; ++s) {
-        float out = 0.0f;
-#pragma unroll
-        for (int b = 0; b < N; ++b) out += gu[r][b] * T::G(b, s);
         const int fr = flip ? R - 1 - r : r, fs = flip ? R - 1 - s : s;
         float* at = base + fr * p.w_stride[3] + fs * p.w_stride[4];
-        float value = alpha * out;
+        float value = alpha * out[r][s];
         if (beta != 0.0f) value += beta * *at;
         *at = value;
       }
