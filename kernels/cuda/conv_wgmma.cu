@@ -428,48 +428,49 @@ int LaunchForType(const Params& p, int multiprocessors, cudaStream_t stream) {
 }
 
 Params MakeParams(const ConvWgmmaLaunch& l) {
+  const dnn::ConvProblem& q = l.problem;
   Params p;
   p.x = static_cast<const char*>(l.x);
   p.w = static_cast<const char*>(l.w);
   p.y = l.y;
   p.partial = l.partial;
-  p.h = static_cast<int>(l.h);
-  p.w_in = static_cast<int>(l.w_in);
-  p.c = static_cast<int>(l.c);
-  p.p = static_cast<int>(l.p);
-  p.q = static_cast<int>(l.q);
-  p.k = static_cast<int>(l.k);
-  p.m = static_cast<int>(l.n * l.p * l.q);
-  p.r_taps = static_cast<int>(l.r);
-  p.s_taps = static_cast<int>(l.s);
-  p.pad_h = static_cast<int>(l.pad_h);
-  p.pad_w = static_cast<int>(l.pad_w);
-  p.stride_h = static_cast<int>(l.stride_h);
-  p.stride_w = static_cast<int>(l.stride_w);
-  p.dil_h = static_cast<int>(l.dil_h);
-  p.dil_w = static_cast<int>(l.dil_w);
-  p.flip = l.flip;
-  p.xs_n = l.x_stride[0];
-  p.xs_h = l.x_stride[1];
-  p.xs_w = l.x_stride[2];
-  p.ws_k = l.w_stride[0];
-  p.ws_r = l.w_stride[1];
-  p.ws_s = l.w_stride[2];
-  p.ys_n = l.y_stride[0];
-  p.ys_k = l.y_stride[1];
-  p.ys_p = l.y_stride[2];
-  p.ys_q = l.y_stride[3];
-  const int64_t elem = l.element == ElementType::kF32 ? 4 : 2;
+  p.h = static_cast<int>(q.in[1]);
+  p.w_in = static_cast<int>(q.in[2]);
+  p.c = static_cast<int>(q.c);
+  p.p = static_cast<int>(q.out[1]);
+  p.q = static_cast<int>(q.out[2]);
+  p.k = static_cast<int>(q.k);
+  p.m = static_cast<int>(q.OutputPixels());
+  p.r_taps = static_cast<int>(q.filter[1]);
+  p.s_taps = static_cast<int>(q.filter[2]);
+  p.pad_h = static_cast<int>(q.pad[1]);
+  p.pad_w = static_cast<int>(q.pad[2]);
+  p.stride_h = static_cast<int>(q.stride[1]);
+  p.stride_w = static_cast<int>(q.stride[2]);
+  p.dil_h = static_cast<int>(q.dilation[1]);
+  p.dil_w = static_cast<int>(q.dilation[2]);
+  p.flip = q.mode == dnn::ConvolutionMode::kConvolution;
+  p.xs_n = q.x_stride[0];
+  p.xs_h = q.x_stride[3];
+  p.xs_w = q.x_stride[4];
+  p.ws_k = q.w_stride[0];
+  p.ws_r = q.w_stride[3];
+  p.ws_s = q.w_stride[4];
+  p.ys_n = q.y_stride[0];
+  p.ys_k = q.y_stride[1];
+  p.ys_p = q.y_stride[3];
+  p.ys_q = q.y_stride[4];
+  const int64_t elem = q.dtype == DataType::kF32 ? 4 : 2;
   const int64_t tile_channels = kRowBytes / elem;
-  p.c_blocks = static_cast<int>((l.c + tile_channels - 1) / tile_channels);
-  p.k_tiles = static_cast<int>(p.c_blocks * l.r * l.s);
+  p.c_blocks = static_cast<int>((q.c + tile_channels - 1) / tile_channels);
+  p.k_tiles = static_cast<int>(p.c_blocks * q.filter[1] * q.filter[2]);
   p.splits = std::max(1, l.splits);
   p.tiles_per_split = (p.k_tiles + p.splits - 1) / p.splits;
   p.alpha = l.alpha;
   p.beta = l.beta;
   const uintptr_t y_addr = reinterpret_cast<uintptr_t>(l.y);
-  p.vector_out = l.y_stride[1] == 1 && l.y_stride[0] % 4 == 0 && l.y_stride[2] % 4 == 0 &&
-                 l.y_stride[3] % 4 == 0 && y_addr % (4 * elem) == 0;
+  p.vector_out = q.y_stride[1] == 1 && q.y_stride[0] % 4 == 0 && q.y_stride[3] % 4 == 0 &&
+                 q.y_stride[4] % 4 == 0 && y_addr % (4 * elem) == 0;
   return p;
 }
 
@@ -513,7 +514,8 @@ int ConvWgmmaSplits(const ConvWgmmaLaunch& l, int multiprocessors) {
   // Estimated time in units of one block's k tile: the waves of blocks times their k tiles, plus
   // the partial sums' round trip (written once, read once, mostly from L2) at about 4 TB/s
   // against one SM's ~3 TFLOP/s.
-  const double tile_flops = 2.0 * kBM * bn * (kRowBytes / (l.element == ElementType::kF32 ? 4 : 2));
+  const double tile_flops =
+      2.0 * kBM * bn * (kRowBytes / (l.problem.dtype == DataType::kF32 ? 4 : 2));
   const double tile_seconds = tile_flops / 3e12;
   double best_time = 0;
   int best = 1;
@@ -530,11 +532,11 @@ int ConvWgmmaSplits(const ConvWgmmaLaunch& l, int multiprocessors) {
 }
 
 int64_t ConvWgmmaPartialBytes(const ConvWgmmaLaunch& l, int splits) {
-  return splits > 1 ? static_cast<int64_t>(splits) * l.n * l.p * l.q * l.k * 4 : 0;
+  return splits > 1 ? static_cast<int64_t>(splits) * l.problem.OutputPixels() * l.problem.k * 4 : 0;
 }
 
 int LaunchConvWgmma(const ConvWgmmaLaunch& l, void* stream_ptr) {
-  if (l.n * l.p * l.q == 0 || l.k == 0) return 0;
+  if (l.problem.OutputPixels() == 0 || l.problem.k == 0) return 0;
   const Params p = MakeParams(l);
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
   int device = 0, multiprocessors = 0;
@@ -543,15 +545,14 @@ int LaunchConvWgmma(const ConvWgmmaLaunch& l, void* stream_ptr) {
     err = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
   }
   if (err != cudaSuccess) return static_cast<int>(err);
-  switch (l.element) {
-    case ElementType::kF16:
+  switch (l.problem.dtype) {
+    case DataType::kF16:
       return LaunchForType<__half>(p, multiprocessors, stream);
-    case ElementType::kBF16:
+    case DataType::kBF16:
       return LaunchForType<__nv_bfloat16>(p, multiprocessors, stream);
-    case ElementType::kF32:
+    default:
       return LaunchForType<float>(p, multiprocessors, stream);
   }
-  return static_cast<int>(cudaErrorInvalidValue);
 }
 
 }  // namespace cuda

@@ -85,39 +85,6 @@ struct PrecompPlan {
   int wgmma_splits = 1;
 };
 
-// The wgmma kernel's view of a forward problem whose x and w are channels-last.
-cuda::ConvWgmmaLaunch WgmmaLaunchOf(const ConvProblem& q) {
-  cuda::ConvWgmmaLaunch l;
-  l.element = ElementOf(q.dtype);
-  l.n = q.n;
-  l.h = q.in[1];
-  l.w_in = q.in[2];
-  l.c = q.c;
-  l.p = q.out[1];
-  l.q = q.out[2];
-  l.k = q.k;
-  l.r = q.filter[1];
-  l.s = q.filter[2];
-  l.pad_h = q.pad[1];
-  l.pad_w = q.pad[2];
-  l.stride_h = q.stride[1];
-  l.stride_w = q.stride[2];
-  l.dil_h = q.dilation[1];
-  l.dil_w = q.dilation[2];
-  l.flip = q.mode == ConvolutionMode::kConvolution;
-  l.x_stride[0] = q.x_stride[0];
-  l.x_stride[1] = q.x_stride[3];
-  l.x_stride[2] = q.x_stride[4];
-  l.w_stride[0] = q.w_stride[0];
-  l.w_stride[1] = q.w_stride[3];
-  l.w_stride[2] = q.w_stride[4];
-  l.y_stride[0] = q.y_stride[0];
-  l.y_stride[1] = q.y_stride[1];
-  l.y_stride[2] = q.y_stride[3];
-  l.y_stride[3] = q.y_stride[4];
-  return l;
-}
-
 // Whether the wgmma kernel takes the forward problem `q` (the layout the kernel sees): tensor-core
 // math, one group, 2-d, channel-contiguous x and w with 16-byte multiples for C and every other
 // stride, indices within 32 bits, on a device that runs its sm_90a code.
@@ -204,7 +171,8 @@ PrecompPlan PlanPrecomp(const ConvProblem& p, int multiprocessors) {
   int64_t partial = cuda::ConvGemmPartialBytes(view, plan.splits);
   plan.wgmma = WgmmaServes(plan.problem);
   if (plan.wgmma) {
-    const cuda::ConvWgmmaLaunch l = WgmmaLaunchOf(plan.problem);
+    cuda::ConvWgmmaLaunch l;
+    l.problem = plan.problem;
     plan.wgmma_splits = cuda::ConvWgmmaSplits(l, multiprocessors);
     partial = std::max(partial, cuda::ConvWgmmaPartialBytes(l, plan.wgmma_splits));
   }
@@ -612,7 +580,8 @@ absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float 
     }
   }
   if (plan.wgmma && Aligned16(xk) && Aligned16(wk)) {
-    cuda::ConvWgmmaLaunch l = WgmmaLaunchOf(plan.problem);
+    cuda::ConvWgmmaLaunch l;
+    l.problem = plan.problem;
     l.x = xk;
     l.w = wk;
     l.y = y;
@@ -1063,7 +1032,8 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
           // Channels-last x and w that the Hopper kernel can read as they are: no workspace
           // needed, so it serves this algorithm too (without split-K).
           if (WgmmaServes(p) && Aligned16(x) && Aligned16(w)) {
-            cuda::ConvWgmmaLaunch l = WgmmaLaunchOf(p);
+            cuda::ConvWgmmaLaunch l;
+            l.problem = p;
             l.x = x;
             l.w = w;
             l.y = y;
