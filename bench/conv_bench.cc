@@ -5,7 +5,9 @@
 // Kiln's and cuDNN's outputs. Prints one table row per (mode, shape, direction), then geometric
 // means of the speed ratio cuDNN time / Kiln time.
 //
-//   conv_bench [--modes=fp32,tf32,f16] [--shapes=0,1,...] [--repeats=20]
+//   conv_bench [--modes=fp32,tf32,f16] [--shapes=0,1,...] [--repeats=20] [--algos=fft,gemm,...]
+//
+// --algos limits Kiln's side to the named algorithms (for profiling one of them).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -126,6 +128,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> modes = {"fp32", "tf32", "f16"};
   std::vector<int> shapes = {0, 1, 2, 3, 4, 5, 6, 7};
   int repeats = 20;
+  std::vector<dnn::ConvAlgo> algos(std::begin(dnn::kAllConvAlgos), std::end(dnn::kAllConvAlgos));
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--modes=", 0) == 0) {
@@ -142,10 +145,20 @@ int main(int argc, char** argv) {
       }
     } else if (a.rfind("--repeats=", 0) == 0 && absl::SimpleAtoi(a.substr(10), &repeats) &&
                repeats >= 1) {
+    } else if (a.rfind("--algos=", 0) == 0) {
+      algos.clear();
+      for (absl::string_view name : absl::StrSplit(a.substr(8), ',')) {
+        auto algo = dnn::ParseConvAlgo(name);
+        if (!algo.ok()) {
+          std::fprintf(stderr, "%s\n", algo.status().ToString().c_str());
+          return 2;
+        }
+        algos.push_back(*algo);
+      }
     } else {
       std::fprintf(stderr,
                    "usage: conv_bench [--modes=fp32,tf32,f16] [--shapes=0,..] "
-                   "[--repeats=N]\n");
+                   "[--repeats=N] [--algos=NAME,..]\n");
       return 2;
     }
   }
@@ -216,7 +229,7 @@ int main(int argc, char** argv) {
         // Screen every Kiln algorithm, then time the fastest properly.
         float best = -1;
         ConvAlgo best_algo = ConvAlgo::kImplicitGemm;
-        for (ConvAlgo algo : dnn::kAllConvAlgos) {
+        for (ConvAlgo algo : algos) {
           if (!dnn::CheckConvAlgoSupported(dir, p, algo).ok()) continue;
           auto bytes = dnn::GetConvolutionWorkspaceSize(handle, dir, p, algo);
           if (!bytes.ok() || *bytes > kWorkspaceLimit) continue;

@@ -16,7 +16,7 @@ namespace {
 // Candidates, most promising first. The GEMM-based paths come before the direct kernel except
 // for grouped convolutions with few channels per group, where a matrix product has almost no
 // reduction to work with.
-std::vector<ConvAlgo> HeuristicOrder(ConvDirection direction, const ConvProblem& p) {
+std::vector<ConvAlgo> GemmFirstOrder(ConvDirection direction, const ConvProblem& p) {
   const bool thin_groups = p.groups > 1 && p.cg() <= 4;
   switch (direction) {
     case ConvDirection::kForward:
@@ -39,6 +39,16 @@ std::vector<ConvAlgo> HeuristicOrder(ConvDirection direction, const ConvProblem&
               ConvAlgo::kImplicitGemm,     ConvAlgo::kGemm};
   }
   return {};
+}
+
+// The FFT goes first (after the 1x1 product) for strict-FP32 filters of 5x5 taps or more, where
+// its cost no longer grows with the taps; otherwise last.
+std::vector<ConvAlgo> HeuristicOrder(ConvDirection direction, const ConvProblem& p) {
+  std::vector<ConvAlgo> order = GemmFirstOrder(direction, p);
+  const bool large_filter =
+      p.dtype == DataType::kF32 && p.math == MathMode::kFp32 && p.filter[1] * p.filter[2] >= 25;
+  order.insert(large_filter ? order.begin() + 1 : order.end(), ConvAlgo::kFft);
+  return order;
 }
 
 // Frees device memory at scope exit.

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
+#include "kernels/cuda/conv_fft.h"
 #include "kernels/cuda/conv_gemm_launch.h"
 #include "kernels/cuda/conv_wgmma_launch.h"
 #include "kernels/cuda/conv_winograd_launch.h"
@@ -715,6 +716,13 @@ size_t WinogradBytes(const ConvProblem& p, int64_t chunks) {
          Align256(static_cast<size_t>(points * p.k * padded * 4));
 }
 
+// TF32 products only for F(2x2, 3x3): F(2x2, 5x5)'s transforms reach 5 and 1/24, and TF32's
+// 10-bit rounding of the transformed operands then loses too much over long reductions (backward
+// filter over 140-wide images: errors of 3 %), so its products stay FFMA in every math mode.
+cublasComputeType_t WinogradCompute(const ConvProblem& p) {
+  return p.filter[1] == 3 ? CublasCompute(p) : CUBLAS_COMPUTE_32F;
+}
+
 absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float beta,
                              const void* x, const void* w, void* y, char* ws) {
   const int tiles_h = static_cast<int>((p.out[1] + 1) / 2);
@@ -741,7 +749,7 @@ absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float
                    static_cast<int>(tiles), static_cast<int>(p.k), static_cast<int>(p.c), &one, v,
                    CUDA_R_32F, static_cast<int>(tiles), p.c * tiles, u, CUDA_R_32F,
                    static_cast<int>(p.c), p.k * p.c, &zero, m, CUDA_R_32F, static_cast<int>(tiles),
-                   p.k * tiles, static_cast<int>(points), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+                   p.k * tiles, static_cast<int>(points), WinogradCompute(p), CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx (Winograd)"));
   return Launched(cuda::LaunchWinogradOutput(p, m, tiles_h, tiles_w, alpha, beta,
                                              static_cast<float*>(y), h.stream()),
@@ -788,7 +796,7 @@ absl::Status BackwardFilterWinograd(Handle& h, const ConvProblem& p, float alpha
           static_cast<int>(p.k), static_cast<int>(chunk), &one, v, CUDA_R_32F,
           static_cast<int>(chunk), p.c * chunk, g, CUDA_R_32F, static_cast<int>(chunk), p.k * chunk,
           &zero, du, CUDA_R_32F, static_cast<int>(p.c), p.k * p.c,
-          static_cast<int>(points * chunks), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
+          static_cast<int>(points * chunks), WinogradCompute(p), CUBLAS_GEMM_DEFAULT),
       "cublasGemmStridedBatchedEx (Winograd backward filter)"));
   return Launched(cuda::LaunchWinogradFilterGradient(p, du, static_cast<int>(chunks),
                                                      p.mode == ConvolutionMode::kConvolution, alpha,
@@ -886,6 +894,8 @@ absl::string_view ConvAlgoName(ConvAlgo algo) {
       return "gemm_1x1";
     case ConvAlgo::kWinogradNonfused:
       return "winograd_nonfused";
+    case ConvAlgo::kFft:
+      return "fft";
   }
   return "unknown";
 }
@@ -947,6 +957,10 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
       }
       return WinogradServes(q) ? absl::OkStatus() : no(why);
     }
+    case ConvAlgo::kFft: {
+      const absl::Status fft = FftSupport(direction, p);
+      return fft.ok() ? fft : no(fft.message());
+    }
     case ConvAlgo::kGemm1x1: {
       bool nhwc;
       if (!Is1x1Packed(p, &nhwc)) {
@@ -998,6 +1012,8 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
       BackwardDataAsForward(p, &q);
       return BackwardDataFilterBytes(p) + WinogradBytes(q, 1);
     }
+    case ConvAlgo::kFft:
+      return FftWorkspaceBytes(handle, direction, p);
     case ConvAlgo::kImplicitGemmSplitK: {
       const GemmView v = BackwardFilterGemmView(p, false);
       return static_cast<size_t>(cuda::ConvGemmPartialBytes(v, SplitsFor(handle, v)));
@@ -1024,6 +1040,9 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
                                                      workspace == nullptr ? 0 : workspace_bytes));
   }
   char* ws = static_cast<char*>(workspace);
+  if (algo == ConvAlgo::kFft) {
+    return Annotate(RunFft(handle, direction, p, alpha, beta, x, w, y, ws), where);
+  }
   absl::Status status;
   switch (direction) {
     case ConvDirection::kForward:

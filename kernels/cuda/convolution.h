@@ -47,6 +47,10 @@ enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 //                         ungrouped 2-d problems: Winograd F(2x2, 3x3) / F(2x2, 5x5), the
 //                         transformed operands and products in the workspace, the 16 / 36
 //                         products on cuBLAS.
+//   kFft                  all three directions of f32 ungrouped 2-d problems with unit dilation
+//                         (any stride, padding, layout): cuFFT spectra of overlap-save tiles, a
+//                         stride folded into phases, one complex GEMM per frequency on cuBLAS
+//                         (conv_fft.h). Workspace: the filter's spectra plus a bounded pass.
 enum class ConvAlgo {
   kImplicitGemm,
   kImplicitPrecompGemm,
@@ -55,6 +59,7 @@ enum class ConvAlgo {
   kDirect,
   kGemm1x1,
   kWinogradNonfused,
+  kFft,
 };
 constexpr ConvAlgo kAllConvAlgos[] = {ConvAlgo::kImplicitGemm,
                                       ConvAlgo::kImplicitPrecompGemm,
@@ -62,7 +67,8 @@ constexpr ConvAlgo kAllConvAlgos[] = {ConvAlgo::kImplicitGemm,
                                       ConvAlgo::kGemm,
                                       ConvAlgo::kDirect,
                                       ConvAlgo::kGemm1x1,
-                                      ConvAlgo::kWinogradNonfused};
+                                      ConvAlgo::kWinogradNonfused,
+                                      ConvAlgo::kFft};
 
 absl::string_view ConvAlgoName(ConvAlgo algo);  // "implicit_gemm", ...
 absl::StatusOr<ConvAlgo> ParseConvAlgo(absl::string_view name);

@@ -5,9 +5,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/fft_plans.h"
 
 namespace kiln {
 namespace dnn {
+
+Handle::Handle() = default;
+
+Handle::Handle(void* stream, void* cublas, int multiprocessors)
+    : stream_(stream), cublas_(cublas), multiprocessors_(multiprocessors), owns_cublas_(false) {}
 
 absl::StatusOr<std::unique_ptr<Handle>> Handle::Create() {
   int device = 0, count = 0;
@@ -31,6 +37,11 @@ absl::StatusOr<std::unique_ptr<Handle>> Handle::Create() {
 
 Handle::~Handle() {
   if (owns_cublas_ && cublas_ != nullptr) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+}
+
+FftPlanCache& Handle::fft_plans() const {
+  if (fft_plans_ == nullptr) fft_plans_ = std::make_unique<FftPlanCache>();
+  return *fft_plans_;
 }
 
 absl::Status Handle::SetStream(void* stream) {

@@ -10,6 +10,8 @@
 namespace kiln {
 namespace dnn {
 
+class FftPlanCache;
+
 class Handle {
  public:
   // A handle on the current CUDA device and its default stream. FailedPrecondition when no
@@ -17,8 +19,7 @@ class Handle {
   static absl::StatusOr<std::unique_ptr<Handle>> Create();
   // A handle over a caller's stream and cuBLAS handle, which it does not own (the graph
   // executor's, so one plan step shares them).
-  Handle(void* stream, void* cublas, int multiprocessors)
-      : stream_(stream), cublas_(cublas), multiprocessors_(multiprocessors), owns_cublas_(false) {}
+  Handle(void* stream, void* cublas, int multiprocessors);
   ~Handle();
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
@@ -29,13 +30,17 @@ class Handle {
   // The cublasHandle_t, bound to the same stream.
   void* cublas() const { return cublas_; }
   int multiprocessors() const { return multiprocessors_; }
+  // The cuFFT plans of the FFT convolution, made on first use (a cache: workspace-size queries on
+  // a const handle may add plans).
+  FftPlanCache& fft_plans() const;
 
  private:
-  Handle() = default;
+  Handle();
   void* stream_ = nullptr;
   void* cublas_ = nullptr;
   int multiprocessors_ = 1;
   bool owns_cublas_ = true;
+  mutable std::unique_ptr<FftPlanCache> fft_plans_;
 };
 
 }  // namespace dnn

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/cuda/conv_algorithm_cache.h"
+#include "kernels/cuda/conv_fft.h"
 #include "kernels/cuda/convolution.h"
 #include "kernels/dnn/conv_reference.h"
 #include "tests/util/conv_cases.h"
@@ -133,63 +134,69 @@ void CompareAll(const std::vector<float>& got, const std::vector<float>& want, T
   }
 }
 
+// Runs `algo` on `dir` of case `c` with fresh inputs (seeds from *seed) and a poisoned output,
+// and compares with the reference; a mismatch counts in *failures.
+void RunAndCompare(dnn::Handle& handle, const Config& config, const ConvCase& c, ConvDirection dir,
+                   ConvAlgo algo, uint32_t* seed, int* failures) {
+  const ConvProblem& p = c.problem;
+  const Tolerance tol = ToleranceFor(config.dtype, config.math);
+  const std::string what = absl::StrCat(config.name, " ", c.name, " ", dnn::ConvDirectionName(dir),
+                                        " ", dnn::ConvAlgoName(algo));
+  SCOPED_TRACE(what);
+  // Fresh inputs for every run, representable in the dtype.
+  std::vector<float> x = testing::RandomValues(p.x_span, (*seed)++);
+  std::vector<float> w = testing::RandomValues(p.w_count, (*seed)++);
+  std::vector<float> y = testing::RandomValues(p.y_span, (*seed)++);
+  testing::RoundTo(config.dtype, x);
+  testing::RoundTo(config.dtype, w);
+  testing::RoundTo(config.dtype, y);
+  std::vector<float>& out =
+      dir == ConvDirection::kForward ? y : (dir == ConvDirection::kBackwardData ? x : w);
+  // Poison: NaN everywhere the output may not be read; gaps of a view stay NaN too.
+  if (c.beta == 0) {
+    std::fill(out.begin(), out.end(), std::nanf(""));
+  }
+  std::vector<float> want = out;
+  switch (dir) {
+    case ConvDirection::kForward:
+      dnn::ReferenceConvolutionForward(p, x.data(), w.data(), want.data(), c.alpha, c.beta);
+      break;
+    case ConvDirection::kBackwardData:
+      dnn::ReferenceConvolutionBackwardData(p, y.data(), w.data(), want.data(), c.alpha, c.beta);
+      break;
+    case ConvDirection::kBackwardFilter:
+      dnn::ReferenceConvolutionBackwardFilter(p, x.data(), y.data(), want.data(), c.alpha, c.beta);
+      break;
+  }
+  DeviceTensor dx(config.dtype, x), dw(config.dtype, w), dy(config.dtype, y);
+  auto bytes = dnn::GetConvolutionWorkspaceSize(handle, dir, p, algo);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  void* ws = nullptr;
+  if (*bytes > 0) {
+    ASSERT_EQ(cudaMalloc(&ws, *bytes), cudaSuccess);
+  }
+  absl::Status s = dnn::RunConvolution(handle, dir, p, algo, c.alpha, c.beta, dx.get(), dw.get(),
+                                       dy.get(), ws, *bytes);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaFree(ws);
+  const DeviceTensor& result =
+      dir == ConvDirection::kForward ? dy : (dir == ConvDirection::kBackwardData ? dx : dw);
+  CompareAll(result.Download(out.size()), want, tol, what, failures);
+}
+
+constexpr ConvDirection kDirections[] = {ConvDirection::kForward, ConvDirection::kBackwardData,
+                                         ConvDirection::kBackwardFilter};
+
 TEST_F(ConvCudaTest, EveryAlgorithmMatchesTheReference) {
   uint32_t seed = 7;
   int runs = 0, failures = 0;
   for (const Config& config : kConfigs) {
-    const Tolerance tol = ToleranceFor(config.dtype, config.math);
     for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
-      const ConvProblem& p = c.problem;
-      for (ConvDirection dir : {ConvDirection::kForward, ConvDirection::kBackwardData,
-                                ConvDirection::kBackwardFilter}) {
+      for (ConvDirection dir : kDirections) {
         for (ConvAlgo algo : dnn::kAllConvAlgos) {
-          if (!dnn::CheckConvAlgoSupported(dir, p, algo).ok()) continue;
-          const std::string what =
-              absl::StrCat(config.name, " ", c.name, " ", dnn::ConvDirectionName(dir), " ",
-                           dnn::ConvAlgoName(algo));
-          SCOPED_TRACE(what);
-          // Fresh inputs for every run, representable in the dtype.
-          std::vector<float> x = testing::RandomValues(p.x_span, seed++);
-          std::vector<float> w = testing::RandomValues(p.w_count, seed++);
-          std::vector<float> y = testing::RandomValues(p.y_span, seed++);
-          testing::RoundTo(config.dtype, x);
-          testing::RoundTo(config.dtype, w);
-          testing::RoundTo(config.dtype, y);
-          std::vector<float>& out =
-              dir == ConvDirection::kForward ? y : (dir == ConvDirection::kBackwardData ? x : w);
-          // Poison: NaN everywhere the output may not be read; gaps of a view stay NaN too.
-          if (c.beta == 0) {
-            std::fill(out.begin(), out.end(), std::nanf(""));
-          }
-          std::vector<float> want = out;
-          switch (dir) {
-            case ConvDirection::kForward:
-              dnn::ReferenceConvolutionForward(p, x.data(), w.data(), want.data(), c.alpha, c.beta);
-              break;
-            case ConvDirection::kBackwardData:
-              dnn::ReferenceConvolutionBackwardData(p, y.data(), w.data(), want.data(), c.alpha,
-                                                    c.beta);
-              break;
-            case ConvDirection::kBackwardFilter:
-              dnn::ReferenceConvolutionBackwardFilter(p, x.data(), y.data(), want.data(), c.alpha,
-                                                      c.beta);
-              break;
-          }
-          DeviceTensor dx(config.dtype, x), dw(config.dtype, w), dy(config.dtype, y);
-          auto bytes = dnn::GetConvolutionWorkspaceSize(*handle_, dir, p, algo);
-          ASSERT_TRUE(bytes.ok()) << bytes.status();
-          void* ws = nullptr;
-          if (*bytes > 0) {
-            ASSERT_EQ(cudaMalloc(&ws, *bytes), cudaSuccess);
-          }
-          absl::Status s = dnn::RunConvolution(*handle_, dir, p, algo, c.alpha, c.beta, dx.get(),
-                                               dw.get(), dy.get(), ws, *bytes);
-          ASSERT_TRUE(s.ok()) << s;
-          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-          cudaFree(ws);
-          const DeviceTensor& result =
-              dir == ConvDirection::kForward ? dy : (dir == ConvDirection::kBackwardData ? dx : dw);
-          CompareAll(result.Download(out.size()), want, tol, what, &failures);
+          if (!dnn::CheckConvAlgoSupported(dir, c.problem, algo).ok()) continue;
+          RunAndCompare(*handle_, config, c, dir, algo, &seed, &failures);
           ++runs;
         }
       }
@@ -197,6 +204,29 @@ TEST_F(ConvCudaTest, EveryAlgorithmMatchesTheReference) {
   }
   std::printf("conv_cuda_test: %d algorithm runs checked, %d failed\n", runs, failures);
   EXPECT_GT(runs, 500);
+}
+
+// The FFT algorithm cuts its tile-images into passes to bound its workspace; real problems need
+// hundreds of megabytes for a second pass, so the budget is cut here to force several, with
+// passes that start and end inside an image.
+TEST_F(ConvCudaTest, FftInSeveralPasses) {
+  dnn::SetFftPassBytesForTesting(int64_t{16} << 10);
+  uint32_t seed = 1000;
+  int runs = 0, failures = 0;
+  for (const Config& config : kConfigs) {
+    if (config.dtype != DataType::kF32) continue;
+    for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
+      for (ConvDirection dir : kDirections) {
+        if (dnn::FftPassesForTesting(dir, c.problem) < 3) continue;
+        RunAndCompare(*handle_, config, c, dir, ConvAlgo::kFft, &seed, &failures);
+        ++runs;
+      }
+    }
+  }
+  dnn::SetFftPassBytesForTesting(int64_t{1} << 30);
+  std::printf("conv_cuda_test: %d FFT runs in 3 or more passes checked, %d failed\n", runs,
+              failures);
+  EXPECT_GE(runs, 30);
 }
 
 TEST_F(ConvCudaTest, BiasGradient) {

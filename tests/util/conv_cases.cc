@@ -149,6 +149,10 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
        F::kNCHW,
        false,
        true},
+      // Wider than the largest FFT size, so the FFT algorithm tiles the rows (overlap-save), at
+      // unit stride and at stride 2 (phases).
+      {"fft_tiles_5x5", {1, 3, 9, 140}, 4, {5, 5}, {2, 2}, {1, 1}, {1, 1}},
+      {"fft_tiles_7x7_stride2", {2, 3, 11, 291}, 5, {7, 7}, {3, 2}, {2, 2}, {1, 1}},
   };
   std::vector<ConvCase> cases;
   for (const Spec& s : specs) {

@@ -47,10 +47,18 @@ cc_library(
 cc_library(
     name = "cublas",
     srcs = ["lib64/libcublas.so", "lib64/libcublasLt.so"],
-    linkopts = ["-Wl,-rpath,%s/lib64"],
+    linkopts = ["-Wl,-rpath,{cuda}/lib64"],
     deps = [":cuda_headers"],
 )
-""" % cuda_path)
+
+# cuFFT, for the FFT convolution; dynamic as cuBLAS.
+cc_library(
+    name = "cufft",
+    srcs = ["lib64/libcufft.so"],
+    linkopts = ["-Wl,-rpath,{cuda}/lib64"],
+    deps = [":cuda_headers"],
+)
+""".replace("{cuda}", cuda_path))
 
 cuda_configure = repository_rule(
     implementation = _cuda_configure_impl,

@@ -1,0 +1,244 @@
+// The FFT convolution's data movement (see conv_fft_launch.h for the plane layout): gathering
+// tensor tiles and phases into planes, scattering result planes back with alpha/beta, laying the
+// filter out as planes, reading the filter gradient off them, and turning spectra between
+// cuFFT's plane-major order and the GEMM's frequency-major order. All are memory-bound; plane
+// kernels take one block per plane and decode it once, the points in 32-bit arithmetic.
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/conv_fft_launch.h"
+
+namespace kiln {
+namespace cuda {
+
+namespace {
+
+// Grid limit of the one-block-per-plane kernels (the x dimension's).
+constexpr int64_t kMaxBlocks = (int64_t{1} << 31) - 1;
+
+unsigned GridFor(int64_t n) {
+  const int64_t blocks = (n + 255) / 256;
+  return static_cast<unsigned>(blocks < 132 * 64 ? (blocks < 1 ? 1 : blocks) : 132 * 64);
+}
+
+// The tensor index plane point `point` of `tile` reads for `phase`, or -1 when it is padding,
+// past the window or outside the tensor.
+__device__ __forceinline__ int64_t SourceIndex(const FftAxisMap& a, int64_t tile, int64_t point,
+                                               int64_t phase) {
+  if (point >= a.window) return -1;
+  const int64_t i = (tile * a.step + point) * a.phases + phase - a.offset;
+  return i >= 0 && i < a.extent ? i : -1;
+}
+
+// One block per plane: blockIdx.x the tile-image of the pass, blockIdx.y the plane channel; the
+// plane is decoded once, each row once, and a warp writes a row's points.
+__global__ void FftGatherKernel(FftPlanesView v, const float* __restrict__ tensor,
+                                float* __restrict__ planes) {
+  const int lh = v.axis[0].length, lw = v.axis[1].length;
+  const int phases = static_cast<int>(v.PhaseCount()),
+            phases_w = static_cast<int>(v.axis[1].phases);
+  const int tiles_w = static_cast<int>(v.axis[1].tiles);
+  const int channel = blockIdx.y,
+            tile = static_cast<int>((v.first_image + blockIdx.x) % v.TilesPerImage());
+  const int64_t n = (v.first_image + blockIdx.x) / v.TilesPerImage();
+  const int c = channel / phases, phase = channel % phases;
+  float* out = planes + (int64_t{blockIdx.x} * gridDim.y + channel) * lh * lw;
+  const float* source = tensor + n * v.n_stride + c * v.c_stride;
+  for (int th = threadIdx.y; th < lh; th += blockDim.y) {
+    const int64_t i = n < v.n ? SourceIndex(v.axis[0], tile / tiles_w, th, phase / phases_w) : -1;
+    const float* row = source + i * v.axis[0].stride;
+    for (int tw = threadIdx.x; tw < lw; tw += blockDim.x) {
+      const int64_t j = i >= 0 ? SourceIndex(v.axis[1], tile % tiles_w, tw, phase % phases_w) : -1;
+      out[th * lw + tw] = j >= 0 ? row[j * v.axis[1].stride] : 0.0f;
+    }
+  }
+}
+
+// Where tensor index `i` of an axis lands: its phase, tile and point in the tile. `past` is set
+// when the tiles end before it (its value is zero; it is counted to the last tile).
+struct Landing {
+  int phase, tile, point;
+  bool past;
+};
+__device__ __forceinline__ Landing Land(const FftAxisMap& a, int i) {
+  const int shifted = i + static_cast<int>(a.offset), phases = static_cast<int>(a.phases);
+  const int t = shifted / phases - static_cast<int>(a.origin), step = static_cast<int>(a.step);
+  Landing l;
+  l.phase = shifted % phases;
+  l.tile = t / step;
+  l.point = t % step;
+  l.past = l.tile >= a.tiles;
+  if (l.past) l.tile = static_cast<int>(a.tiles) - 1;
+  return l;
+}
+
+// One block per tensor plane: blockIdx.x the image (from n_first), blockIdx.y the channel.
+__global__ void FftScatterKernel(FftPlanesView v, const float* __restrict__ planes, float alpha,
+                                 float beta, int64_t n_first, float* __restrict__ tensor) {
+  const int lh = v.axis[0].length, lw = v.axis[1].length;
+  const int eh = static_cast<int>(v.axis[0].extent), ew = static_cast<int>(v.axis[1].extent);
+  const int phases = static_cast<int>(v.PhaseCount()),
+            phases_w = static_cast<int>(v.axis[1].phases);
+  const int c = blockIdx.y;
+  const int64_t n = n_first + blockIdx.x;
+  const int64_t tiles_h = v.axis[0].tiles, tiles_w = v.axis[1].tiles;
+  float* out_plane = tensor + n * v.n_stride + c * v.c_stride;
+  for (int i = threadIdx.y; i < eh; i += blockDim.y) {
+    const Landing at_h = Land(v.axis[0], i);
+    float* out_row = out_plane + i * v.axis[0].stride;
+    for (int j = threadIdx.x; j < ew; j += blockDim.x) {
+      const Landing at_w = Land(v.axis[1], j);
+      const int64_t image = (n * tiles_h + at_h.tile) * tiles_w + at_w.tile - v.first_image;
+      if (image < 0 || image >= v.images) continue;
+      float value = 0.0f;
+      if (!at_h.past && !at_w.past) {
+        const int channel = c * phases + at_h.phase * phases_w + at_w.phase;
+        value =
+            planes[((image * gridDim.y * phases + channel) * lh + at_h.point) * lw + at_w.point];
+      }
+      float& out = out_row[j * v.axis[1].stride];
+      out = beta == 0.0f ? alpha * value : alpha * value + beta * out;
+    }
+  }
+}
+
+// The filter tap that sub-filter point `point` of `phase` holds on axis d, or -1 for none.
+__device__ __forceinline__ int64_t FilterTap(const FftFilterView& f, int d, int64_t point,
+                                             int64_t phase) {
+  if (point >= f.taps[d]) return -1;
+  const int64_t sub = f.backward_data ? f.taps[d] - 1 - point : point;
+  const int64_t tap = sub * f.phases[d] + phase;
+  if (tap >= f.filter[d]) return -1;
+  return f.convolution ? f.filter[d] - 1 - tap : tap;
+}
+
+// One block per plane: blockIdx.x the input, blockIdx.y the output.
+__global__ void FftFilterKernel(FftFilterView f, float* __restrict__ planes) {
+  const int lh = f.length[0], lw = f.length[1];
+  const int phases = static_cast<int>(f.phases[0] * f.phases[1]);
+  const int phases_w = static_cast<int>(f.phases[1]);
+  const int input = blockIdx.x, output = blockIdx.y;
+  const int k = f.backward_data ? input : output;
+  const int phased = f.backward_data ? output : input;  // c * phases + phase
+  const int c = phased / phases, phase = phased % phases;
+  const float* w = f.w + k * f.k_stride + c * f.c_stride;
+  float* out = planes + (int64_t{output} * gridDim.x + input) * lh * lw;
+  for (int r = threadIdx.y; r < lh; r += blockDim.y) {
+    const int64_t tr = FilterTap(f, 0, r, phase / phases_w);
+    for (int q = threadIdx.x; q < lw; q += blockDim.x) {
+      const int64_t ts = tr >= 0 ? FilterTap(f, 1, q, phase % phases_w) : -1;
+      out[r * lw + q] = ts >= 0 ? w[tr * f.tap_stride[0] + ts * f.tap_stride[1]] : 0.0f;
+    }
+  }
+}
+
+// out[col][row] = in[row][col] for complex rows x cols matrices, through 32 x 32 shared tiles.
+__global__ void ComplexTransposeKernel(const float2* __restrict__ in, int64_t rows, int64_t cols,
+                                       float2* __restrict__ out) {
+  __shared__ float2 tile[32][33];
+  const int64_t col_tiles = (cols + 31) / 32, tiles = (rows + 31) / 32 * col_tiles;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t row0 = t / col_tiles * 32, col0 = t % col_tiles * 32;
+    for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+      const int64_t row = row0 + r, col = col0 + threadIdx.x;
+      if (row < rows && col < cols) tile[r][threadIdx.x] = in[row * cols + col];
+    }
+    __syncthreads();
+    for (int c = threadIdx.y; c < 32; c += blockDim.y) {
+      const int64_t col = col0 + c, row = row0 + threadIdx.x;
+      if (row < rows && col < cols) out[col * rows + row] = tile[threadIdx.x][c];
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void FftFilterGradientKernel(FftFilterView f, const float* __restrict__ planes,
+                                        float alpha, float beta, float* __restrict__ dw) {
+  const int lh = f.length[0], lw = f.length[1];
+  const int64_t phases = f.phases[0] * f.phases[1];
+  const int64_t fr = f.filter[0], fs = f.filter[1];
+  const int64_t total = f.k * f.c * fr * fs;
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
+       idx += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t s = idx % fs;
+    int64_t rest = idx / fs;
+    const int64_t r = rest % fr;
+    rest /= fr;
+    const int64_t c = rest % f.c, k = rest / f.c;
+    // The gradient of the (reversed, for true convolution) filter's tap, at its phase's point.
+    const int64_t er = f.convolution ? fr - 1 - r : r, es = f.convolution ? fs - 1 - s : s;
+    const int64_t channel = c * phases + (er % f.phases[0]) * f.phases[1] + es % f.phases[1];
+    const float value =
+        planes[((k * f.c * phases + channel) * lh + er / f.phases[0]) * lw + es / f.phases[1]];
+    float& out = dw[k * f.k_stride + c * f.c_stride + r * f.tap_stride[0] + s * f.tap_stride[1]];
+    out = beta == 0.0f ? alpha * value : alpha * value + beta * out;
+  }
+}
+
+}  // namespace
+
+// Plane kernels: a warp across a row, 8 rows at a time.
+const dim3 kPlaneBlock(32, 8);
+
+int LaunchFftGather(const FftPlanesView& v, const float* tensor, float* planes, void* stream) {
+  const int64_t channels = v.channels * v.PhaseCount();
+  if (v.images == 0 || channels == 0) return 0;
+  if (v.images > kMaxBlocks || channels > 65535) {
+    return static_cast<int>(cudaErrorInvalidConfiguration);
+  }
+  FftGatherKernel<<<dim3(static_cast<unsigned>(v.images), static_cast<unsigned>(channels)),
+                    kPlaneBlock, 0, static_cast<cudaStream_t>(stream)>>>(v, tensor, planes);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchFftScatter(const FftPlanesView& v, const float* planes, float alpha, float beta,
+                     float* tensor, void* stream) {
+  if (v.images == 0) return 0;
+  // The images this pass's tile-images belong to (a pass may start or end inside one).
+  const int64_t tiles = v.TilesPerImage();
+  const int64_t n_first = v.first_image / tiles;
+  int64_t n_last = (v.first_image + v.images - 1) / tiles;
+  if (n_last >= v.n) n_last = v.n - 1;
+  if (n_last < n_first || v.channels == 0) return 0;
+  if (v.channels > 65535 || v.axis[0].extent + v.axis[0].offset >= (int64_t{1} << 31) ||
+      v.axis[1].extent + v.axis[1].offset >= (int64_t{1} << 31)) {
+    return static_cast<int>(cudaErrorInvalidConfiguration);
+  }
+  FftScatterKernel<<<dim3(static_cast<unsigned>(n_last - n_first + 1),
+                          static_cast<unsigned>(v.channels)),
+                     kPlaneBlock, 0, static_cast<cudaStream_t>(stream)>>>(v, planes, alpha, beta,
+                                                                          n_first, tensor);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchFftFilter(const FftFilterView& f, float* planes, void* stream) {
+  const int64_t phased = f.c * f.phases[0] * f.phases[1];
+  const int64_t inputs = f.backward_data ? f.k : phased, outputs = f.backward_data ? phased : f.k;
+  if (inputs == 0 || outputs == 0) return 0;
+  if (inputs > kMaxBlocks || outputs > 65535) {
+    return static_cast<int>(cudaErrorInvalidConfiguration);
+  }
+  FftFilterKernel<<<dim3(static_cast<unsigned>(inputs), static_cast<unsigned>(outputs)),
+                    kPlaneBlock, 0, static_cast<cudaStream_t>(stream)>>>(f, planes);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchFftFilterGradient(const FftFilterView& f, const float* planes, float alpha, float beta,
+                            float* dw, void* stream) {
+  const int64_t total = f.k * f.c * f.filter[0] * f.filter[1];
+  if (total == 0) return 0;
+  FftFilterGradientKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      f, planes, alpha, beta, dw);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchComplexTranspose(const void* in, int64_t rows, int64_t cols, void* out, void* stream) {
+  const int64_t tiles = (rows + 31) / 32 * ((cols + 31) / 32);
+  if (tiles == 0) return 0;
+  ComplexTransposeKernel<<<static_cast<unsigned>(tiles < kMaxBlocks ? tiles : kMaxBlocks),
+                           dim3(32, 8), 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const float2*>(in), rows, cols, static_cast<float2*>(out));
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace cuda
+}  // namespace kiln
