@@ -312,15 +312,20 @@ absl::Status Correlate(Handle& h, const ConvProblem& p, const FftGeometry& g,
   FftPlanCache& plans = h.fft_plans();
   const Regions r = RegionsOf(g, ws);
   const int64_t f = g.Frequencies();
-  // The filter's planes (in its spectra's region, which is larger), their spectra, turned
-  // frequency-major.
-  KILN_RETURN_IF_ERROR(
-      Launched(cuda::LaunchFftFilter(FilterView(p, g, w, backward_data),
-                                     reinterpret_cast<float*>(r.filter_spectrum), h.stream()),
-               "FFT filter planes"));
-  KILN_RETURN_IF_ERROR(
-      plans.Execute(shapes.filter, h.stream(), r.filter_spectrum, r.side_one, r.work));
-  KILN_RETURN_IF_ERROR(Transpose(h, r.side_one, g.cout * g.cin, f, r.filter_spectrum));
+  // The filter's spectra, frequency-major: straight from small sub-filters; otherwise as planes
+  // (in the spectra's region, which is larger) through cuFFT and a transpose.
+  const FftFilterView filter = FilterView(p, g, w, backward_data);
+  if (cuda::FftFilterSpectrumServes(g.taps, g.length)) {
+    KILN_RETURN_IF_ERROR(Launched(
+        cuda::LaunchFftFilterSpectrum(filter, r.filter_spectrum, h.stream()), "FFT filter DFT"));
+  } else {
+    KILN_RETURN_IF_ERROR(Launched(
+        cuda::LaunchFftFilter(filter, reinterpret_cast<float*>(r.filter_spectrum), h.stream()),
+        "FFT filter planes"));
+    KILN_RETURN_IF_ERROR(
+        plans.Execute(shapes.filter, h.stream(), r.filter_spectrum, r.side_one, r.work));
+    KILN_RETURN_IF_ERROR(Transpose(h, r.side_one, g.cout * g.cin, f, r.filter_spectrum));
+  }
   // cuFFT leaves the inverse unnormalized: divide by the points once, in the scatter.
   const float scale = alpha / static_cast<float>(g.Points());
   for (int64_t pass = 0; pass < g.passes; ++pass) {

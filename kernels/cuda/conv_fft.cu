@@ -6,11 +6,20 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/conv_fft_launch.h"
+#include "kernels/dnn/host_device.h"
 
 namespace kiln {
 namespace cuda {
 
 namespace {
+
+// The direct filter DFT's limits: sub-filter taps, tap rows x spectrum columns, FFT size.
+constexpr int kDirectTaps = kFftDirectFilterTaps;
+constexpr int kDirectRowSpectra = kFftDirectFilterRowSpectra;
+constexpr int kMaxLength = 128;
+
+// Rows a plane kernel's thread handles at once.
+constexpr int kRows = 4;
 
 // Grid limit of the one-block-per-plane kernels (the x dimension's).
 constexpr int64_t kMaxBlocks = (int64_t{1} << 31) - 1;
@@ -43,12 +52,30 @@ __global__ void FftGatherKernel(FftPlanesView v, const float* __restrict__ tenso
   const int c = channel / phases, phase = channel % phases;
   float* out = planes + (int64_t{blockIdx.x} * gridDim.y + channel) * lh * lw;
   const float* source = tensor + n * v.n_stride + c * v.c_stride;
-  for (int th = threadIdx.y; th < lh; th += blockDim.y) {
-    const int64_t i = n < v.n ? SourceIndex(v.axis[0], tile / tiles_w, th, phase / phases_w) : -1;
-    const float* row = source + i * v.axis[0].stride;
+  const int tile_h = tile / tiles_w, tile_w = tile % tiles_w;
+  const int phase_h = phase / phases_w, phase_w = phase % phases_w;
+  // kRows rows at a time, their loads issued before their stores (enough bytes in flight).
+  for (int th0 = threadIdx.y; th0 < lh; th0 += kRows * blockDim.y) {
+    int64_t rows[kRows];
+    KILN_UNROLL
+    for (int u = 0; u < kRows; ++u) {
+      const int th = th0 + u * blockDim.y;
+      rows[u] = th < lh && n < v.n ? SourceIndex(v.axis[0], tile_h, th, phase_h) : -1;
+    }
     for (int tw = threadIdx.x; tw < lw; tw += blockDim.x) {
-      const int64_t j = i >= 0 ? SourceIndex(v.axis[1], tile % tiles_w, tw, phase % phases_w) : -1;
-      out[th * lw + tw] = j >= 0 ? row[j * v.axis[1].stride] : 0.0f;
+      const int64_t j = SourceIndex(v.axis[1], tile_w, tw, phase_w);
+      float values[kRows];
+      KILN_UNROLL
+      for (int u = 0; u < kRows; ++u) {
+        values[u] = rows[u] >= 0 && j >= 0
+                        ? source[rows[u] * v.axis[0].stride + j * v.axis[1].stride]
+                        : 0.0f;
+      }
+      KILN_UNROLL
+      for (int u = 0; u < kRows; ++u) {
+        const int th = th0 + u * blockDim.y;
+        if (th < lh) out[th * lw + tw] = values[u];
+      }
     }
   }
 }
@@ -82,21 +109,32 @@ __global__ void FftScatterKernel(FftPlanesView v, const float* __restrict__ plan
   const int64_t n = n_first + blockIdx.x;
   const int64_t tiles_h = v.axis[0].tiles, tiles_w = v.axis[1].tiles;
   float* out_plane = tensor + n * v.n_stride + c * v.c_stride;
-  for (int i = threadIdx.y; i < eh; i += blockDim.y) {
-    const Landing at_h = Land(v.axis[0], i);
-    float* out_row = out_plane + i * v.axis[0].stride;
+  // kRows rows at a time, their loads issued before their stores.
+  for (int i0 = threadIdx.y; i0 < eh; i0 += kRows * blockDim.y) {
+    Landing at_h[kRows];
+    KILN_UNROLL
+    for (int u = 0; u < kRows; ++u) at_h[u] = Land(v.axis[0], i0 + u * blockDim.y);
     for (int j = threadIdx.x; j < ew; j += blockDim.x) {
       const Landing at_w = Land(v.axis[1], j);
-      const int64_t image = (n * tiles_h + at_h.tile) * tiles_w + at_w.tile - v.first_image;
-      if (image < 0 || image >= v.images) continue;
-      float value = 0.0f;
-      if (!at_h.past && !at_w.past) {
-        const int channel = c * phases + at_h.phase * phases_w + at_w.phase;
-        value =
-            planes[((image * gridDim.y * phases + channel) * lh + at_h.point) * lw + at_w.point];
+      float values[kRows];
+      bool mine[kRows];
+      KILN_UNROLL
+      for (int u = 0; u < kRows; ++u) {
+        const int64_t image = (n * tiles_h + at_h[u].tile) * tiles_w + at_w.tile - v.first_image;
+        mine[u] = i0 + u * static_cast<int>(blockDim.y) < eh && image >= 0 && image < v.images;
+        values[u] = 0.0f;
+        if (mine[u] && !at_h[u].past && !at_w.past) {
+          const int channel = c * phases + at_h[u].phase * phases_w + at_w.phase;
+          values[u] = planes[((image * gridDim.y * phases + channel) * lh + at_h[u].point) * lw +
+                             at_w.point];
+        }
       }
-      float& out = out_row[j * v.axis[1].stride];
-      out = beta == 0.0f ? alpha * value : alpha * value + beta * out;
+      KILN_UNROLL
+      for (int u = 0; u < kRows; ++u) {
+        if (!mine[u]) continue;
+        float& out = out_plane[(i0 + u * blockDim.y) * v.axis[0].stride + j * v.axis[1].stride];
+        out = beta == 0.0f ? alpha * values[u] : alpha * values[u] + beta * out;
+      }
     }
   }
 }
@@ -128,6 +166,75 @@ __global__ void FftFilterKernel(FftFilterView f, float* __restrict__ planes) {
       const int64_t ts = tr >= 0 ? FilterTap(f, 1, q, phase % phases_w) : -1;
       out[r * lw + q] = ts >= 0 ? w[tr * f.tap_stride[0] + ts * f.tap_stride[1]] : 0.0f;
     }
+  }
+}
+
+// The filter's spectra straight from its taps, by a direct 2-d DFT of each sub-filter (cheaper
+// than transforming planes that are almost all zero), written frequency-major:
+// spectrum[frequency][plane], plane = output * inputs + input. A block takes 32 planes (one per
+// lane), stages their taps in shared memory, transforms each tap row along w (rows[r][f2]), then
+// each frequency along h from those.
+__global__ void FftFilterSpectrumKernel(FftFilterView f, int64_t inputs, int64_t planes,
+                                        float2* __restrict__ spectrum) {
+  __shared__ float taps[kDirectTaps][32];
+  __shared__ float2 rows[kDirectRowSpectra][32];
+  __shared__ float2 twiddle_h[kMaxLength], twiddle_w[kMaxLength];
+  const int lh = f.length[0], lw = f.length[1], cols = lw / 2 + 1;
+  const int th = static_cast<int>(f.taps[0]), tw = static_cast<int>(f.taps[1]);
+  const int thread = threadIdx.y * blockDim.x + threadIdx.x, threads = blockDim.x * blockDim.y;
+  // e^{-2 pi i k / L}, cuFFT's forward sign.
+  for (int k = thread; k < lh + lw; k += threads) {
+    const int length = k < lh ? lh : lw, at = k < lh ? k : k - lh;
+    float sine, cosine;
+    sincospif(2.0f * at / length, &sine, &cosine);
+    (k < lh ? twiddle_h[at] : twiddle_w[at]) = make_float2(cosine, -sine);
+  }
+  const int64_t plane = blockIdx.x * int64_t{32} + threadIdx.x;
+  {
+    const int64_t phases = f.phases[0] * f.phases[1];
+    const int64_t input = plane % inputs, output = plane / inputs;
+    const int64_t k = f.backward_data ? input : output;
+    const int64_t phased = f.backward_data ? output : input;
+    const int64_t c = phased / phases, phase = phased % phases;
+    for (int t = threadIdx.y; t < th * tw; t += blockDim.y) {
+      const int64_t tr = FilterTap(f, 0, t / tw, phase / f.phases[1]);
+      const int64_t ts = FilterTap(f, 1, t % tw, phase % f.phases[1]);
+      taps[t][threadIdx.x] =
+          plane < planes && tr >= 0 && ts >= 0
+              ? f.w[k * f.k_stride + c * f.c_stride + tr * f.tap_stride[0] + ts * f.tap_stride[1]]
+              : 0.0f;
+    }
+  }
+  __syncthreads();
+  for (int e = threadIdx.y; e < th * cols; e += blockDim.y) {
+    const int r = e / cols, f2 = e % cols;
+    float re = 0.0f, im = 0.0f;
+    int at = 0;  // f2 q mod lw
+    for (int q = 0; q < tw; ++q) {
+      const float v = taps[r * tw + q][threadIdx.x];
+      re += v * twiddle_w[at].x;
+      im += v * twiddle_w[at].y;
+      at += f2;
+      if (at >= lw) at -= lw;
+    }
+    rows[e][threadIdx.x] = make_float2(re, im);
+  }
+  __syncthreads();
+  if (plane >= planes) return;
+  const int frequencies = lh * cols;
+  for (int fi = blockIdx.y * blockDim.y + threadIdx.y; fi < frequencies;
+       fi += gridDim.y * blockDim.y) {
+    const int f1 = fi / cols, f2 = fi % cols;
+    float re = 0.0f, im = 0.0f;
+    int at = 0;  // f1 r mod lh
+    for (int r = 0; r < th; ++r) {
+      const float2 a = rows[r * cols + f2][threadIdx.x], t = twiddle_h[at];
+      re += a.x * t.x - a.y * t.y;
+      im += a.x * t.y + a.y * t.x;
+      at += f1;
+      if (at >= lh) at -= lh;
+    }
+    spectrum[fi * planes + plane] = make_float2(re, im);
   }
 }
 
@@ -228,6 +335,26 @@ int LaunchFftFilterGradient(const FftFilterView& f, const float* planes, float a
   if (total == 0) return 0;
   FftFilterGradientKernel<<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
       f, planes, alpha, beta, dw);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchFftFilterSpectrum(const FftFilterView& f, void* spectrum, void* stream) {
+  const int64_t phased = f.c * f.phases[0] * f.phases[1];
+  const int64_t inputs = f.backward_data ? f.k : phased, planes = f.k * phased;
+  if (planes == 0) return 0;
+  if (!FftFilterSpectrumServes(f.taps, f.length) || f.length[0] > kMaxLength ||
+      f.length[1] > kMaxLength || (planes + 31) / 32 > kMaxBlocks) {
+    return static_cast<int>(cudaErrorInvalidConfiguration);
+  }
+  // About eight blocks per SM in all, the frequencies shared out when the planes are few.
+  const int64_t plane_blocks = (planes + 31) / 32;
+  const int64_t frequency_groups = (int64_t{f.length[0]} * (f.length[1] / 2 + 1) + 7) / 8;
+  int64_t split = (132 * 4 + plane_blocks - 1) / plane_blocks;
+  if (split > frequency_groups) split = frequency_groups;
+  if (split > 65535) split = 65535;
+  FftFilterSpectrumKernel<<<dim3(static_cast<unsigned>(plane_blocks), static_cast<unsigned>(split)),
+                            dim3(32, 8), 0, static_cast<cudaStream_t>(stream)>>>(
+      f, inputs, planes, static_cast<float2*>(spectrum));
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -71,6 +71,17 @@ struct FftFilterView {
 };
 int LaunchFftFilter(const FftFilterView& f, float* planes, void* stream);
 
+// The filter's spectra (cuFFT's forward DFT of the planes above, unnormalized), computed straight
+// from the taps: spectrum[frequency][output][input], complex f32. Serves sub-filters of at most
+// 64 taps whose rows' spectra (taps_h x (length_w / 2 + 1)) number at most 144 (shared memory),
+// FFT sizes up to 128.
+constexpr int kFftDirectFilterTaps = 64, kFftDirectFilterRowSpectra = 144;
+KILN_HD bool FftFilterSpectrumServes(const int64_t taps[2], const int length[2]) {
+  return taps[0] * taps[1] <= kFftDirectFilterTaps &&
+         taps[0] * (length[1] / 2 + 1) <= kFftDirectFilterRowSpectra;
+}
+int LaunchFftFilterSpectrum(const FftFilterView& f, void* spectrum, void* stream);
+
 // Backward filter: dw = alpha * planes (sub-filter tap of each phase, [k][c x phases][t_h][t_w])
 // + beta * dw; `w` in `f` is unused, dw is written through f's strides.
 int LaunchFftFilterGradient(const FftFilterView& f, const float* planes, float alpha, float beta,

@@ -153,6 +153,8 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
       // unit stride and at stride 2 (phases).
       {"fft_tiles_5x5", {1, 3, 9, 140}, 4, {5, 5}, {2, 2}, {1, 1}, {1, 1}},
       {"fft_tiles_7x7_stride2", {2, 3, 11, 291}, 5, {7, 7}, {3, 2}, {2, 2}, {1, 1}},
+      // 81 taps: the FFT algorithm transforms the filter through cuFFT, not its direct DFT.
+      {"fft_9x9", {2, 3, 12, 13}, 4, {9, 9}, {4, 4}, {1, 1}, {1, 1}},
   };
   std::vector<ConvCase> cases;
   for (const Spec& s : specs) {
