@@ -181,34 +181,36 @@ absl::StatusOr<size_t> WorkAreaBytes(FftPlanCache& plans, const FftShapes& s) {
   return most;
 }
 
-// How an axis of the tensor in `p` maps onto planes of geometry `g`.
-FftAxisMap AxisMap(const FftGeometry& g, int d, int64_t extent, int64_t stride, int64_t phases,
-                   int64_t offset, int64_t window) {
-  FftAxisMap a;
-  a.origin = g.origin[d];
-  a.extent = extent;
-  a.stride = stride;
-  a.phases = phases;
-  a.offset = offset;
-  a.step = g.step[d];
-  a.window = window;
-  a.tiles = g.tiles[d];
-  a.length = g.length[d];
-  return a;
+// x (`x_side`) or y of `p` as planes of geometry `g`; per axis, the tensor's phases, the offset
+// of plane point 0 and the window past which plane points are zero.
+FftPlanesView PlanesView(const ConvProblem& p, const FftGeometry& g, bool x_side,
+                         const int64_t phases[2], const int64_t offset[2],
+                         const int64_t window[2]) {
+  const int64_t* strides = x_side ? p.x_stride : p.y_stride;
+  FftPlanesView v;
+  v.n = p.n;
+  v.channels = x_side ? p.c : p.k;
+  v.n_stride = strides[0];
+  v.c_stride = strides[1];
+  for (int d = 0; d < 2; ++d) {
+    FftAxisMap& a = v.axis[d];
+    a.extent = x_side ? p.in[d + 1] : p.out[d + 1];
+    a.stride = strides[d + 3];
+    a.phases = phases[d];
+    a.offset = offset[d];
+    a.step = g.step[d];
+    a.origin = g.origin[d];
+    a.window = window[d];
+    a.tiles = g.tiles[d];
+    a.length = g.length[d];
+  }
+  return v;
 }
 
 // x (forward and backward filter: phases, padding) or dx (backward data) as planes.
 FftPlanesView XView(const ConvProblem& p, const FftGeometry& g) {
-  FftPlanesView v;
-  v.n = p.n;
-  v.channels = p.c;
-  v.n_stride = p.x_stride[0];
-  v.c_stride = p.x_stride[1];
-  for (int d = 0; d < 2; ++d) {
-    v.axis[d] =
-        AxisMap(g, d, p.in[d + 1], p.x_stride[d + 3], g.phases[d], p.pad[d + 1], g.length[d]);
-  }
-  return v;
+  const int64_t pad[2] = {p.pad[1], p.pad[2]}, window[2] = {g.length[0], g.length[1]};
+  return PlanesView(p, g, /*x_side=*/true, g.phases, pad, window);
 }
 
 // y or dy as planes: backward data shifts dy right by taps - 1 for the full convolution, less the
@@ -216,17 +218,13 @@ FftPlanesView XView(const ConvProblem& p, const FftGeometry& g) {
 // filter).
 FftPlanesView YView(const ConvProblem& p, const FftGeometry& g, bool backward_data,
                     bool outputs_only) {
-  FftPlanesView v;
-  v.n = p.n;
-  v.channels = p.k;
-  v.n_stride = p.y_stride[0];
-  v.c_stride = p.y_stride[1];
+  const int64_t one[2] = {1, 1};
+  int64_t offset[2], window[2];
   for (int d = 0; d < 2; ++d) {
-    v.axis[d] = AxisMap(g, d, p.out[d + 1], p.y_stride[d + 3], 1,
-                        backward_data ? g.taps[d] - 1 - g.origin[d] : 0,
-                        outputs_only ? g.step[d] : g.length[d]);
+    offset[d] = backward_data ? g.taps[d] - 1 - g.origin[d] : 0;
+    window[d] = outputs_only ? g.step[d] : g.length[d];
   }
-  return v;
+  return PlanesView(p, g, /*x_side=*/false, one, offset, window);
 }
 
 FftFilterView FilterView(const ConvProblem& p, const FftGeometry& g, const float* w,
