@@ -68,6 +68,8 @@ bool Tile(FftGeometry* g, int n, int lh, int lw) {
     g->tiles[d] = CeilDiv(g->outputs[d], g->step[d]);
   }
   g->images = n * g->tiles[0] * g->tiles[1];
+  // The plane kernels number tile-images (and passes' padding past them) in 32 bits.
+  if (g->images >= (int64_t{1} << 30)) return false;
   const int64_t per_image = 2 * g->SideBytes();
   const int64_t most = std::max<int64_t>(1, pass_bytes / per_image);
   g->passes = CeilDiv(g->images, most);

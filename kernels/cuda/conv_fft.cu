@@ -46,14 +46,18 @@ __global__ void FftGatherKernel(FftPlanesView v, const float* __restrict__ tenso
   const int phases = static_cast<int>(v.PhaseCount()),
             phases_w = static_cast<int>(v.axis[1].phases);
   const int tiles_w = static_cast<int>(v.axis[1].tiles);
-  const int channel = blockIdx.y,
-            tile = static_cast<int>((v.first_image + blockIdx.x) % v.TilesPerImage());
-  const int64_t n = (v.first_image + blockIdx.x) / v.TilesPerImage();
-  const int c = channel / phases, phase = channel % phases;
+  // 32-bit decoding (the launcher checks that tile-images fit): 64-bit divisions by every thread
+  // of the block had cost more than the plane's copy.
+  const int tiles = static_cast<int>(v.TilesPerImage());
+  const int image = static_cast<int>(v.first_image) + static_cast<int>(blockIdx.x);
+  const int channel = blockIdx.y, tile = tiles == 1 ? 0 : image % tiles;
+  const int n = tiles == 1 ? image : image / tiles;
+  const int c = phases == 1 ? channel : channel / phases, phase = channel - c * phases;
   float* out = planes + (int64_t{blockIdx.x} * gridDim.y + channel) * lh * lw;
   const float* source = tensor + n * v.n_stride + c * v.c_stride;
-  const int tile_h = tile / tiles_w, tile_w = tile % tiles_w;
-  const int phase_h = phase / phases_w, phase_w = phase % phases_w;
+  const int tile_h = tiles_w == 1 ? tile : tile / tiles_w, tile_w = tile - tile_h * tiles_w;
+  const int phase_h = phases_w == 1 ? phase : phase / phases_w,
+            phase_w = phase - phase_h * phases_w;
   // kRows rows at a time, their loads issued before their stores (enough bytes in flight).
   for (int th0 = threadIdx.y; th0 < lh; th0 += kRows * blockDim.y) {
     int64_t rows[kRows];
@@ -87,14 +91,16 @@ struct Landing {
   bool past;
 };
 __device__ __forceinline__ Landing Land(const FftAxisMap& a, int i) {
+  // Uniform branches skip the divisions where there is one phase or one tile.
   const int shifted = i + static_cast<int>(a.offset), phases = static_cast<int>(a.phases);
-  const int t = shifted / phases - static_cast<int>(a.origin), step = static_cast<int>(a.step);
+  const int q = phases == 1 ? shifted : shifted / phases;
+  const int t = q - static_cast<int>(a.origin), step = static_cast<int>(a.step);
   Landing l;
-  l.phase = shifted % phases;
-  l.tile = t / step;
-  l.point = t % step;
-  l.past = l.tile >= a.tiles;
-  if (l.past) l.tile = static_cast<int>(a.tiles) - 1;
+  l.phase = shifted - q * phases;
+  l.tile = a.tiles == 1 ? 0 : t / step;
+  l.point = t - l.tile * step;
+  l.past = l.tile >= a.tiles || l.point >= step;
+  if (l.tile >= a.tiles) l.tile = static_cast<int>(a.tiles) - 1;
   return l;
 }
 
@@ -106,8 +112,11 @@ __global__ void FftScatterKernel(FftPlanesView v, const float* __restrict__ plan
   const int phases = static_cast<int>(v.PhaseCount()),
             phases_w = static_cast<int>(v.axis[1].phases);
   const int c = blockIdx.y;
-  const int64_t n = n_first + blockIdx.x;
-  const int64_t tiles_h = v.axis[0].tiles, tiles_w = v.axis[1].tiles;
+  // 32-bit tile-image numbers (the launcher checks that they fit).
+  const int n = static_cast<int>(n_first) + static_cast<int>(blockIdx.x);
+  const int tiles_h = static_cast<int>(v.axis[0].tiles),
+            tiles_w = static_cast<int>(v.axis[1].tiles);
+  const int first_image = static_cast<int>(v.first_image), images = static_cast<int>(v.images);
   float* out_plane = tensor + n * v.n_stride + c * v.c_stride;
   // kRows rows at a time, their loads issued before their stores.
   for (int i0 = threadIdx.y; i0 < eh; i0 += kRows * blockDim.y) {
@@ -120,13 +129,13 @@ __global__ void FftScatterKernel(FftPlanesView v, const float* __restrict__ plan
       bool mine[kRows];
       KILN_UNROLL
       for (int u = 0; u < kRows; ++u) {
-        const int64_t image = (n * tiles_h + at_h[u].tile) * tiles_w + at_w.tile - v.first_image;
-        mine[u] = i0 + u * static_cast<int>(blockDim.y) < eh && image >= 0 && image < v.images;
+        const int image = (n * tiles_h + at_h[u].tile) * tiles_w + at_w.tile - first_image;
+        mine[u] = i0 + u * static_cast<int>(blockDim.y) < eh && image >= 0 && image < images;
         values[u] = 0.0f;
         if (mine[u] && !at_h[u].past && !at_w.past) {
           const int channel = c * phases + at_h[u].phase * phases_w + at_w.phase;
-          values[u] = planes[((image * gridDim.y * phases + channel) * lh + at_h[u].point) * lw +
-                             at_w.point];
+          values[u] = planes[(int64_t{image} * gridDim.y * phases + channel) * lh * lw +
+                             at_h[u].point * lw + at_w.point];
         }
       }
       KILN_UNROLL
@@ -289,7 +298,7 @@ const dim3 kPlaneBlock(32, 8);
 int LaunchFftGather(const FftPlanesView& v, const float* tensor, float* planes, void* stream) {
   const int64_t channels = v.channels * v.PhaseCount();
   if (v.images == 0 || channels == 0) return 0;
-  if (v.images > kMaxBlocks || channels > 65535) {
+  if (v.first_image + v.images > kMaxBlocks || channels > 65535) {
     return static_cast<int>(cudaErrorInvalidConfiguration);
   }
   FftGatherKernel<<<dim3(static_cast<unsigned>(v.images), static_cast<unsigned>(channels)),
@@ -306,7 +315,8 @@ int LaunchFftScatter(const FftPlanesView& v, const float* planes, float alpha, f
   int64_t n_last = (v.first_image + v.images - 1) / tiles;
   if (n_last >= v.n) n_last = v.n - 1;
   if (n_last < n_first || v.channels == 0) return 0;
-  if (v.channels > 65535 || v.axis[0].extent + v.axis[0].offset >= (int64_t{1} << 31) ||
+  if (v.channels > 65535 || v.n * tiles > kMaxBlocks || v.first_image + v.images > kMaxBlocks ||
+      v.axis[0].extent + v.axis[0].offset >= (int64_t{1} << 31) ||
       v.axis[1].extent + v.axis[1].offset >= (int64_t{1} << 31)) {
     return static_cast<int>(cudaErrorInvalidConfiguration);
   }
