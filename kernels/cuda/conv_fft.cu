@@ -158,23 +158,37 @@ __device__ __forceinline__ int64_t FilterTap(const FftFilterView& f, int d, int6
   return f.convolution ? f.filter[d] - 1 - tap : tap;
 }
 
+// The (k, c) filter and phase behind plane (output, input): forward planes are
+// [k][c x phases], backward data's [c x phases][k].
+struct FilterPlane {
+  const float* w;
+  int64_t phase_h, phase_w;
+};
+__device__ __forceinline__ FilterPlane PlaneOf(const FftFilterView& f, int64_t output,
+                                               int64_t input) {
+  const int64_t phases = f.phases[0] * f.phases[1];
+  const int64_t k = f.backward_data ? input : output;
+  const int64_t phased = f.backward_data ? output : input;  // c * phases + phase
+  const int64_t c = phased / phases, phase = phased % phases;
+  return {f.w + k * f.k_stride + c * f.c_stride, phase / f.phases[1], phase % f.phases[1]};
+}
+
+// The weight at sub-filter point (r, q) of a plane, zero where no tap lands.
+__device__ __forceinline__ float TapValue(const FftFilterView& f, const FilterPlane& plane,
+                                          int64_t r, int64_t q) {
+  const int64_t tr = FilterTap(f, 0, r, plane.phase_h);
+  const int64_t ts = tr >= 0 ? FilterTap(f, 1, q, plane.phase_w) : -1;
+  return ts >= 0 ? plane.w[tr * f.tap_stride[0] + ts * f.tap_stride[1]] : 0.0f;
+}
+
 // One block per plane: blockIdx.x the input, blockIdx.y the output.
 __global__ void FftFilterKernel(FftFilterView f, float* __restrict__ planes) {
   const int lh = f.length[0], lw = f.length[1];
-  const int phases = static_cast<int>(f.phases[0] * f.phases[1]);
-  const int phases_w = static_cast<int>(f.phases[1]);
   const int input = blockIdx.x, output = blockIdx.y;
-  const int k = f.backward_data ? input : output;
-  const int phased = f.backward_data ? output : input;  // c * phases + phase
-  const int c = phased / phases, phase = phased % phases;
-  const float* w = f.w + k * f.k_stride + c * f.c_stride;
+  const FilterPlane plane = PlaneOf(f, output, input);
   float* out = planes + (int64_t{output} * gridDim.x + input) * lh * lw;
   for (int r = threadIdx.y; r < lh; r += blockDim.y) {
-    const int64_t tr = FilterTap(f, 0, r, phase / phases_w);
-    for (int q = threadIdx.x; q < lw; q += blockDim.x) {
-      const int64_t ts = tr >= 0 ? FilterTap(f, 1, q, phase % phases_w) : -1;
-      out[r * lw + q] = ts >= 0 ? w[tr * f.tap_stride[0] + ts * f.tap_stride[1]] : 0.0f;
-    }
+    for (int q = threadIdx.x; q < lw; q += blockDim.x) out[r * lw + q] = TapValue(f, plane, r, q);
   }
 }
 
@@ -200,18 +214,9 @@ __global__ void FftFilterSpectrumKernel(FftFilterView f, int64_t inputs, int64_t
   }
   const int64_t plane = blockIdx.x * int64_t{32} + threadIdx.x;
   {
-    const int64_t phases = f.phases[0] * f.phases[1];
-    const int64_t input = plane % inputs, output = plane / inputs;
-    const int64_t k = f.backward_data ? input : output;
-    const int64_t phased = f.backward_data ? output : input;
-    const int64_t c = phased / phases, phase = phased % phases;
+    const FilterPlane source = PlaneOf(f, plane / inputs, plane % inputs);
     for (int t = threadIdx.y; t < th * tw; t += blockDim.y) {
-      const int64_t tr = FilterTap(f, 0, t / tw, phase / f.phases[1]);
-      const int64_t ts = FilterTap(f, 1, t % tw, phase % f.phases[1]);
-      taps[t][threadIdx.x] =
-          plane < planes && tr >= 0 && ts >= 0
-              ? f.w[k * f.k_stride + c * f.c_stride + tr * f.tap_stride[0] + ts * f.tap_stride[1]]
-              : 0.0f;
+      taps[t][threadIdx.x] = plane < planes ? TapValue(f, source, t / tw, t % tw) : 0.0f;
     }
   }
   __syncthreads();
