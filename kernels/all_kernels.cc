@@ -2,7 +2,7 @@
 
 #include "engine/status_macros.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/graph/graph_kernels.h"
 #include "kernels/reference/reference_kernel.h"
 
 namespace kiln {

@@ -5,7 +5,10 @@
 #define KILN_KERNELS_KERNEL_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +31,28 @@ struct TensorView {
   TensorType type;
 };
 
+// Objects a kernel keeps per ExecutionContext across runs (the primitive library's handle with
+// its cuFFT plans, say). A context is used by one thread at a time, so this needs no lock; the
+// kernel itself stays immutable and shareable between contexts.
+class KernelResources {
+ public:
+  // The object stored under `key`, made by `make` on first use.
+  template <typename T>
+  absl::StatusOr<T*> GetOrCreate(const std::string& key,
+                                 const std::function<absl::StatusOr<std::unique_ptr<T>>()>& make) {
+    auto it = objects_.find(key);
+    if (it != objects_.end()) return static_cast<T*>(it->second.get());
+    absl::StatusOr<std::unique_ptr<T>> made = make();
+    if (!made.ok()) return made.status();
+    T* raw = made->get();
+    objects_.emplace(key, std::shared_ptr<void>(std::move(*made)));
+    return raw;
+  }
+
+ private:
+  std::map<std::string, std::shared_ptr<void>> objects_;
+};
+
 struct KernelArgs {
   std::vector<TensorView> inputs;
   std::vector<TensorView> outputs;
@@ -35,6 +60,26 @@ struct KernelArgs {
   size_t workspace_bytes = 0;
   void* stream = nullptr;       // cudaStream_t for CUDA kernels.
   void* blas_handle = nullptr;  // cublasHandle_t for CUDA kernels that call cuBLAS.
+  KernelResources* resources = nullptr;  // The running context's; never null from the executor.
+};
+
+class TuningCache;
+
+// What the compiler tells every kernel it creates: the math mode, how to choose algorithms and
+// the memory they may use.
+struct KernelOptions {
+  // f32 convolutions and inner products may run on TF32 tensor cores (10-bit mantissas, f32
+  // accumulation), as PyTorch's allow_tf32.
+  bool allow_tf32 = false;
+  // Time every applicable algorithm on buffers of the node's shapes (as cudnnFind) instead of
+  // trusting the heuristic's order.
+  bool measure_algorithms = false;
+  // Largest workspace one kernel may take.
+  int64_t workspace_limit = std::numeric_limits<int64_t>::max();
+  // Remembered algorithm choices (loaded from and saved to the tuning file); may be null.
+  TuningCache* tuning = nullptr;
+  // Identifies the GPU in tuning keys ("NVIDIA H100 80GB HBM3 sm_90").
+  std::string device_name;
 };
 
 // A kernel prepared for one node. Immutable after creation, so one plan may run on several
@@ -43,6 +88,11 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual size_t WorkspaceBytes() const { return 0; }
+  // When output 0 is only a different view of input i's bytes (Flatten and Reshape of a dense
+  // tensor), i; the planner then gives the output the input's buffer and Run is never called.
+  virtual int AliasedInput() const { return -1; }
+  // What the kernel decided at creation (the algorithm a convolution chose, ...), for plan dumps.
+  virtual std::string Describe() const { return ""; }
   virtual absl::Status Run(const KernelArgs& args) const = 0;
 };
 
@@ -62,7 +112,9 @@ struct KernelFactory {
   KernelKey key;
   // OK when this kernel can run `node`, else a status whose message says why not.
   std::function<absl::Status(const Node& node)> can_implement;
-  std::function<absl::StatusOr<std::unique_ptr<Kernel>>(const Node& node)> create;
+  std::function<absl::StatusOr<std::unique_ptr<Kernel>>(const Node& node,
+                                                          const KernelOptions& options)>
+      create;
   // Higher wins when several kernels of one backend can implement a node.
   int priority = 0;
 };

@@ -7,6 +7,10 @@
 //                     one -1 is inferred).
 //   Crop(x, ref)      dims from `axis` on take ref's size, starting at `offset` (one offset for
 //                     all cropped dims, or one per dim; none means 0).
+//   Convert(x)        the same values in another dtype (`dtype`: f32, f16, bf16, or "" to keep
+//                     x's) and memory order (`layout`: row_major, channels_last, or "" to keep
+//                     x's family). Not a Caffe layer: the compiler inserts it where a plan's
+//                     precision or layout differs from the graph's inputs and outputs.
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "ops/all_ops.h"
@@ -173,6 +177,36 @@ absl::StatusOr<std::vector<TensorType>> InferCrop(const InferContext& ctx) {
   return std::vector<TensorType>{OutputLike(x, out)};
 }
 
+absl::StatusOr<std::vector<TensorType>> InferConvert(const InferContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  DataType dtype = x.dtype();
+  if (!ctx.GetString("dtype").empty()) {
+    KILN_ASSIGN_OR_RETURN(dtype, ParseDataType(ctx.GetString("dtype")));
+    if (!IsFloatingPoint(dtype)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dtype '", ctx.GetString("dtype"), "': use f32, f16 or bf16"));
+    }
+  }
+  KILN_RETURN_IF_ERROR(RequireFloat(x, "input"));
+  const std::string& layout = ctx.GetString("layout");
+  Layout order = x.IsChannelsLast() && (x.rank() == 4 || x.rank() == 5) ? Layout::kChannelsLast
+                                                                          : Layout::kRowMajor;
+  if (layout == "channels_last") {
+    if (x.rank() != 4 && x.rank() != 5) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("layout channels_last needs a 4-d or 5-d input, got ", x.ToString()));
+    }
+    order = Layout::kChannelsLast;
+  } else if (layout == "row_major") {
+    order = Layout::kRowMajor;
+  } else if (!layout.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layout '", layout, "': use row_major, channels_last or \"\""));
+  }
+  KILN_ASSIGN_OR_RETURN(TensorType t, TensorType::CreateWithLayout(dtype, x.dims(), order));
+  return std::vector<TensorType>{t};
+}
+
 OpDef Def(const std::string& name, int min_inputs, int max_inputs, std::vector<AttrDef> attrs,
           InferTypesFn infer, const std::string& summary) {
   OpDef def = MakeOpDef(name, "tensor", std::move(attrs), std::move(infer), summary);
@@ -209,6 +243,10 @@ absl::Status RegisterTensorOps(OpRegistry& registry) {
                    InferCrop, "Crop to a reference's size from an axis on, at offsets.");
   crop.input_names = {"x", "reference"};
   defs.push_back(std::move(crop));
+  defs.push_back(Def("Convert", 1, 1,
+                     {{"dtype", AttrKind::kString, AttrValue(std::string())},
+                      {"layout", AttrKind::kString, AttrValue(std::string())}},
+                     InferConvert, "The same values in another dtype and/or memory order."));
   for (OpDef& def : defs) KILN_RETURN_IF_ERROR(registry.Register(std::move(def)));
   return absl::OkStatus();
 }

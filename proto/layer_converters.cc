@@ -233,10 +233,14 @@ absl::Status BatchNorm(LayerBuilder& b) {
   const int64_t channels = x.rank() > 1 ? x.dim(1) : 1;
   const bool global = p.has_use_global_stats() ? p.use_global_stats() : b.phase() == caffe::TEST;
   b.ExpectParams(3);
-  const caffe::FillerParameter zero = ConstantFiller(0);
-  KILN_ASSIGN_OR_RETURN(Value mean, b.Param(0, {channels}, zero, false, "mean"));
-  KILN_ASSIGN_OR_RETURN(Value variance, b.Param(1, {channels}, zero, false, "variance"));
-  KILN_ASSIGN_OR_RETURN(Value factor, b.Param(2, {1}, zero, false, "scale_factor"));
+  // Caffe fills the statistics with zeros; with a zero scale factor that normalizes by
+  // 1/sqrt(eps) (x316 per layer), so an untrained deep net overflows. Filled statistics here are
+  // the identity instead (mean 0, variance 1, factor 1): a seeded net then gives finite outputs
+  // worth comparing. Loaded weights are used as they are.
+  KILN_ASSIGN_OR_RETURN(Value mean, b.Param(0, {channels}, ConstantFiller(0), false, "mean"));
+  KILN_ASSIGN_OR_RETURN(Value variance,
+                        b.Param(1, {channels}, ConstantFiller(1), false, "variance"));
+  KILN_ASSIGN_OR_RETURN(Value factor, b.Param(2, {1}, ConstantFiller(1), false, "scale_factor"));
   KILN_ASSIGN_OR_RETURN(
       Node * node, b.AddNode("BatchNorm", "", {b.bottoms()[0], mean, variance, factor},
                              {{"eps", double{p.eps()}},

@@ -20,10 +20,9 @@
 #include "proto/caffemodel_writer.h"
 #include "tools/command_line.h"
 #include "tools/npy.h"
+#include "tools/plan_flags.h"
 
 namespace kiln {
-
-namespace {
 
 std::string JsonString(const std::string& s) {
   std::string out = "\"";
@@ -72,13 +71,6 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pairs(const Com
   return out;
 }
 
-// Options shared by info and run: phase, stages, level, input shapes, model and weights files.
-struct LoadedModel {
-  caffe::NetParameter weights;
-  bool has_weights = false;
-  CaffeModel model;
-};
-
 absl::Status ParseCommonOptions(const CommandLine& line, CaffeImportOptions& options) {
   const std::string phase = line.Get("phase", "test");
   if (phase == "train") {
@@ -121,16 +113,21 @@ absl::Status LoadModel(const CommandLine& line, CaffeImportOptions options, Load
   return absl::OkStatus();
 }
 
-const std::set<std::string> kCommonFlags = {"model", "weights", "phase",
-                                            "stage", "level",   "input-shape"};
+const std::set<std::string>& CommonModelFlags() {
+  static const std::set<std::string>* flags =
+      new std::set<std::string>{"model", "weights", "phase", "stage", "level", "input-shape"};
+  return *flags;
+}
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "kiln: %s\n", status.ToString().c_str());
   return 1;
 }
 
+namespace {
+
 absl::Status Info(int argc, char** argv) {
-  std::set<std::string> flags = kCommonFlags;
+  std::set<std::string> flags = CommonModelFlags();
   KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, {"json"}));
   CaffeImportOptions options;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
@@ -213,8 +210,9 @@ absl::Status Info(int argc, char** argv) {
 }
 
 absl::Status Run(int argc, char** argv) {
-  std::set<std::string> flags = kCommonFlags;
-  flags.insert({"fill-seed", "save-weights", "input", "output", "device"});
+  std::set<std::string> flags = CommonModelFlags();
+  flags.insert({"fill-seed", "save-weights", "input", "output"});
+  flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
   KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, {}));
   CaffeImportOptions options;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
@@ -227,17 +225,7 @@ absl::Status Run(int argc, char** argv) {
         absl::StrCat("--fill-seed ", line.Get("fill-seed"), ": not a non-negative integer"));
   }
   CompileOptions compile;
-  const std::string device = line.Get("device", "cpu");
-  if (device == "cpu") {
-    compile.backend = BackendChoice::kCpu;
-  } else if (device == "cuda") {
-    compile.backend = BackendChoice::kCuda;
-  } else if (device == "reference") {
-    compile.backend = BackendChoice::kReference;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--device ", device, ": use cpu, cuda or reference"));
-  }
+  KILN_RETURN_IF_ERROR(ParsePlanFlags(line, compile));
   // Files the user gave are never overwritten by an output.
   std::set<std::string> given = {line.Get("model"), line.Get("weights")};
   KILN_ASSIGN_OR_RETURN(auto inputs, Pairs(line, "input"));
@@ -308,9 +296,13 @@ absl::Status Run(int argc, char** argv) {
   }
   KILN_ASSIGN_OR_RETURN(auto plan, Compile(*model.graph, DefaultKernelRegistry(), compile));
   KILN_ASSIGN_OR_RETURN(auto context, ExecutionContext::Create(*plan));
+  std::fprintf(stderr, "kiln run: backend %s (%s)%s\n",
+               std::string(BackendName(plan->backend())).c_str(), plan->backend_reason().c_str(),
+               plan->backend() == Backend::kCuda
+                   ? absl::StrCat(", precision ", plan->precision(), ", layout ", plan->layout())
+                         .c_str()
+                   : "");
   KILN_ASSIGN_OR_RETURN(auto results, context->Run(bindings));
-  std::fprintf(stderr, "kiln run: backend %s (%s)\n",
-               std::string(BackendName(plan->backend())).c_str(), plan->backend_reason().c_str());
   for (const auto& [blob, path] : outputs) {
     KILN_ASSIGN_OR_RETURN(std::string bytes, SerializeNpy(results.at(blob)));
     KILN_RETURN_IF_ERROR(WriteFileBytes(path, bytes));

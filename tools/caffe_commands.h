@@ -2,14 +2,45 @@
 #ifndef KILN_TOOLS_CAFFE_COMMANDS_H_
 #define KILN_TOOLS_CAFFE_COMMANDS_H_
 
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/caffe_model.h"
+#include "tools/command_line.h"
+
 namespace kiln {
+
+// A Caffe model as the commands load it: the graph, and the weights file when one was given.
+struct LoadedModel {
+  caffe::NetParameter weights;
+  bool has_weights = false;
+  CaffeModel model;
+};
+
+// Flags every model command takes: --model, --weights, --phase, --stage, --level, --input-shape.
+const std::set<std::string>& CommonModelFlags();
+// Phase, stages, level and input shapes into import options.
+absl::Status ParseCommonOptions(const CommandLine& line, CaffeImportOptions& options);
+// Reads --model (and --weights) and imports the net with `options`.
+absl::Status LoadModel(const CommandLine& line, CaffeImportOptions options, LoadedModel& out);
+// NAME=VALUE pairs of a repeated flag.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pairs(const CommandLine& line,
+                                                                       const std::string& flag);
+// JSON text of a string and of a dims list.
+std::string JsonString(const std::string& s);
+std::string JsonDims(const std::vector<int64_t>& dims);
+// Prints "kiln: <status>" to stderr and returns 1.
+int Fail(const absl::Status& status);
 
 // kiln info --model F [--weights W] [--phase train|test] [--stage S]... [--level N]
 //           [--input-shape NAME=D0,D1,...]... [--json]
 int InfoCommand(int argc, char** argv);
 
 // kiln run --model F [--weights W | --fill-seed S] [--save-weights OUT.caffemodel]
-//          --input NAME=X.npy ... [--output NAME=Y.npy ...] [--device cpu|cuda|reference]
+//          --input NAME=X.npy ... [--output NAME=Y.npy ...] [plan flags, tools/plan_flags.h]
 //          [--phase train|test] [--stage S]... [--input-shape NAME=D0,...]...
 int RunCommand(int argc, char** argv);
 

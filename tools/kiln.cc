@@ -13,6 +13,8 @@
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 #include "tools/caffe_commands.h"
+#include "tools/plan_flags.h"
+#include "tools/time_command.h"
 #include "tools/version.h"
 
 namespace {
@@ -63,6 +65,7 @@ int main(int argc, char** argv) {
   if (command == "ops" && argc == 2) return Ops();
   if (command == "info") return kiln::InfoCommand(argc, argv);
   if (command == "run") return kiln::RunCommand(argc, argv);
+  if (command == "time") return kiln::TimeCommand(argc, argv);
   std::fprintf(stderr,
                "usage: kiln <command>\n"
                "  version   Kiln and CUDA versions, devices found\n"
@@ -71,6 +74,10 @@ int main(int argc, char** argv) {
                "            [--input-shape NAME=D0,D1,...] [--json]\n"
                "  run       --model F (--weights W | --fill-seed S) --input NAME=X.npy ...\n"
                "            [--output NAME=Y.npy ...] [--save-weights OUT.caffemodel]\n"
-               "            [--device cpu|cuda|reference] [--phase ...] [--input-shape ...]\n");
+               "            [--phase ...] [--input-shape ...] [plan flags]\n"
+               "  time      --model F [--weights W | --fill-seed S] [--batch N] [--iterations K]\n"
+               "            [--json] [plan flags]\n"
+               "plan flags (run, time):\n%s",
+               kiln::PlanFlagsUsage());
   return 2;
 }

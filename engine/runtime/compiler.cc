@@ -9,12 +9,64 @@
 #include "engine/runtime/device.h"
 #include "engine/runtime/memory_planner.h"
 #include "engine/status_macros.h"
+#include "kernels/tuning_cache.h"
+#include "passes/precision_layout.h"
 
 namespace kiln {
 
 namespace {
 bool IsGraphNode(const Node& n) { return n.op() == "Parameter" || n.op() == "Constant"; }
+
+bool UsesChannelsLast(LayoutChoice layout, Precision precision) {
+  if (layout == LayoutChoice::kNhwc) return true;
+  if (layout != LayoutChoice::kAuto) return false;
+  return precision == Precision::kTf32 || precision == Precision::kFp16 ||
+         precision == Precision::kBf16;
+}
+
+absl::string_view LayoutName(LayoutChoice layout, Precision precision) {
+  if (layout == LayoutChoice::kAsGraph) return "as graph";
+  return UsesChannelsLast(layout, precision) ? "nhwc" : "nchw";
+}
 }  // namespace
+
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
+  if (name == "fp32") return Precision::kFp32;
+  if (name == "tf32") return Precision::kTf32;
+  if (name == "fp16") return Precision::kFp16;
+  if (name == "bf16") return Precision::kBf16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("precision '", name, "': use fp32, tf32, fp16 or bf16"));
+}
+
+absl::StatusOr<LayoutChoice> ParseLayoutChoice(absl::string_view name) {
+  if (name == "nchw") return LayoutChoice::kNchw;
+  if (name == "nhwc") return LayoutChoice::kNhwc;
+  if (name == "auto") return LayoutChoice::kAuto;
+  return absl::InvalidArgumentError(absl::StrCat("layout '", name, "': use nchw, nhwc or auto"));
+}
+
+absl::StatusOr<AlgoChoice> ParseAlgoChoice(absl::string_view name) {
+  if (name == "heuristic") return AlgoChoice::kHeuristic;
+  if (name == "measure") return AlgoChoice::kMeasure;
+  return absl::InvalidArgumentError(absl::StrCat("algo '", name, "': use heuristic or measure"));
+}
+
+absl::string_view PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kAsGraph:
+      return "as graph";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kTf32:
+      return "tf32";
+    case Precision::kFp16:
+      return "fp16";
+    case Precision::kBf16:
+      return "bf16";
+  }
+  return "?";
+}
 
 // Builds a plan; a friend of ExecutionPlan so the plan stays immutable to everyone else.
 class PlanBuilder {
@@ -28,13 +80,27 @@ class PlanBuilder {
     }
     auto plan = std::make_unique<ExecutionPlan>();
     plan->graph_ = source.Clone();
-    KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, plan->graph_->TopologicalOrder());
 
-    // Stage: backend and kernel selection.
-    std::vector<Node*> compute;
-    for (Node* n : order) {
-      if (!IsGraphNode(*n)) compute.push_back(n);
+    // Stage: backend choice. A CUDA plan first gets the precision and layout asked for, so the
+    // kernels are looked up for the types they will really see.
+    std::unique_ptr<Graph> cuda_graph;
+    const CudaProbe probe = options.backend == BackendChoice::kAuto ||
+                                    options.backend == BackendChoice::kCuda
+                                ? ProbeCuda()
+                                : CudaProbe();
+    if (probe.usable) {
+      KILN_ASSIGN_OR_RETURN(cuda_graph, CudaGraphFor(source, options));
     }
+    std::vector<Node*> compute;
+    auto compute_nodes = [&](const Graph& g) -> absl::Status {
+      compute.clear();
+      KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, g.TopologicalOrder());
+      for (Node* n : order) {
+        if (!IsGraphNode(*n)) compute.push_back(n);
+      }
+      return absl::OkStatus();
+    };
+    if (cuda_graph != nullptr) KILN_RETURN_IF_ERROR(compute_nodes(*cuda_graph));
     Backend backend = Backend::kCpu;
     std::string reason;
     if (options.backend == BackendChoice::kReference) {
@@ -43,7 +109,6 @@ class PlanBuilder {
     } else if (options.backend == BackendChoice::kCpu) {
       reason = "cpu backend requested";
     } else {
-      const CudaProbe probe = ProbeCuda();
       absl::Status cuda_ok = probe.usable ? absl::OkStatus() : absl::UnavailableError(probe.reason);
       for (const Node* n : compute) {
         if (!cuda_ok.ok()) break;
@@ -52,6 +117,9 @@ class PlanBuilder {
       if (cuda_ok.ok()) {
         backend = Backend::kCuda;
         reason = absl::StrCat("cuda: ", probe.devices[0].name);
+        plan->graph_ = std::move(cuda_graph);
+        plan->precision_ = std::string(PrecisionName(options.precision));
+        plan->layout_ = std::string(LayoutName(options.layout, options.precision));
       } else if (options.backend == BackendChoice::kCuda) {
         return Annotate(cuda_ok, "compile: kernel selection");
       } else {
@@ -60,6 +128,31 @@ class PlanBuilder {
     }
     plan->backend_ = backend;
     plan->backend_reason_ = reason;
+    const bool asked_types = (options.precision != Precision::kAsGraph &&
+                              options.precision != Precision::kFp32) ||
+                             options.layout == LayoutChoice::kNhwc;
+    if (backend != Backend::kCuda && asked_types) {
+      absl::StrAppend(&reason, "; precision and layout apply to CUDA plans, this one runs the "
+                               "graph's own types");
+      plan->backend_reason_ = reason;
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, plan->graph_->TopologicalOrder());
+    KILN_RETURN_IF_ERROR(compute_nodes(*plan->graph_));
+
+    // Kernel options: math mode, algorithm choice, the tuning file.
+    KernelOptions kernel_options;
+    kernel_options.allow_tf32 = options.precision == Precision::kTf32;
+    kernel_options.measure_algorithms = options.algo == AlgoChoice::kMeasure;
+    kernel_options.workspace_limit = options.workspace_limit;
+    TuningCache tuning;
+    if (backend == Backend::kCuda) {
+      const CudaDeviceInfo& d = probe.devices[0];
+      kernel_options.device_name = absl::StrCat(d.name, " sm_", d.major, d.minor);
+      if (kernel_options.measure_algorithms && !options.tuning_file.empty()) {
+        KILN_RETURN_IF_ERROR(Annotate(tuning.Load(options.tuning_file), "compile"));
+      }
+      kernel_options.tuning = &tuning;
+    }
 
     // Stage: buffers. One per value a step or the caller touches.
     std::map<Value, int> buffer_of;
@@ -86,7 +179,7 @@ class PlanBuilder {
         factory = kernels.Select(*n, Backend::kReference);
       }
       if (!factory.ok()) return Annotate(factory.status(), "compile: kernel selection");
-      auto kernel = (*factory)->create(*n);
+      auto kernel = (*factory)->create(*n, kernel_options);
       if (!kernel.ok()) {
         return Annotate(kernel.status(), absl::StrCat("compile: preparing ", (*factory)->key.Name(),
                                                       " for node '", n->name(), "'"));
@@ -100,9 +193,18 @@ class PlanBuilder {
             "compile: node '", n->name(), "' (", step.kernel_name, ") needs ", step.workspace_bytes,
             " workspace bytes, over the limit of ", options.workspace_limit));
       }
+      step.description = (*kernel)->Describe();
+      const int aliased = (*kernel)->AliasedInput();
       step.kernel = *std::move(kernel);
       for (const Value& v : n->inputs()) step.inputs.push_back(buffer_of[v]);
       for (int i = 0; i < n->num_outputs(); ++i) step.outputs.push_back(buffer_of[n->output(i)]);
+      if (aliased >= 0) {
+        // A view: the output shares the input's bytes (a weight stays in the weights arena).
+        step.is_view = true;
+        BufferAssignment& out = plan->buffers_[step.outputs[0]];
+        out.alias_of = step.inputs[aliased];
+        out.arena = plan->buffers_[out.alias_of].arena;
+      }
       plan->workspace_bytes_ =
           std::max<int64_t>(plan->workspace_bytes_, static_cast<int64_t>(step.workspace_bytes));
       plan->steps_.push_back(std::move(step));
@@ -115,37 +217,81 @@ class PlanBuilder {
     std::vector<int> request_buffer;
     std::map<int, int> request_of;
     for (size_t b = 0; b < plan->buffers_.size(); ++b) {
-      if (plan->buffers_[b].arena != Arena::kActivations) continue;
+      if (plan->buffers_[b].arena != Arena::kActivations || plan->buffers_[b].alias_of >= 0) {
+        continue;
+      }
       request_of[static_cast<int>(b)] = static_cast<int>(requests.size());
       requests.push_back({plan->buffers_[b].bytes, 0, 0});
       request_buffer.push_back(static_cast<int>(b));
     }
+    // A view's uses count as uses of the buffer it views.
+    const ExecutionPlan& built = *plan;
+    auto request = [&](int b) -> BufferRequest* {
+      auto it = request_of.find(built.RootBuffer(b));
+      return it == request_of.end() ? nullptr : &requests[it->second];
+    };
     for (int s = 0; s < end; ++s) {
-      for (int b : plan->steps_[s].outputs) requests[request_of[b]].first_step = s;
-      for (int b : plan->steps_[s].outputs) requests[request_of[b]].last_step = s;
+      if (plan->steps_[s].is_view) continue;
+      for (int b : plan->steps_[s].outputs) {
+        if (BufferRequest* r = request(b)) r->first_step = r->last_step = s;
+      }
     }
     for (int s = 0; s < end; ++s) {
       for (int b : plan->steps_[s].inputs) {
-        if (request_of.count(b)) {
-          BufferRequest& r = requests[request_of[b]];
-          r.last_step = std::max(r.last_step, s);
-        }
+        if (BufferRequest* r = request(b)) r->last_step = std::max(r->last_step, s);
+      }
+      for (int b : plan->steps_[s].outputs) {
+        if (BufferRequest* r = request(b)) r->last_step = std::max(r->last_step, s);
       }
     }
+    for (const auto& [name, b] : plan->inputs_) {
+      if (BufferRequest* r = request(b)) r->first_step = 0;
+    }
     for (const auto& [name, b] : plan->outputs_) {
-      if (request_of.count(b)) requests[request_of[b]].last_step = end;
+      if (BufferRequest* r = request(b)) r->last_step = end;
     }
     MemoryPlan memory = PlanMemory(requests, options.reuse_activation_memory);
     for (size_t r = 0; r < requests.size(); ++r) {
       plan->buffers_[request_buffer[r]].offset = memory.offsets[r];
     }
     plan->activations_bytes_ = memory.arena_bytes;
+    if (kernel_options.tuning != nullptr && kernel_options.measure_algorithms &&
+        !options.tuning_file.empty() && tuning.dirty()) {
+      KILN_RETURN_IF_ERROR(Annotate(tuning.Save(options.tuning_file), "compile"));
+    }
     for (const auto& [node, b] : plan->weights_) {
       plan->buffers_[b].offset = plan->weights_bytes_;
       plan->weights_bytes_ +=
           (plan->buffers_[b].bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
     }
+    for (BufferAssignment& b : plan->buffers_) {
+      if (b.alias_of >= 0) b.offset = plan->buffers_[plan->RootBuffer(b.alias_of)].offset;
+    }
     return plan;
+  }
+
+ private:
+  // The graph a CUDA plan runs: the source with the requested precision and layout applied.
+  static absl::StatusOr<std::unique_ptr<Graph>> CudaGraphFor(const Graph& source,
+                                                             const CompileOptions& options) {
+    if (options.precision == Precision::kAsGraph && options.layout == LayoutChoice::kAsGraph) {
+      return source.Clone();
+    }
+    PlanTypes types;
+    switch (options.precision) {
+      case Precision::kFp16:
+        types.dtype = DataType::kF16;
+        break;
+      case Precision::kBf16:
+        types.dtype = DataType::kBF16;
+        break;
+      default:
+        types.dtype = DataType::kF32;
+    }
+    types.channels_last = UsesChannelsLast(options.layout, options.precision);
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, ApplyPrecisionAndLayout(source, types));
+    KILN_RETURN_IF_ERROR(Annotate(VerifyGraph(*g), "compile: after precision/layout"));
+    return g;
   }
 };
 
@@ -157,12 +303,14 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> Compile(const Graph& graph,
 
 std::string ExecutionPlan::ToString() const {
   std::string out = absl::StrFormat(
-      "plan: backend %s (%s)\narenas: weights %d B, activations %d B, workspace %d B\n",
-      BackendName(backend_), backend_reason_, weights_bytes_, activations_bytes_, workspace_bytes_);
+      "plan: backend %s (%s), precision %s, layout %s\narenas: weights %d B, activations %d B, "
+      "workspace %d B\n",
+      BackendName(backend_), backend_reason_, precision_, layout_, weights_bytes_,
+      activations_bytes_, workspace_bytes_);
   auto buffer = [&](int b) {
     const BufferAssignment& a = buffers_[b];
-    return absl::StrFormat("%s@%s+%d", a.type.ToString(), a.arena == Arena::kWeights ? "w" : "a",
-                           a.offset);
+    return absl::StrFormat("%s@%s+%d%s", a.type.ToString(), a.arena == Arena::kWeights ? "w" : "a",
+                           a.offset, a.alias_of >= 0 ? " (view)" : "");
   };
   for (const auto& [name, b] : inputs_)
     absl::StrAppend(&out, "input ", name, ": ", buffer(b), "\n");
@@ -172,9 +320,11 @@ std::string ExecutionPlan::ToString() const {
     for (int b : s.inputs) ins.push_back(buffer(b));
     for (int b : s.outputs) outs.push_back(buffer(b));
     absl::StrAppend(&out,
-                    absl::StrFormat("step %d: %s '%s' [%s] (%s) -> (%s) ws=%d\n", i, s.node->op(),
-                                    s.node->name(), s.kernel_name, absl::StrJoin(ins, ", "),
-                                    absl::StrJoin(outs, ", "), s.workspace_bytes));
+                    absl::StrFormat("step %d: %s '%s' [%s%s] (%s) -> (%s) ws=%d\n", i,
+                                    s.node->op(), s.node->name(), s.kernel_name,
+                                    s.description.empty() ? "" : " " + s.description,
+                                    absl::StrJoin(ins, ", "), absl::StrJoin(outs, ", "),
+                                    s.workspace_bytes));
   }
   for (const auto& [name, b] : outputs_)
     absl::StrAppend(&out, "output ", name, ": ", buffer(b), "\n");

@@ -5,6 +5,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
+
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 #include "engine/runtime/execution_plan.h"
@@ -19,8 +22,39 @@ enum class BackendChoice {
   kReference,  // Host, reference kernels only (the oracle).
 };
 
+// The dtype a CUDA plan computes in. kAsGraph keeps the graph's own types (what one-op kernel
+// tests want); the others are the CLI's --precision.
+enum class Precision {
+  kAsGraph,
+  kFp32,  // strict IEEE f32 products
+  kTf32,  // f32 data, TF32 tensor-core products in convolution and inner product
+  kFp16,  // f16 activations and weights, f32 accumulation
+  kBf16,  // bf16 activations and weights, f32 accumulation
+};
+
+// The memory order of a CUDA plan's 4-d/5-d activations. kAuto is NHWC where the tensor-core
+// kernels want it (TF32, f16, bf16) and NCHW for strict f32.
+enum class LayoutChoice { kAsGraph, kNchw, kNhwc, kAuto };
+
+// How convolution algorithms are chosen at compile time.
+enum class AlgoChoice {
+  kHeuristic,  // the primitive library's predicted order
+  kMeasure,    // every applicable algorithm timed (as cudnnFind), remembered in the tuning file
+};
+
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name);  // fp32|tf32|fp16|bf16
+absl::StatusOr<LayoutChoice> ParseLayoutChoice(absl::string_view name);  // nchw|nhwc|auto
+absl::StatusOr<AlgoChoice> ParseAlgoChoice(absl::string_view name);  // heuristic|measure
+absl::string_view PrecisionName(Precision p);
+
 struct CompileOptions {
   BackendChoice backend = BackendChoice::kAuto;
+  // CUDA plans only (the CPU backends run the graph as it is, f32 row-major, and say so).
+  Precision precision = Precision::kAsGraph;
+  LayoutChoice layout = LayoutChoice::kAsGraph;
+  AlgoChoice algo = AlgoChoice::kHeuristic;
+  // With kMeasure: measured choices are read from and written back to this file ("" = none).
+  std::string tuning_file;
   // Largest workspace any step may use; a step needing more is ResourceExhausted.
   int64_t workspace_limit = std::numeric_limits<int64_t>::max();
   // Debug switch: give every activation its own memory.

@@ -2,6 +2,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/runtime/device.h"
@@ -21,13 +23,48 @@ absl::Status CudaError(cudaError_t e, const char* call, int line) {
     if (kiln_e_ != cudaSuccess) return CudaError(kiln_e_, #call, __LINE__); \
   } while (0)
 
+class CudaTimer : public DeviceTimer {
+ public:
+  CudaTimer(std::vector<cudaEvent_t> events, cudaStream_t stream)
+      : events_(std::move(events)), stream_(stream) {}
+  ~CudaTimer() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  absl::Status Record(int point) override {
+    if (point < 0 || point >= static_cast<int>(events_.size())) {
+      return absl::OutOfRangeError(absl::StrCat("timer point ", point, " of ", events_.size()));
+    }
+    KILN_CUDA_CALL(cudaEventRecord(events_[point], stream_));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<double> ElapsedMs(int from, int to) override {
+    if (from < 0 || to < 0 || from >= static_cast<int>(events_.size()) ||
+        to >= static_cast<int>(events_.size())) {
+      return absl::OutOfRangeError("timer point out of range");
+    }
+    float ms = 0;
+    KILN_CUDA_CALL(cudaEventElapsedTime(&ms, events_[from], events_[to]));
+    return static_cast<double>(ms);
+  }
+
+ private:
+  std::vector<cudaEvent_t> events_;
+  cudaStream_t stream_;
+};
+
+// cuBLAS gets a workspace of its own from us, so it never allocates while a CUDA graph is being
+// captured (allocation is not allowed then).
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+
 class CudaDevice : public Device {
  public:
-  CudaDevice(CudaDeviceInfo info, cudaStream_t stream, cublasHandle_t blas)
-      : info_(std::move(info)), stream_(stream), blas_(blas) {}
+  CudaDevice(CudaDeviceInfo info, cudaStream_t stream, cublasHandle_t blas, void* blas_workspace)
+      : info_(std::move(info)), stream_(stream), blas_(blas), blas_workspace_(blas_workspace) {}
   ~CudaDevice() override {
     cudaSetDevice(info_.ordinal);
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
     if (blas_ != nullptr) cublasDestroy(blas_);
+    if (blas_workspace_ != nullptr) cudaFree(blas_workspace_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
   DeviceKind kind() const override { return DeviceKind::kCuda; }
@@ -70,10 +107,80 @@ class CudaDevice : public Device {
   void* stream() const override { return stream_; }
   void* blas_handle() const override { return blas_; }
 
+  absl::StatusOr<void*> AllocateStaging(size_t bytes) override {
+    void* p = nullptr;
+    const cudaError_t e = cudaHostAlloc(&p, bytes == 0 ? 256 : bytes, cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes,
+                                                       " bytes of page-locked host memory: ",
+                                                       cudaGetErrorString(e)));
+    }
+    return p;
+  }
+  void FreeStaging(void* ptr) override { cudaFreeHost(ptr); }
+  absl::Status CopyToDeviceAsync(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0) KILN_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+    return absl::OkStatus();
+  }
+  absl::Status CopyToHostAsync(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0) KILN_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    return absl::OkStatus();
+  }
+  int64_t FreeMemoryBytes() const override {
+    size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+      cudaGetLastError();
+      return -1;
+    }
+    return static_cast<int64_t>(free_bytes);
+  }
+  absl::Status BeginCapture() override {
+    // Thread-local mode: other threads' contexts keep working while this one records.
+    KILN_CUDA_CALL(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<void*> EndCapture() override {
+    cudaGraph_t graph = nullptr;
+    cudaError_t e = cudaStreamEndCapture(stream_, &graph);
+    if (e != cudaSuccess) {
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      return CudaError(e, "cudaStreamEndCapture", __LINE__);
+    }
+    cudaGraphExec_t exec = nullptr;
+    e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return CudaError(e, "cudaGraphInstantiate", __LINE__);
+    }
+    return static_cast<void*>(exec);
+  }
+  absl::Status Replay(void* graph) override {
+    KILN_CUDA_CALL(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), stream_));
+    return absl::OkStatus();
+  }
+  void DestroyGraph(void* graph) override {
+    if (graph != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+  }
+  absl::StatusOr<std::unique_ptr<DeviceTimer>> CreateTimer(int points) override {
+    std::vector<cudaEvent_t> events(points, nullptr);
+    for (int i = 0; i < points; ++i) {
+      const cudaError_t e = cudaEventCreate(&events[i]);
+      if (e != cudaSuccess) {
+        for (int j = 0; j < i; ++j) cudaEventDestroy(events[j]);
+        return CudaError(e, "cudaEventCreate", __LINE__);
+      }
+    }
+    return std::unique_ptr<DeviceTimer>(new CudaTimer(std::move(events), stream_));
+  }
+
  private:
   CudaDeviceInfo info_;
   cudaStream_t stream_;
   cublasHandle_t blas_;
+  void* blas_workspace_;
 };
 
 }  // namespace
@@ -126,12 +233,29 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCudaDevice(int ordinal) {
   cudaStream_t stream = nullptr;
   KILN_CUDA_CALL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cublasHandle_t blas = nullptr;
-  const cublasStatus_t s = cublasCreate(&blas);
-  if (s != CUBLAS_STATUS_SUCCESS) {
-    cudaStreamDestroy(stream);
-    return absl::InternalError(absl::StrCat("cublasCreate: ", cublasGetStatusString(s)));
+  void* blas_workspace = nullptr;
+  cublasStatus_t s = cublasCreate(&blas);
+  if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetStream(blas, stream);
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    const cudaError_t e = cudaMalloc(&blas_workspace, kCublasWorkspaceBytes);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      cublasDestroy(blas);
+      cudaStreamDestroy(stream);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cuda:", ordinal, ": cannot allocate cuBLAS's workspace of ", kCublasWorkspaceBytes,
+          " bytes: ", cudaGetErrorString(e)));
+    }
+    s = cublasSetWorkspace(blas, blas_workspace, kCublasWorkspaceBytes);
   }
-  return std::unique_ptr<Device>(new CudaDevice(probe.devices[ordinal], stream, blas));
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    if (blas != nullptr) cublasDestroy(blas);
+    if (blas_workspace != nullptr) cudaFree(blas_workspace);
+    cudaStreamDestroy(stream);
+    return absl::InternalError(absl::StrCat("cuBLAS set-up: ", cublasGetStatusString(s)));
+  }
+  return std::unique_ptr<Device>(
+      new CudaDevice(probe.devices[ordinal], stream, blas, blas_workspace));
 }
 
 }  // namespace kiln

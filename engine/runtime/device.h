@@ -15,6 +15,19 @@ namespace kiln {
 
 enum class DeviceKind { kHost, kCuda };
 
+// Markers between enqueued work, for per-step timing: Record(i) enqueues marker i; once the
+// device has synchronized, ElapsedMs(i, j) is the time from marker i to marker j.
+class DeviceTimer {
+ public:
+  virtual ~DeviceTimer() = default;
+  virtual absl::Status Record(int point) = 0;
+  virtual absl::StatusOr<double> ElapsedMs(int from, int to) = 0;
+};
+
+// A timer reading the host clock at each Record (right for the host device, whose work is done
+// when the call returns).
+std::unique_ptr<DeviceTimer> CreateHostTimer(int points);
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -31,6 +44,38 @@ class Device {
   virtual absl::Status Synchronize() = 0;
   virtual void* stream() const { return nullptr; }
   virtual void* blas_handle() const { return nullptr; }
+
+  // Host memory for staging copies: page-locked on CUDA so copies run at full speed and
+  // asynchronously; plain memory on the host device.
+  virtual absl::StatusOr<void*> AllocateStaging(size_t bytes) { return Allocate(bytes); }
+  virtual void FreeStaging(void* ptr) { Free(ptr); }
+  // Copies enqueued in order with the device's work; done at the next Synchronize.
+  virtual absl::Status CopyToDeviceAsync(void* dst, const void* host_src, size_t bytes) {
+    return CopyToDevice(dst, host_src, bytes);
+  }
+  virtual absl::Status CopyToHostAsync(void* host_dst, const void* src, size_t bytes) {
+    return CopyToHost(host_dst, src, bytes);
+  }
+  // Free device memory in bytes, or -1 where unknown (the host).
+  virtual int64_t FreeMemoryBytes() const { return -1; }
+
+  // Recording the work enqueued between BeginCapture and EndCapture as a replayable graph (CUDA
+  // graphs): Unimplemented on the host. EndCapture returns an opaque graph for Replay and
+  // DestroyGraph; a failed capture leaves the device usable for ordinary work.
+  virtual absl::Status BeginCapture() {
+    return absl::UnimplementedError("this device cannot capture graphs");
+  }
+  virtual absl::StatusOr<void*> EndCapture() {
+    return absl::UnimplementedError("this device cannot capture graphs");
+  }
+  virtual absl::Status Replay(void* graph) {
+    return absl::UnimplementedError("this device cannot replay graphs");
+  }
+  virtual void DestroyGraph(void* graph) {}
+
+  virtual absl::StatusOr<std::unique_ptr<DeviceTimer>> CreateTimer(int points) {
+    return CreateHostTimer(points);
+  }
 };
 
 std::unique_ptr<Device> CreateHostDevice();

@@ -21,6 +21,9 @@ struct BufferAssignment {
   int64_t offset = 0;
   int64_t bytes = 0;
   TensorType type;
+  // A view of another buffer's bytes (Flatten/Reshape of a dense tensor): its index, whose arena
+  // and offset this one shares; -1 for a buffer of its own.
+  int alias_of = -1;
 };
 
 struct PlanStep {
@@ -30,6 +33,10 @@ struct PlanStep {
   std::vector<int> inputs;  // Indices into ExecutionPlan::buffers().
   std::vector<int> outputs;
   size_t workspace_bytes = 0;
+  // What the kernel chose at plan time ("algo=fft"), for dumps and `kiln time`.
+  std::string description;
+  // Output 0 is a view of an input (the planner aliased it): nothing runs.
+  bool is_view = false;
 };
 
 class ExecutionPlan {
@@ -37,12 +44,21 @@ class ExecutionPlan {
   Backend backend() const { return backend_; }
   // Why this backend: e.g. "cuda unavailable (...); using cpu".
   const std::string& backend_reason() const { return backend_reason_; }
+  // The precision and layout the plan computes in ("fp32", "nchw"; "as graph" when the graph's
+  // own types were kept).
+  const std::string& precision() const { return precision_; }
+  const std::string& layout() const { return layout_; }
   const Graph& graph() const { return *graph_; }
   const std::vector<PlanStep>& steps() const { return steps_; }
   const std::vector<BufferAssignment>& buffers() const { return buffers_; }
   // Graph inputs and outputs by name -> buffer index.
   const std::map<std::string, int>& inputs() const { return inputs_; }
   const std::map<std::string, int>& outputs() const { return outputs_; }
+  // The buffer whose bytes `buffer` uses (itself unless it is a view).
+  int RootBuffer(int buffer) const {
+    while (buffers_[buffer].alias_of >= 0) buffer = buffers_[buffer].alias_of;
+    return buffer;
+  }
   // Constant nodes and the buffer each is uploaded into.
   const std::vector<std::pair<const Node*, int>>& weights() const { return weights_; }
   int64_t weights_bytes() const { return weights_bytes_; }
@@ -56,6 +72,7 @@ class ExecutionPlan {
   friend class PlanBuilder;
   Backend backend_ = Backend::kReference;
   std::string backend_reason_;
+  std::string precision_ = "as graph", layout_ = "as graph";
   std::unique_ptr<Graph> graph_;
   std::vector<PlanStep> steps_;
   std::vector<BufferAssignment> buffers_;

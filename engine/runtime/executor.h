@@ -1,11 +1,18 @@
 // Running a plan: an ExecutionContext owns one device's arenas (weights uploaded once,
-// activations, workspace); Run binds host inputs and outputs by name.
+// activations, workspace), its stream and the kernels' per-context resources. One plan may be
+// run from several threads at once, each through its own context.
+//
+// Inputs and outputs are bound by name, either as host tensors (copied through page-locked
+// staging buffers) or as device buffers the caller owns (no copy). On CUDA, after a first
+// ordinary run the steps are captured as a CUDA graph and replayed while the bound device
+// addresses stay the same.
 #ifndef KILN_ENGINE_RUNTIME_EXECUTOR_H_
 #define KILN_ENGINE_RUNTIME_EXECUTOR_H_
 
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/ir/host_tensor.h"
@@ -16,13 +23,22 @@ namespace kiln {
 
 struct ContextOptions {
   // Debug switch: fill activations and workspace with 0xff bytes (NaN for floats) before every
-  // run, so a kernel reading memory nobody wrote shows up as NaN.
+  // run, so a kernel reading memory nobody wrote shows up as NaN. Turns CUDA graphs off.
   bool poison_buffers = false;
+  // Capture the steps as a CUDA graph after the first run and replay it.
+  bool use_cuda_graphs = true;
+};
+
+// Per-step device times of one instrumented run.
+struct StepProfile {
+  std::vector<double> step_ms;  // One per plan step (0 for views).
+  double total_ms = 0;          // First step's start to last step's end.
 };
 
 class ExecutionContext {
  public:
   // Creates the device the plan's backend needs, allocates its arenas and uploads the weights.
+  // ResourceExhausted naming the bytes when the device has too little free memory.
   static absl::StatusOr<std::unique_ptr<ExecutionContext>> Create(
       const ExecutionPlan& plan, const ContextOptions& options = {});
   ~ExecutionContext();
@@ -33,22 +49,58 @@ class ExecutionContext {
   const ExecutionPlan& plan() const { return plan_; }
 
   // Binds `inputs` (every graph input, by name, with the plan's dims and dtype; any strides),
-  // runs every step and returns every graph output as a dense host tensor.
+  // runs every step and returns every graph output as a dense host tensor. Synchronous.
   absl::StatusOr<std::map<std::string, HostTensor>> Run(
       const std::map<std::string, HostTensor>& inputs);
+
+  // Runs with device buffers the caller owns: every graph input and output by name, laid out
+  // exactly as the plan's types say (plan().buffers()). No copies; the work is enqueued on the
+  // context's stream (device().stream()) and this returns before it finishes: call
+  // Synchronize() before reading the outputs.
+  absl::Status RunOnDevice(const std::map<std::string, const void*>& inputs,
+                           const std::map<std::string, void*>& outputs);
+  absl::Status Synchronize();
+
+  // The graph's inputs as the last Run left them stay in the context; these run the plan again
+  // on them without any copy: `iterations` whole forwards after `warmup` ones, returning the
+  // median milliseconds of one (replaying the CUDA graph where there is one).
+  absl::StatusOr<double> TimeForward(int iterations, int warmup = 3);
+  // One instrumented run with a timer marker between steps (no CUDA graph).
+  absl::StatusOr<StepProfile> ProfileSteps();
+
+  // Whether the last run replayed a captured CUDA graph, and why not when it could not.
+  bool replayed_graph() const { return replayed_graph_; }
+  const std::string& graph_capture_problem() const { return capture_problem_; }
 
  private:
   ExecutionContext(const ExecutionPlan& plan, std::unique_ptr<Device> device,
                    ContextOptions options)
       : plan_(plan), device_(std::move(device)), options_(options) {}
   void* Address(int buffer) const;
+  // Runs the steps on the current addresses: replaying the captured graph when it matches them,
+  // capturing one after the first ordinary run.
+  absl::Status RunSteps();
+  absl::Status RunStepsEagerly(DeviceTimer* timer);
+  void DropGraph();
 
   const ExecutionPlan& plan_;
   std::unique_ptr<Device> device_;
   ContextOptions options_;
+  KernelResources resources_;
   void* weights_ = nullptr;
   void* activations_ = nullptr;
   void* workspace_ = nullptr;
+  // Page-locked copies of the graph's inputs and outputs, by buffer.
+  std::map<int, void*> staging_;
+  // Caller-owned device memory bound for the current run, by root buffer.
+  std::map<int, void*> external_;
+  // The captured graph and the bindings it was captured with.
+  void* graph_ = nullptr;
+  std::map<int, void*> graph_bindings_;
+  int eager_runs_ = 0;
+  bool capture_failed_ = false;
+  bool replayed_graph_ = false;
+  std::string capture_problem_;
 };
 
 }  // namespace kiln

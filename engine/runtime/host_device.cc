@@ -1,4 +1,6 @@
+#include <chrono>
 #include <cstdlib>
+#include <vector>
 #include <cstring>
 #include <thread>
 
@@ -39,7 +41,33 @@ class HostDevice : public Device {
   absl::Status Synchronize() override { return absl::OkStatus(); }
 };
 
+class HostTimer : public DeviceTimer {
+ public:
+  explicit HostTimer(int points) : times_(points) {}
+  absl::Status Record(int point) override {
+    if (point < 0 || point >= static_cast<int>(times_.size())) {
+      return absl::OutOfRangeError(absl::StrCat("timer point ", point, " of ", times_.size()));
+    }
+    times_[point] = std::chrono::steady_clock::now();
+    return absl::OkStatus();
+  }
+  absl::StatusOr<double> ElapsedMs(int from, int to) override {
+    if (from < 0 || to < 0 || from >= static_cast<int>(times_.size()) ||
+        to >= static_cast<int>(times_.size())) {
+      return absl::OutOfRangeError("timer point out of range");
+    }
+    return std::chrono::duration<double, std::milli>(times_[to] - times_[from]).count();
+  }
+
+ private:
+  std::vector<std::chrono::steady_clock::time_point> times_;
+};
+
 }  // namespace
+
+std::unique_ptr<DeviceTimer> CreateHostTimer(int points) {
+  return std::make_unique<HostTimer>(points);
+}
 
 std::unique_ptr<Device> CreateHostDevice() { return std::make_unique<HostDevice>(); }
 

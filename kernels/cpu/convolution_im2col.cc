@@ -110,7 +110,7 @@ absl::Status RegisterCpuConvolution(KernelRegistry& registry) {
     }
     return RequireDenseF32(node);
   };
-  f.create = [](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+  f.create = [](const Node& node, const KernelOptions&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new Im2colConvolution(node));
   };
   return registry.Register(std::move(f));

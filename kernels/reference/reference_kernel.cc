@@ -103,7 +103,7 @@ absl::Status RegisterReference(KernelRegistry& registry, const std::string& op,
     }
     return absl::OkStatus();
   };
-  f.create = [compute](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+  f.create = [compute](const Node& node, const KernelOptions&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new ReferenceKernel(node, compute));
   };
   return registry.Register(std::move(f));

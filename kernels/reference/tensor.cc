@@ -1,4 +1,4 @@
-// Reference data-movement ops: Concat, Slice, Split, Flatten, Reshape, Crop.
+// Reference data-movement ops: Concat, Slice, Split, Flatten, Reshape, Crop, Convert.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -82,6 +82,8 @@ absl::Status RegisterReferenceTensor(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReference(registry, "Split", CopyToEveryOutput, "copy"));
   KILN_RETURN_IF_ERROR(RegisterReference(registry, "Flatten", CopyToEveryOutput, "copy"));
   KILN_RETURN_IF_ERROR(RegisterReference(registry, "Reshape", CopyToEveryOutput, "copy"));
+  // The frame gathers and scatters any dtype and strides, so a conversion is a plain copy.
+  KILN_RETURN_IF_ERROR(RegisterReference(registry, "Convert", CopyToEveryOutput, "copy"));
   return RegisterReference(registry, "Crop", Crop, "copy");
 }
 

@@ -77,6 +77,26 @@ absl::StatusOr<double> CompareWithReference(const std::string& op,
   return ToleranceRatio(actual[0], expected, atol, rtol);
 }
 
+absl::StatusOr<double> CompareOutputsWithReference(const std::string& op,
+                                                   const std::vector<HostTensor>& inputs,
+                                                   const AttrMap& attrs, BackendChoice backend,
+                                                   double atol, double rtol,
+                                                   std::string* kernel_name) {
+  KILN_ASSIGN_OR_RETURN(auto actual, RunOp(op, inputs, attrs, backend, kernel_name));
+  KILN_ASSIGN_OR_RETURN(auto reference, RunOp(op, inputs, attrs, BackendChoice::kReference));
+  if (actual.size() != reference.size()) return -1.0;
+  double worst = 0;
+  for (size_t k = 0; k < actual.size(); ++k) {
+    if (actual[k].type() != reference[k].type()) return -1.0;  // the kernels disagree on types
+    std::vector<double> expected;
+    for (float v : reference[k].ToF32Vector()) expected.push_back(v);
+    const double ratio = ToleranceRatio(actual[k], expected, atol, rtol);
+    if (ratio < 0) return ratio;
+    worst = std::max(worst, ratio);
+  }
+  return worst;
+}
+
 double ToleranceRatio(const HostTensor& actual, const std::vector<double>& expected, double atol,
                       double rtol) {
   if (actual.type().num_elements() != static_cast<int64_t>(expected.size())) return -1;

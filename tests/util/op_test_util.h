@@ -38,6 +38,15 @@ absl::StatusOr<double> CompareWithReference(const std::string& op,
                                             uint32_t seed, double atol, double rtol,
                                             std::string* kernel_name);
 
+// Runs `op` on `backend` and on the reference backend with the given inputs (any dtype and
+// strides: an f16 NHWC input tests the kernel's f16 NHWC path) and returns the worst
+// ToleranceRatio over every output, each compared with the reference's value of the same output.
+absl::StatusOr<double> CompareOutputsWithReference(const std::string& op,
+                                                   const std::vector<HostTensor>& inputs,
+                                                   const AttrMap& attrs, BackendChoice backend,
+                                                   double atol, double rtol,
+                                                   std::string* kernel_name);
+
 // Largest |a-b| / (atol + rtol*|b|) over all elements (<= 1 means within tolerance); -1 when
 // the shapes differ, +inf when any element is NaN.
 double ToleranceRatio(const HostTensor& actual, const std::vector<double>& expected, double atol,

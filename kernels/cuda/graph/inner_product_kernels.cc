@@ -1,0 +1,77 @@
+// InnerProduct as a graph kernel over the cuBLAS-backed primitive (any axis, optional transpose,
+// f32 in FP32 or TF32 math, f16/bf16 with f32 accumulation).
+//
+// cuBLAS needs x's rows packed in Caffe's order (the dims from `axis` on, row-major). An input
+// in another order (an NHWC activation reaching a classifier) is first transformed into a
+// row-major copy in the workspace: one pass over x, far cheaper than the product.
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "kernels/cuda/graph/graph_kernel.h"
+#include "kernels/cuda/graph/graph_kernels.h"
+#include "kernels/cuda/inner_product.h"
+#include "kernels/cuda/tensor_ops.h"
+#include "ops/shape_util.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr size_t kAlign = 256;
+
+absl::Status CheckInnerProduct(const Node& node) {
+  const TensorType& w = node.input(1).type();
+  if (!w.IsContiguous()) {
+    return absl::UnimplementedError(absl::StrCat("the weight must be packed, got ", w.ToString()));
+  }
+  if (!node.output_types()[0].IsContiguous()) {
+    return absl::UnimplementedError("the output must be packed row-major");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<cuda_graph::PreparedKernel> PrepareInnerProduct(const Node& node,
+                                                               const KernelOptions& options) {
+  const TensorType& x = node.input(0).type();
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(node.GetInt("axis"), x.rank(), "axis"));
+  const bool transposed = node.GetBool("transpose");
+  const bool bias = node.num_inputs() > 2;
+  const dnn::MathMode math = options.allow_tf32 && x.dtype() == DataType::kF32
+                                 ? dnn::MathMode::kTf32
+                                 : dnn::MathMode::kFp32;
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, cuda_graph::DescriptorOf(x));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor packed_xd,
+                        cuda_graph::DescriptorOf(x.Contiguous()));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor wd,
+                        cuda_graph::DescriptorOf(node.input(1).type()));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd,
+                        cuda_graph::DescriptorOf(node.output_types()[0]));
+  const bool repack = !x.IsContiguous();
+  cuda_graph::PreparedKernel k;
+  if (repack) {
+    k.workspace_bytes = (static_cast<size_t>(x.Contiguous().span_bytes()) + kAlign - 1) / kAlign *
+                        kAlign;
+  }
+  k.description = absl::StrCat(math == dnn::MathMode::kTf32 ? "tf32" : "",
+                               repack ? (math == dnn::MathMode::kTf32 ? " repack" : "repack") : "");
+  k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+    const void* rows = a.inputs[0].data;
+    if (repack) {
+      KILN_RETURN_IF_ERROR(
+          dnn::TransformTensor(handle, 1.0f, xd, a.inputs[0].data, 0.0f, packed_xd, a.workspace));
+      rows = a.workspace;
+    }
+    return dnn::InnerProductForward(handle, axis, transposed, math, 1.0f, packed_xd, rows, wd,
+                                    a.inputs[1].data, bias ? a.inputs[2].data : nullptr, 0.0f,
+                                    yd, a.outputs[0].data);
+  };
+  return k;
+}
+
+}  // namespace
+
+absl::Status RegisterCudaInnerProductKernels(KernelRegistry& registry) {
+  return cuda_graph::RegisterGraphKernel(registry, "InnerProduct", "any", "dnn_cublas",
+                                         CheckInnerProduct, PrepareInnerProduct);
+}
+
+}  // namespace kiln

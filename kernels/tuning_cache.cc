@@ -1,0 +1,74 @@
+#include "kernels/tuning_cache.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln {
+
+std::optional<std::string> TuningCache::Lookup(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+void TuningCache::Insert(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, added] = entries_.emplace(key, value);
+  if (!added && it->second == value) return;
+  it->second = value;
+  dirty_ = true;
+}
+
+size_t TuningCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+bool TuningCache::dirty() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dirty_;
+}
+
+absl::Status TuningCache::Load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::OkStatus();  // no file yet: nothing measured so far
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos || tab == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tuning file ", path, ":", number, ": expected KEY<TAB>VALUE"));
+    }
+    entries_[line.substr(0, tab)] = line.substr(tab + 1);
+  }
+  dirty_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status TuningCache::Save(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", temporary));
+    out << "# kiln tuning file: measured algorithm choices, key<TAB>value\n";
+    for (const auto& [key, value] : entries_) out << key << '\t' << value << '\n';
+    if (!out.flush()) return absl::InternalError(absl::StrCat("writing ", temporary, " failed"));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", temporary, " to ", path));
+  }
+  dirty_ = false;
+  return absl::OkStatus();
+}
+
+}  // namespace kiln

@@ -1,0 +1,39 @@
+// TuningCache: algorithm choices measured once and remembered, keyed by problem, precision and
+// GPU, so that the second compile of a network skips the measuring. The file is text, one entry
+// a line, `key<TAB>value`, sorted by key (deterministic, diffable).
+#ifndef KILN_KERNELS_TUNING_CACHE_H_
+#define KILN_KERNELS_TUNING_CACHE_H_
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace kiln {
+
+class TuningCache {
+ public:
+  std::optional<std::string> Lookup(const std::string& key) const;
+  void Insert(const std::string& key, const std::string& value);
+  size_t size() const;
+  // True when Insert added or changed an entry since the last Load or Save.
+  bool dirty() const;
+
+  // Adds the entries of `path`; a missing file is an empty cache (the first compile), a line
+  // without a tab is InvalidArgument naming the file and line.
+  absl::Status Load(const std::string& path);
+  // Writes every entry to `path` through a temporary file and a rename, so a crash never leaves
+  // half a file.
+  absl::Status Save(const std::string& path);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> entries_;
+  bool dirty_ = false;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_KERNELS_TUNING_CACHE_H_

@@ -1,0 +1,93 @@
+#include "tools/plan_flags.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+
+namespace kiln {
+
+namespace {
+
+absl::Status FlagError(const std::string& flag, const absl::Status& s) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", s.message()));
+}
+
+absl::StatusOr<int64_t> ParseBytes(std::string text) {
+  int64_t scale = 1;
+  if (!text.empty()) {
+    switch (absl::ascii_toupper(text.back())) {
+      case 'K':
+        scale = int64_t{1} << 10;
+        break;
+      case 'M':
+        scale = int64_t{1} << 20;
+        break;
+      case 'G':
+        scale = int64_t{1} << 30;
+        break;
+      default:
+        break;
+    }
+    if (scale != 1) text.pop_back();
+  }
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value < 0 || value > (INT64_MAX / scale)) {
+    return absl::InvalidArgumentError("expected a byte count such as 1073741824, 512M or 1G");
+  }
+  return value * scale;
+}
+
+}  // namespace
+
+const std::set<std::string>& PlanFlagNames() {
+  static const std::set<std::string>* names = new std::set<std::string>{
+      "device", "precision", "layout", "algo", "tuning-file", "workspace-limit"};
+  return *names;
+}
+
+absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options) {
+  const std::string device = line.Get("device", "auto");
+  if (device == "auto") {
+    options.backend = BackendChoice::kAuto;
+  } else if (device == "cuda") {
+    options.backend = BackendChoice::kCuda;
+  } else if (device == "cpu") {
+    options.backend = BackendChoice::kCpu;
+  } else if (device == "reference") {
+    options.backend = BackendChoice::kReference;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device ", device, ": use auto, cuda, cpu or reference"));
+  }
+  auto precision = ParsePrecision(line.Get("precision", "fp32"));
+  if (!precision.ok()) return FlagError("precision", precision.status());
+  options.precision = *precision;
+  auto layout = ParseLayoutChoice(line.Get("layout", "auto"));
+  if (!layout.ok()) return FlagError("layout", layout.status());
+  options.layout = *layout;
+  auto algo = ParseAlgoChoice(line.Get("algo", "heuristic"));
+  if (!algo.ok()) return FlagError("algo", algo.status());
+  options.algo = *algo;
+  if (line.Has("tuning-file")) {
+    if (options.algo != AlgoChoice::kMeasure) {
+      return absl::InvalidArgumentError(
+          "--tuning-file holds measured choices: use it with --algo measure");
+    }
+    options.tuning_file = line.Get("tuning-file");
+  }
+  if (line.Has("workspace-limit")) {
+    auto bytes = ParseBytes(line.Get("workspace-limit"));
+    if (!bytes.ok()) return FlagError("workspace-limit", bytes.status());
+    options.workspace_limit = *bytes;
+  }
+  return absl::OkStatus();
+}
+
+const char* PlanFlagsUsage() {
+  return "            [--device auto|cuda|cpu|reference] [--precision fp32|tf32|fp16|bf16]\n"
+         "            [--layout nchw|nhwc|auto] [--algo heuristic|measure]\n"
+         "            [--tuning-file F] [--workspace-limit BYTES]\n";
+}
+
+}  // namespace kiln

@@ -1,0 +1,187 @@
+// `kiln time`: Caffe's `caffe time` for a Kiln plan. One instrumented run gives each layer's
+// forward time (device timers between steps, summed per original prototxt layer); then the
+// un-instrumented plan (a replayed CUDA graph on the GPU) is timed over whole forwards, back to
+// back, and the median is what the total, images/s and the comparison with other engines use.
+#include "tools/time_command.h"
+
+#include <cstdio>
+#include <map>
+#include <random>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/runtime/compiler.h"
+#include "engine/runtime/executor.h"
+#include "engine/status_macros.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
+#include "tools/caffe_commands.h"
+#include "tools/plan_flags.h"
+
+namespace kiln {
+
+namespace {
+
+struct LayerTime {
+  std::string name, type;
+  double ms = 0;
+  std::vector<std::string> kernels;
+};
+
+absl::StatusOr<int64_t> PositiveFlag(const CommandLine& line, const std::string& flag,
+                                     int64_t fallback) {
+  if (!line.Has(flag)) return fallback;
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(line.Get(flag), &v) || v < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " ", line.Get(flag), ": expected a positive integer"));
+  }
+  return v;
+}
+
+absl::Status Time(int argc, char** argv) {
+  std::set<std::string> flags = CommonModelFlags();
+  flags.insert({"fill-seed", "batch", "iterations"});
+  flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
+  KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, {"json"}));
+  CaffeImportOptions options;
+  KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
+  if (line.Has("weights") && line.Has("fill-seed")) {
+    return absl::InvalidArgumentError("give --weights or --fill-seed, not both");
+  }
+  KILN_ASSIGN_OR_RETURN(int64_t seed, PositiveFlag(line, "fill-seed", 1));
+  options.fill_seed = static_cast<uint64_t>(seed);
+  KILN_ASSIGN_OR_RETURN(int64_t iterations, PositiveFlag(line, "iterations", 50));
+  CompileOptions compile;
+  KILN_RETURN_IF_ERROR(ParsePlanFlags(line, compile));
+  const bool json = line.Has("json");
+
+  // The batch replaces dim 0 of every input: the structure is read once to learn the shapes.
+  if (line.Has("batch")) {
+    KILN_ASSIGN_OR_RETURN(int64_t batch, PositiveFlag(line, "batch", 1));
+    CaffeImportOptions shapes_only = options;
+    shapes_only.init = ParamInit::kZeros;
+    LoadedModel probe;
+    KILN_RETURN_IF_ERROR(LoadModel(line, shapes_only, probe));
+    for (const CaffeInput& input : probe.model.inputs) {
+      std::vector<int64_t> dims = input.dims;
+      if (!dims.empty()) dims[0] = batch;
+      options.input_shapes[input.name] = dims;
+    }
+  }
+  LoadedModel loaded;
+  KILN_RETURN_IF_ERROR(LoadModel(line, options, loaded));
+  const CaffeModel& model = loaded.model;
+  if (!json) std::fprintf(stderr, "kiln time: compiling...\n");
+  KILN_ASSIGN_OR_RETURN(auto plan, Compile(*model.graph, DefaultKernelRegistry(), compile));
+  KILN_ASSIGN_OR_RETURN(auto context, ExecutionContext::Create(*plan));
+
+  // Random inputs in [-1, 1): timing does not depend on the values, and zeros could flatter it.
+  std::map<std::string, HostTensor> bindings;
+  int64_t batch = 1;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const CaffeInput& input : model.inputs) {
+    const Node* node = model.graph->FindNode(input.node);
+    if (node == nullptr) return absl::InternalError("time: an input has no graph node");
+    HostTensor t(node->output_types()[0]);
+    for (int64_t i = 0; i < t.type().num_elements(); ++i) t.SetFloat(i, dist(rng));
+    bindings[input.node] = t;
+    if (!input.dims.empty()) batch = input.dims[0];
+  }
+  KILN_RETURN_IF_ERROR(context->Run(bindings).status());  // warm: resources made, graph captured
+
+  // Per layer: one instrumented run, each step's time given to the layer it came from.
+  std::map<std::string, std::string> layer_of_node, type_of_layer;
+  std::vector<std::string> layer_order;
+  for (const CaffeLayer& layer : model.layers) {
+    for (const std::string& node : layer.nodes) layer_of_node[node] = layer.name;
+    type_of_layer[layer.name] = layer.type;
+  }
+  KILN_ASSIGN_OR_RETURN(StepProfile profile, context->ProfileSteps());
+  std::map<std::string, LayerTime> layers;
+  for (size_t i = 0; i < plan->steps().size(); ++i) {
+    const PlanStep& step = plan->steps()[i];
+    auto it = layer_of_node.find(step.node->name());
+    // Steps the compiler added (dtype/layout conversions at the edges) keep their own names.
+    const std::string layer = it != layer_of_node.end() ? it->second : step.node->name();
+    LayerTime& t = layers[layer];
+    if (t.name.empty()) {
+      t.name = layer;
+      t.type = it != layer_of_node.end() ? type_of_layer[layer] : step.node->op();
+      layer_order.push_back(layer);
+    }
+    t.ms += profile.step_ms[i];
+    t.kernels.push_back(step.is_view ? "view" : absl::StrCat(step.kernel_name,
+                                                             step.description.empty() ? "" : " ",
+                                                             step.description));
+  }
+  if (!json) std::fprintf(stderr, "kiln time: timing %lld forwards...\n",
+                          static_cast<long long>(iterations));
+  KILN_ASSIGN_OR_RETURN(double forward_ms, context->TimeForward(static_cast<int>(iterations)));
+  const double images_per_s = forward_ms > 0 ? batch * 1000.0 / forward_ms : 0;
+  const int64_t total_bytes =
+      plan->weights_bytes() + plan->activations_bytes() + plan->workspace_bytes();
+  const std::string device = context->device().Describe();
+
+  if (json) {
+    std::string out = absl::StrCat(
+        "{\"model\": ", JsonString(line.Get("model")), ", \"batch\": ", batch,
+        ", \"precision\": ", JsonString(plan->precision()), ", \"layout\": ",
+        JsonString(plan->layout()), ", \"backend\": ",
+        JsonString(std::string(BackendName(plan->backend()))), ", \"backend_reason\": ",
+        JsonString(plan->backend_reason()), ", \"device\": ", JsonString(device),
+        ", \"iterations\": ", iterations, ", \"cuda_graph\": ",
+        context->replayed_graph() ? "true" : "false",
+        absl::StrFormat(", \"forward_ms\": %.4f, \"images_per_s\": %.1f", forward_ms,
+                        images_per_s),
+        ", \"memory\": {\"weights_bytes\": ", plan->weights_bytes(),
+        ", \"activations_bytes\": ", plan->activations_bytes(), ", \"workspace_bytes\": ",
+        plan->workspace_bytes(), ", \"total_bytes\": ", total_bytes, "}, \"layers\": [");
+    for (size_t i = 0; i < layer_order.size(); ++i) {
+      const LayerTime& t = layers[layer_order[i]];
+      absl::StrAppend(&out, i ? ", " : "", "{\"name\": ", JsonString(t.name),
+                      ", \"type\": ", JsonString(t.type),
+                      absl::StrFormat(", \"ms\": %.4f", t.ms), ", \"kernels\": [");
+      for (size_t k = 0; k < t.kernels.size(); ++k) {
+        absl::StrAppend(&out, k ? ", " : "", JsonString(t.kernels[k]));
+      }
+      out += "]}";
+    }
+    out += "]}\n";
+    std::fputs(out.c_str(), stdout);
+    return absl::OkStatus();
+  }
+  std::printf("%s: batch %lld, backend %s (%s), precision %s, layout %s\n",
+              line.Get("model").c_str(), static_cast<long long>(batch),
+              std::string(BackendName(plan->backend())).c_str(), plan->backend_reason().c_str(),
+              plan->precision().c_str(), plan->layout().c_str());
+  std::printf("%-28s %-16s %10s  %s\n", "layer", "type", "forward ms", "kernel");
+  for (const std::string& name : layer_order) {
+    const LayerTime& t = layers[name];
+    std::printf("%-28s %-16s %10.4f  %s%s\n", t.name.c_str(), t.type.c_str(), t.ms,
+                t.kernels[0].c_str(), t.kernels.size() > 1 ? " ..." : "");
+  }
+  std::printf("sum of layers (instrumented run): %.4f ms\n", profile.total_ms);
+  std::printf("forward (median of %lld, %s): %.4f ms, %.1f images/s\n",
+              static_cast<long long>(iterations),
+              context->replayed_graph() ? "CUDA graph" : "step by step", forward_ms, images_per_s);
+  if (!context->graph_capture_problem().empty()) {
+    std::printf("(no CUDA graph: %s)\n", context->graph_capture_problem().c_str());
+  }
+  std::printf("device memory: weights %.1f MiB, activations %.1f MiB, workspace %.1f MiB, "
+              "total %.1f MiB on %s\n",
+              plan->weights_bytes() / 1048576.0, plan->activations_bytes() / 1048576.0,
+              plan->workspace_bytes() / 1048576.0, total_bytes / 1048576.0, device.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int TimeCommand(int argc, char** argv) {
+  absl::Status status = Time(argc, argv);
+  return status.ok() ? 0 : Fail(status);
+}
+
+}  // namespace kiln
