@@ -58,8 +58,8 @@ struct KernelArgs {
   std::vector<TensorView> outputs;
   void* workspace = nullptr;  // At least WorkspaceBytes(), 256-byte aligned.
   size_t workspace_bytes = 0;
-  void* stream = nullptr;       // cudaStream_t for CUDA kernels.
-  void* blas_handle = nullptr;  // cublasHandle_t for CUDA kernels that call cuBLAS.
+  void* stream = nullptr;                // cudaStream_t for CUDA kernels.
+  void* blas_handle = nullptr;           // cublasHandle_t for CUDA kernels that call cuBLAS.
   KernelResources* resources = nullptr;  // The running context's; never null from the executor.
 };
 
@@ -113,7 +113,7 @@ struct KernelFactory {
   // OK when this kernel can run `node`, else a status whose message says why not.
   std::function<absl::Status(const Node& node)> can_implement;
   std::function<absl::StatusOr<std::unique_ptr<Kernel>>(const Node& node,
-                                                          const KernelOptions& options)>
+                                                        const KernelOptions& options)>
       create;
   // Higher wins when several kernels of one backend can implement a node.
   int priority = 0;

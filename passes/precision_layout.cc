@@ -65,10 +65,10 @@ bool Matches(const TensorType& t, const Want& w) {
 }
 
 absl::StatusOr<HostTensor> ConvertConstant(const HostTensor& data, const Want& w) {
-  KILN_ASSIGN_OR_RETURN(TensorType type,
-                        TensorType::CreateWithLayout(w.dtype, data.type().dims(),
-                                                     w.channels_last ? Layout::kChannelsLast
-                                                                     : Layout::kRowMajor));
+  KILN_ASSIGN_OR_RETURN(
+      TensorType type,
+      TensorType::CreateWithLayout(w.dtype, data.type().dims(),
+                                   w.channels_last ? Layout::kChannelsLast : Layout::kRowMajor));
   HostTensor out(type);
   for (int64_t i = 0; i < type.num_elements(); ++i) out.SetFloat(i, data.GetFloat(i));
   return out;
@@ -143,12 +143,11 @@ class Rewriter {
         AttrMap attrs;
         attrs["dtype"] = std::string(DataTypeName(w.dtype));
         const int rank = result.type().rank();
-        attrs["layout"] = std::string(rank == 4 || rank == 5
-                                          ? (w.channels_last ? "channels_last" : "row_major")
-                                          : "");
+        attrs["layout"] = std::string(
+            rank == 4 || rank == 5 ? (w.channels_last ? "channels_last" : "row_major") : "");
         if (name.empty()) {
-          name = absl::StrCat(source.node->name(), source.index > 0 ? absl::StrCat(":", source.index)
-                                                                    : std::string(),
+          name = absl::StrCat(source.node->name(),
+                              source.index > 0 ? absl::StrCat(":", source.index) : std::string(),
                               "/to_", DataTypeName(w.dtype), w.channels_last ? "_nhwc" : "");
         }
         if (out_->FindNode(name) != nullptr) name.clear();  // an automatic name then
@@ -162,7 +161,7 @@ class Rewriter {
 
   PlanTypes types_;
   std::unique_ptr<Graph> out_;
-  std::map<Value, Value> plain_;           // every non-constant value, as produced
+  std::map<Value, Value> plain_;            // every non-constant value, as produced
   std::map<Value, const Node*> constants_;  // source constants by value
   std::map<std::tuple<Value, bool, DataType, bool>, Value> converted_;
   std::set<std::string> used_constant_names_;

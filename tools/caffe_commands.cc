@@ -296,12 +296,12 @@ absl::Status Run(int argc, char** argv) {
   }
   KILN_ASSIGN_OR_RETURN(auto plan, Compile(*model.graph, DefaultKernelRegistry(), compile));
   KILN_ASSIGN_OR_RETURN(auto context, ExecutionContext::Create(*plan));
-  std::fprintf(stderr, "kiln run: backend %s (%s)%s\n",
-               std::string(BackendName(plan->backend())).c_str(), plan->backend_reason().c_str(),
-               plan->backend() == Backend::kCuda
-                   ? absl::StrCat(", precision ", plan->precision(), ", layout ", plan->layout())
-                         .c_str()
-                   : "");
+  std::fprintf(
+      stderr, "kiln run: backend %s (%s)%s\n", std::string(BackendName(plan->backend())).c_str(),
+      plan->backend_reason().c_str(),
+      plan->backend() == Backend::kCuda
+          ? absl::StrCat(", precision ", plan->precision(), ", layout ", plan->layout()).c_str()
+          : "");
   KILN_ASSIGN_OR_RETURN(auto results, context->Run(bindings));
   for (const auto& [blob, path] : outputs) {
     KILN_ASSIGN_OR_RETURN(std::string bytes, SerializeNpy(results.at(blob)));

@@ -4,6 +4,19 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "graph" ]; then
+  # The graph engine's check: its tests, the CLI, the shared models and the benchmark scripts.
+  bazel build --config=portable //tools:kiln //tests/kernels:cuda_test \
+    //tests/kernels:cuda_graph_nn_test //tests/kernels:cuda_graph_tensor_test \
+    //tests/engine:cuda_network_test //examples:01_small_cnn || exit 1
+  rm -rf .gpu && mkdir -p .gpu/models
+  tar -C bazel-bin -cJf .gpu/bin.tar.xz tools/kiln tests/kernels/cuda_test \
+    tests/kernels/cuda_graph_nn_test tests/kernels/cuda_graph_tensor_test \
+    tests/engine/cuda_network_test examples/01_small_cnn
+  cp ../shared/models/caffe/*.prototxt .gpu/models/
+  du -sh .gpu
+  exit 0
+fi
 if [ "${1:-}" = "--stage" ]; then
   bazel build --config=portable //tests/kernels:cuda_test //tests/kernels:reference_test \
     //tests/kernels:conv_cuda_test //bench:conv_bench //examples:01_small_cnn //tools:kiln \
@@ -54,6 +67,34 @@ if [ "$what" = conv ] || [ "$what" = conv-quick ]; then
   sed -n '/^mode /,$p' "$out/conv_bench.log"
   for k in conv_cuda_test conv_memcheck conv_bench; do
     [ -n "${result[$k]+x}" ] && printf '%-16s exit %s\n' "$k" "${result[$k]}"
+  done
+  exit 0
+fi
+if [ "$what" = graph ]; then
+  # Every graph kernel against the reference, whole networks in four precisions, threads, the
+  # CLI with no --device, then the benchmark against PyTorch (bench/graph_bench.py).
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/nvidia_smi.log" 2>&1
+  export KILN_MODELS_DIR="$PWD/.gpu/models"
+  run cuda_test "$bin/tests/kernels/cuda_test"
+  run graph_nn_test "$bin/tests/kernels/cuda_graph_nn_test"
+  run graph_tensor_test "$bin/tests/kernels/cuda_graph_tensor_test"
+  run network_test "$bin/tests/engine/cuda_network_test"
+  python3 -c "import numpy as np; np.save('/tmp/x.npy', np.random.rand(1,3,224,224).astype(np.float32))"
+  run kiln_run_auto "$bin/tools/kiln" run --model .gpu/models/resnet18_deploy.prototxt \
+    --fill-seed 1 --input data=/tmp/x.npy
+  if [ -z "${KILN_SKIP_BENCH:-}" ]; then
+    PYTHONUNBUFFERED=1 run graph_bench python3 bench/graph_bench.py --kiln "$bin/tools/kiln" \
+      --models-dir .gpu/models --out "$out" ${KILN_BENCH_ARGS:-}
+  fi
+  cat "$out/nvidia_smi.log"
+  for k in cuda_test graph_nn_test graph_tensor_test network_test; do
+    grep -E "^\[  (PASSED|FAILED)|cases checked|Failure|FAILED  \]" "$out/$k.log" | head -20
+  done
+  grep -E "^network |^threads" "$out/network_test.log"
+  cat "$out/kiln_run_auto.log"
+  [ -f "$out/graph_bench.log" ] && tail -25 "$out/graph_bench.log"
+  for k in cuda_test graph_nn_test graph_tensor_test network_test kiln_run_auto graph_bench; do
+    [ -n "${result[$k]+x}" ] && printf '%-18s exit %s\n' "$k" "${result[$k]}"
   done
   exit 0
 fi

@@ -113,12 +113,14 @@ absl::Status Time(int argc, char** argv) {
       layer_order.push_back(layer);
     }
     t.ms += profile.step_ms[i];
-    t.kernels.push_back(step.is_view ? "view" : absl::StrCat(step.kernel_name,
-                                                             step.description.empty() ? "" : " ",
-                                                             step.description));
+    t.kernels.push_back(step.is_view
+                            ? "view"
+                            : absl::StrCat(step.kernel_name, step.description.empty() ? "" : " ",
+                                           step.description));
   }
-  if (!json) std::fprintf(stderr, "kiln time: timing %lld forwards...\n",
-                          static_cast<long long>(iterations));
+  if (!json)
+    std::fprintf(stderr, "kiln time: timing %lld forwards...\n",
+                 static_cast<long long>(iterations));
   KILN_ASSIGN_OR_RETURN(double forward_ms, context->TimeForward(static_cast<int>(iterations)));
   const double images_per_s = forward_ms > 0 ? batch * 1000.0 / forward_ms : 0;
   const int64_t total_bytes =
@@ -128,22 +130,22 @@ absl::Status Time(int argc, char** argv) {
   if (json) {
     std::string out = absl::StrCat(
         "{\"model\": ", JsonString(line.Get("model")), ", \"batch\": ", batch,
-        ", \"precision\": ", JsonString(plan->precision()), ", \"layout\": ",
-        JsonString(plan->layout()), ", \"backend\": ",
-        JsonString(std::string(BackendName(plan->backend()))), ", \"backend_reason\": ",
-        JsonString(plan->backend_reason()), ", \"device\": ", JsonString(device),
-        ", \"iterations\": ", iterations, ", \"cuda_graph\": ",
-        context->replayed_graph() ? "true" : "false",
-        absl::StrFormat(", \"forward_ms\": %.4f, \"images_per_s\": %.1f", forward_ms,
-                        images_per_s),
+        ", \"precision\": ", JsonString(plan->precision()),
+        ", \"layout\": ", JsonString(plan->layout()),
+        ", \"backend\": ", JsonString(std::string(BackendName(plan->backend()))),
+        ", \"backend_reason\": ", JsonString(plan->backend_reason()),
+        ", \"device\": ", JsonString(device), ", \"iterations\": ", iterations,
+        ", \"cuda_graph\": ", context->replayed_graph() ? "true" : "false",
+        absl::StrFormat(", \"forward_ms\": %.4f, \"images_per_s\": %.1f", forward_ms, images_per_s),
         ", \"memory\": {\"weights_bytes\": ", plan->weights_bytes(),
-        ", \"activations_bytes\": ", plan->activations_bytes(), ", \"workspace_bytes\": ",
-        plan->workspace_bytes(), ", \"total_bytes\": ", total_bytes, "}, \"layers\": [");
+        ", \"activations_bytes\": ", plan->activations_bytes(),
+        ", \"workspace_bytes\": ", plan->workspace_bytes(), ", \"total_bytes\": ", total_bytes,
+        "}, \"layers\": [");
     for (size_t i = 0; i < layer_order.size(); ++i) {
       const LayerTime& t = layers[layer_order[i]];
       absl::StrAppend(&out, i ? ", " : "", "{\"name\": ", JsonString(t.name),
-                      ", \"type\": ", JsonString(t.type),
-                      absl::StrFormat(", \"ms\": %.4f", t.ms), ", \"kernels\": [");
+                      ", \"type\": ", JsonString(t.type), absl::StrFormat(", \"ms\": %.4f", t.ms),
+                      ", \"kernels\": [");
       for (size_t k = 0; k < t.kernels.size(); ++k) {
         absl::StrAppend(&out, k ? ", " : "", JsonString(t.kernels[k]));
       }
@@ -170,10 +172,11 @@ absl::Status Time(int argc, char** argv) {
   if (!context->graph_capture_problem().empty()) {
     std::printf("(no CUDA graph: %s)\n", context->graph_capture_problem().c_str());
   }
-  std::printf("device memory: weights %.1f MiB, activations %.1f MiB, workspace %.1f MiB, "
-              "total %.1f MiB on %s\n",
-              plan->weights_bytes() / 1048576.0, plan->activations_bytes() / 1048576.0,
-              plan->workspace_bytes() / 1048576.0, total_bytes / 1048576.0, device.c_str());
+  std::printf(
+      "device memory: weights %.1f MiB, activations %.1f MiB, workspace %.1f MiB, "
+      "total %.1f MiB on %s\n",
+      plan->weights_bytes() / 1048576.0, plan->activations_bytes() / 1048576.0,
+      plan->workspace_bytes() / 1048576.0, total_bytes / 1048576.0, device.c_str());
   return absl::OkStatus();
 }
 

@@ -84,10 +84,10 @@ class PlanBuilder {
     // Stage: backend choice. A CUDA plan first gets the precision and layout asked for, so the
     // kernels are looked up for the types they will really see.
     std::unique_ptr<Graph> cuda_graph;
-    const CudaProbe probe = options.backend == BackendChoice::kAuto ||
-                                    options.backend == BackendChoice::kCuda
-                                ? ProbeCuda()
-                                : CudaProbe();
+    const CudaProbe probe =
+        options.backend == BackendChoice::kAuto || options.backend == BackendChoice::kCuda
+            ? ProbeCuda()
+            : CudaProbe();
     if (probe.usable) {
       KILN_ASSIGN_OR_RETURN(cuda_graph, CudaGraphFor(source, options));
     }
@@ -128,12 +128,13 @@ class PlanBuilder {
     }
     plan->backend_ = backend;
     plan->backend_reason_ = reason;
-    const bool asked_types = (options.precision != Precision::kAsGraph &&
-                              options.precision != Precision::kFp32) ||
-                             options.layout == LayoutChoice::kNhwc;
+    const bool asked_types =
+        (options.precision != Precision::kAsGraph && options.precision != Precision::kFp32) ||
+        options.layout == LayoutChoice::kNhwc;
     if (backend != Backend::kCuda && asked_types) {
-      absl::StrAppend(&reason, "; precision and layout apply to CUDA plans, this one runs the "
-                               "graph's own types");
+      absl::StrAppend(&reason,
+                      "; precision and layout apply to CUDA plans, this one runs the "
+                      "graph's own types");
       plan->backend_reason_ = reason;
     }
     KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, plan->graph_->TopologicalOrder());
@@ -319,12 +320,11 @@ std::string ExecutionPlan::ToString() const {
     std::vector<std::string> ins, outs;
     for (int b : s.inputs) ins.push_back(buffer(b));
     for (int b : s.outputs) outs.push_back(buffer(b));
-    absl::StrAppend(&out,
-                    absl::StrFormat("step %d: %s '%s' [%s%s] (%s) -> (%s) ws=%d\n", i,
-                                    s.node->op(), s.node->name(), s.kernel_name,
-                                    s.description.empty() ? "" : " " + s.description,
-                                    absl::StrJoin(ins, ", "), absl::StrJoin(outs, ", "),
-                                    s.workspace_bytes));
+    absl::StrAppend(&out, absl::StrFormat("step %d: %s '%s' [%s%s] (%s) -> (%s) ws=%d\n", i,
+                                          s.node->op(), s.node->name(), s.kernel_name,
+                                          s.description.empty() ? "" : " " + s.description,
+                                          absl::StrJoin(ins, ", "), absl::StrJoin(outs, ", "),
+                                          s.workspace_bytes));
   }
   for (const auto& [name, b] : outputs_)
     absl::StrAppend(&out, "output ", name, ": ", buffer(b), "\n");

@@ -7,9 +7,8 @@
 #include <limits>
 #include <string>
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/runtime/execution_plan.h"
 #include "kernels/kernel_registry.h"
 
@@ -42,9 +41,9 @@ enum class AlgoChoice {
   kMeasure,    // every applicable algorithm timed (as cudnnFind), remembered in the tuning file
 };
 
-absl::StatusOr<Precision> ParsePrecision(absl::string_view name);  // fp32|tf32|fp16|bf16
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name);        // fp32|tf32|fp16|bf16
 absl::StatusOr<LayoutChoice> ParseLayoutChoice(absl::string_view name);  // nchw|nhwc|auto
-absl::StatusOr<AlgoChoice> ParseAlgoChoice(absl::string_view name);  // heuristic|measure
+absl::StatusOr<AlgoChoice> ParseAlgoChoice(absl::string_view name);      // heuristic|measure
 absl::string_view PrecisionName(Precision p);
 
 struct CompileOptions {

@@ -112,19 +112,20 @@ class CudaDevice : public Device {
     const cudaError_t e = cudaHostAlloc(&p, bytes == 0 ? 256 : bytes, cudaHostAllocDefault);
     if (e != cudaSuccess) {
       cudaGetLastError();
-      return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes,
-                                                       " bytes of page-locked host memory: ",
-                                                       cudaGetErrorString(e)));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cannot allocate ", bytes, " bytes of page-locked host memory: ", cudaGetErrorString(e)));
     }
     return p;
   }
   void FreeStaging(void* ptr) override { cudaFreeHost(ptr); }
   absl::Status CopyToDeviceAsync(void* dst, const void* src, size_t bytes) override {
-    if (bytes > 0) KILN_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+    if (bytes > 0)
+      KILN_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
     return absl::OkStatus();
   }
   absl::Status CopyToHostAsync(void* dst, const void* src, size_t bytes) override {
-    if (bytes > 0) KILN_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    if (bytes > 0)
+      KILN_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
     return absl::OkStatus();
   }
   int64_t FreeMemoryBytes() const override {
@@ -242,9 +243,9 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCudaDevice(int ordinal) {
       cudaGetLastError();
       cublasDestroy(blas);
       cudaStreamDestroy(stream);
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "cuda:", ordinal, ": cannot allocate cuBLAS's workspace of ", kCublasWorkspaceBytes,
-          " bytes: ", cudaGetErrorString(e)));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cuda:", ordinal, ": cannot allocate cuBLAS's workspace of ",
+                       kCublasWorkspaceBytes, " bytes: ", cudaGetErrorString(e)));
     }
     s = cublasSetWorkspace(blas, blas_workspace, kCublasWorkspaceBytes);
   }

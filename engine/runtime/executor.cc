@@ -172,9 +172,9 @@ absl::StatusOr<std::map<std::string, HostTensor>> ExecutionContext::Run(
   }
   KILN_RETURN_IF_ERROR(RunSteps());
   for (const auto& [name, buffer] : plan_.outputs()) {
-    KILN_RETURN_IF_ERROR(device_->CopyToHostAsync(
-        staging_.at(buffer), Address(buffer),
-        static_cast<size_t>(plan_.buffers()[buffer].type.span_bytes())));
+    KILN_RETURN_IF_ERROR(
+        device_->CopyToHostAsync(staging_.at(buffer), Address(buffer),
+                                 static_cast<size_t>(plan_.buffers()[buffer].type.span_bytes())));
   }
   KILN_RETURN_IF_ERROR(Annotate(device_->Synchronize(), "run"));
   std::map<std::string, HostTensor> outputs;
@@ -206,9 +206,10 @@ absl::Status ExecutionContext::RunOnDevice(const std::map<std::string, const voi
     }
     auto [slot, added] = bound.emplace(root, p);
     if (!added && slot->second != p) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "run: ", what, " '", name, "' shares its bytes with another input or output of the "
-          "plan and must be bound to the same address"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("run: ", what, " '", name,
+                       "' shares its bytes with another input or output of the "
+                       "plan and must be bound to the same address"));
     }
     return absl::OkStatus();
   };

@@ -1,8 +1,8 @@
 #include <chrono>
 #include <cstdlib>
-#include <vector>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/runtime/device.h"

@@ -5,6 +5,7 @@
 #include "engine/runtime/memory_planner.h"
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
+#include "kernels/reference/reference_kernel.h"
 #include "ops/all_ops.h"
 #include "tests/util/op_test_util.h"
 
@@ -168,6 +169,84 @@ TEST(ExecutorTest, RuntimeKernelErrorNamesTheNode) {
   EXPECT_NE(r.status().message().find("label 7 is outside [0, 3)"), std::string::npos)
       << r.status();
   EXPECT_NE(r.status().message().find("'loss'"), std::string::npos);
+}
+
+// A kernel that declares its output a view of its input: the planner must give the output the
+// input's bytes, never run it, and keep the input alive as long as the view is read.
+class ViewKernel : public Kernel {
+ public:
+  int AliasedInput() const override { return 0; }
+  absl::Status Run(const KernelArgs&) const override {
+    return absl::InternalError("a view kernel must never run");
+  }
+};
+
+TEST(CompilerTest, ViewsShareTheirInputsBytesAndNeverRun) {
+  KernelRegistry registry;
+  ASSERT_TRUE(RegisterReferenceKernels(registry).ok());
+  KernelFactory view;
+  view.key = {"Flatten", Backend::kCpu, "any", "any", "test_view"};
+  view.can_implement = [](const Node&) { return absl::OkStatus(); };
+  view.create = [](const Node&, const KernelOptions&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(new ViewKernel());
+  };
+  ASSERT_TRUE(registry.Register(std::move(view)).ok());
+
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("x", F32({2, 3, 4}));
+  Value r = *b.Relu(x, 0.0, "relu");
+  Value flat = (*b.Op("Flatten", {r}, {}, "flat"))[0];
+  Value y = (*b.Op("Power", {flat}, {{"scale", 2.0}}, "double"))[0];
+  Value z = (*b.Op("Power", {flat}, {{"shift", 1.0}}, "plus_one"))[0];
+  ASSERT_TRUE(b.Output("y", y).ok());
+  ASSERT_TRUE(b.Output("z", z).ok());
+  auto graph = b.Finish();
+  CompileOptions options;
+  options.backend = BackendChoice::kCpu;
+  auto plan = Compile(*graph, registry, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int views = 0;
+  for (const PlanStep& step : (*plan)->steps()) {
+    if (!step.is_view) continue;
+    ++views;
+    const BufferAssignment& out = (*plan)->buffers()[step.outputs[0]];
+    const BufferAssignment& in = (*plan)->buffers()[step.inputs[0]];
+    EXPECT_EQ(out.alias_of, step.inputs[0]);
+    EXPECT_EQ(out.offset, in.offset);
+  }
+  EXPECT_EQ(views, 1);
+  EXPECT_NE((*plan)->ToString().find("(view)"), std::string::npos);
+  ContextOptions poison;
+  poison.poison_buffers = true;
+  auto ctx = ExecutionContext::Create(**plan, poison);
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  HostTensor input = RandomTensor(F32({2, 3, 4}), 3);
+  auto out = (*ctx)->Run({{"x", input}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (int64_t i = 0; i < 24; ++i) {
+    const float relu = std::max(0.0f, input.GetFloat(i));
+    EXPECT_FLOAT_EQ(out->at("y").GetFloat(i), 2 * relu);
+    EXPECT_FLOAT_EQ(out->at("z").GetFloat(i), relu + 1);
+  }
+}
+
+// Precision and layout are CUDA options: a CPU plan runs the graph's own types and says so.
+TEST(CompilerTest, CpuPlansSayThatPrecisionIsACudaOption) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("x", F32({2, 3}));
+  ASSERT_TRUE(b.Output("y", *b.Relu(x)).ok());
+  auto graph = b.Finish();
+  CompileOptions options;
+  options.backend = BackendChoice::kCpu;
+  options.precision = Precision::kFp16;
+  auto plan = Compile(*graph, DefaultKernelRegistry(), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_NE((*plan)->backend_reason().find("precision and layout apply to CUDA plans"),
+            std::string::npos);
+  EXPECT_EQ((*plan)->precision(), "as graph");
+  EXPECT_TRUE(ParsePrecision("fp8").status().code() == absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ParseLayoutChoice("nhwc").ok());
+  EXPECT_FALSE(ParseAlgoChoice("fastest").ok());
 }
 
 }  // namespace

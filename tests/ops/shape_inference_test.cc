@@ -262,7 +262,7 @@ TEST(PooledSizeTest, MatchesCaffeFormulaExhaustively) {
 TEST(OpRegistryTest, EveryOpHasInferenceAndASummary) {
   const std::vector<std::string> expected = {
       "AbsVal",        "Accuracy",     "BatchNorm",   "Bias",
-      "ClippedReLU",   "Concat",       "Constant",    "ContrastiveLoss",
+      "ClippedReLU",   "Concat",       "Constant",    "ContrastiveLoss", "Convert",
       "Convolution",   "Crop",         "Deconvolution", "Dropout",
       "ELU",           "Eltwise",      "EuclideanLoss", "Flatten",
       "InnerProduct",  "LRN",          "PReLU",       "Parameter",
@@ -282,6 +282,36 @@ TEST(OpRegistryTest, DuplicateRegistrationFails) {
   OpRegistry r;
   ASSERT_TRUE(RegisterActivationOps(r).ok());
   EXPECT_EQ(RegisterActivationOps(r).code(), absl::StatusCode::kAlreadyExists);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Convert changes dtype and/or memory order, never dims; bad requests name the attribute.
+TEST(ConvertInferenceTest, DtypeAndLayout) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("x", *TensorType::Create(DataType::kF32, {2, 3, 4, 5}));
+  auto to_f16 = b.Op("Convert", {x}, {{"dtype", std::string("f16")}}, "a");
+  ASSERT_TRUE(to_f16.ok()) << to_f16.status();
+  EXPECT_EQ((*to_f16)[0].type().ToString(), "f16[2,3,4,5]");
+  auto nhwc = b.Op("Convert", {x},
+                   {{"dtype", std::string("bf16")}, {"layout", std::string("channels_last")}},
+                   "b");
+  ASSERT_TRUE(nhwc.ok()) << nhwc.status();
+  EXPECT_EQ((*nhwc)[0].type().dtype(), DataType::kBF16);
+  EXPECT_TRUE((*nhwc)[0].type().IsChannelsLast());
+  auto back = b.Op("Convert", {(*nhwc)[0]}, {{"layout", std::string("row_major")}}, "c");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ((*back)[0].type().ToString(), "bf16[2,3,4,5]");
+  Value flat = *b.Input("flat", *TensorType::Create(DataType::kF32, {6}));
+  auto bad_layout = b.Op("Convert", {flat}, {{"layout", std::string("channels_last")}}, "d");
+  EXPECT_FALSE(bad_layout.ok());
+  EXPECT_NE(bad_layout.status().message().find("channels_last"), std::string::npos);
+  auto bad_dtype = b.Op("Convert", {flat}, {{"dtype", std::string("i32")}}, "e");
+  EXPECT_FALSE(bad_dtype.ok());
 }
 
 }  // namespace

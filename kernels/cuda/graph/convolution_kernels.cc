@@ -50,8 +50,8 @@ absl::StatusOr<ConvSetup> SetupOf(const Node& node, const KernelOptions& options
   if (nd != 2 && nd != 3) return absl::UnimplementedError("2-d and 3-d convolutions only");
   KILN_ASSIGN_OR_RETURN(ConvolutionParams params, ConvolutionParams::FromAttrs(node.attrs(), nd));
   if (w.dtype() != in.dtype() || out.dtype() != in.dtype()) {
-    return absl::UnimplementedError(absl::StrCat("input ", in.ToString(), ", filter ",
-                                                 w.ToString(), " and output ", out.ToString(),
+    return absl::UnimplementedError(absl::StrCat("input ", in.ToString(), ", filter ", w.ToString(),
+                                                 " and output ", out.ToString(),
                                                  " must share a dtype"));
   }
   dnn::TensorFormat filter_format = dnn::TensorFormat::kNCHW;
@@ -111,9 +111,9 @@ absl::StatusOr<void*> RandomDeviceBuffer(DataType dtype, int64_t elements, uint3
   if (e != cudaSuccess) {
     cudaGetLastError();
     if (p != nullptr) cudaFree(p);
-    return absl::ResourceExhaustedError(absl::StrCat("measuring convolution algorithms: ",
-                                                     host.size(), " bytes of test data: ",
-                                                     cudaGetErrorString(e)));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("measuring convolution algorithms: ", host.size(),
+                     " bytes of test data: ", cudaGetErrorString(e)));
   }
   return p;
 }
@@ -162,8 +162,8 @@ absl::StatusOr<dnn::ConvAlgoPerf> ChooseAlgorithm(const ConvSetup& s, const Node
         std::vector<std::string> parts = absl::StrSplit(*saved, ' ');
         dnn::ConvAlgoPerf perf;
         uint64_t bytes = 0;
-        auto algo = parts.empty() ? absl::InvalidArgumentError("empty")
-                                  : dnn::ParseConvAlgo(parts[0]);
+        auto algo =
+            parts.empty() ? absl::InvalidArgumentError("empty") : dnn::ParseConvAlgo(parts[0]);
         if (algo.ok() && parts.size() >= 2 && absl::SimpleAtoi(parts[1], &bytes) &&
             static_cast<int64_t>(bytes) <= options.workspace_limit &&
             dnn::CheckConvAlgoSupported(s.direction, s.problem, *algo).ok()) {
@@ -189,8 +189,9 @@ absl::StatusOr<dnn::ConvAlgoPerf> ChooseAlgorithm(const ConvSetup& s, const Node
           probe, s.direction, s.problem, dnn::ConvAlgoPreference::kSpecifyWorkspaceLimit,
           static_cast<size_t>(std::min(options.workspace_limit, kHeuristicWorkspaceCap))));
   if (algos.empty()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "no convolution algorithm fits the workspace limit of ", options.workspace_limit, " bytes"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("no convolution algorithm fits the workspace limit of ",
+                     options.workspace_limit, " bytes"));
   }
   return algos.front();
 }
@@ -226,9 +227,7 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
   return k;
 }
 
-absl::Status CheckConvolution(const Node& node) {
-  return SetupOf(node, KernelOptions()).status();
-}
+absl::Status CheckConvolution(const Node& node) { return SetupOf(node, KernelOptions()).status(); }
 
 }  // namespace
 

@@ -58,13 +58,12 @@ absl::StatusOr<dnn::Handle*> HandleOf(const KernelArgs& args) {
   if (args.resources == nullptr) {
     return absl::FailedPreconditionError("cuda graph kernel run without a context's resources");
   }
-  KILN_ASSIGN_OR_RETURN(
-      dnn::Handle * handle,
-      args.resources->GetOrCreate<dnn::Handle>(
-          "dnn.handle", [&]() -> absl::StatusOr<std::unique_ptr<dnn::Handle>> {
-            return std::make_unique<dnn::Handle>(args.stream, args.blas_handle,
-                                                 CurrentDeviceMultiprocessors());
-          }));
+  KILN_ASSIGN_OR_RETURN(dnn::Handle * handle,
+                        args.resources->GetOrCreate<dnn::Handle>(
+                            "dnn.handle", [&]() -> absl::StatusOr<std::unique_ptr<dnn::Handle>> {
+                              return std::make_unique<dnn::Handle>(args.stream, args.blas_handle,
+                                                                   CurrentDeviceMultiprocessors());
+                            }));
   if (handle->stream() != args.stream) KILN_RETURN_IF_ERROR(handle->SetStream(args.stream));
   return handle;
 }
@@ -99,8 +98,9 @@ absl::Status RegisterGraphKernel(KernelRegistry& registry, const std::string& op
     return check ? check(node) : absl::OkStatus();
   };
   const std::string name = f.key.Name();
-  f.create = [prepare, name](const Node& node,
-                             const KernelOptions& options) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+  f.create = [prepare, name](
+                 const Node& node,
+                 const KernelOptions& options) -> absl::StatusOr<std::unique_ptr<Kernel>> {
     KILN_ASSIGN_OR_RETURN(PreparedKernel prepared, prepare(node, options));
     if (!prepared.run && prepared.aliased_input < 0) {
       return absl::InternalError(absl::StrCat(name, ": prepared without a run function"));

@@ -39,17 +39,14 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareInnerProduct(const Node& node,
                                  ? dnn::MathMode::kTf32
                                  : dnn::MathMode::kFp32;
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, cuda_graph::DescriptorOf(x));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor packed_xd,
-                        cuda_graph::DescriptorOf(x.Contiguous()));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor wd,
-                        cuda_graph::DescriptorOf(node.input(1).type()));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd,
-                        cuda_graph::DescriptorOf(node.output_types()[0]));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor packed_xd, cuda_graph::DescriptorOf(x.Contiguous()));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor wd, cuda_graph::DescriptorOf(node.input(1).type()));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, cuda_graph::DescriptorOf(node.output_types()[0]));
   const bool repack = !x.IsContiguous();
   cuda_graph::PreparedKernel k;
   if (repack) {
-    k.workspace_bytes = (static_cast<size_t>(x.Contiguous().span_bytes()) + kAlign - 1) / kAlign *
-                        kAlign;
+    k.workspace_bytes =
+        (static_cast<size_t>(x.Contiguous().span_bytes()) + kAlign - 1) / kAlign * kAlign;
   }
   k.description = absl::StrCat(math == dnn::MathMode::kTf32 ? "tf32" : "",
                                repack ? (math == dnn::MathMode::kTf32 ? " repack" : "repack") : "");
@@ -61,8 +58,8 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareInnerProduct(const Node& node,
       rows = a.workspace;
     }
     return dnn::InnerProductForward(handle, axis, transposed, math, 1.0f, packed_xd, rows, wd,
-                                    a.inputs[1].data, bias ? a.inputs[2].data : nullptr, 0.0f,
-                                    yd, a.outputs[0].data);
+                                    a.inputs[1].data, bias ? a.inputs[2].data : nullptr, 0.0f, yd,
+                                    a.outputs[0].data);
   };
   return k;
 }

@@ -1,0 +1,76 @@
+// Eltwise (sum with coefficients, product, max) as a graph kernel over the primitive, which
+// takes up to 8 inputs in one pass; more are folded in chunks, each pass adding the next inputs
+// to the running result (sum and max associate; product too).
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "kernels/cuda/graph/graph_kernel.h"
+#include "kernels/cuda/graph/graph_kernels.h"
+#include "kernels/cuda/tensor_ops.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr int kMaxPerPass = 8;
+
+absl::StatusOr<cuda_graph::PreparedKernel> PrepareEltwise(const Node& node, const KernelOptions&) {
+  const std::string& operation = node.GetString("operation");
+  dnn::EltwiseOp op;
+  if (operation == "sum") {
+    op = dnn::EltwiseOp::kSum;
+  } else if (operation == "prod") {
+    op = dnn::EltwiseOp::kProd;
+  } else if (operation == "max") {
+    op = dnn::EltwiseOp::kMax;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("Eltwise operation '", operation, "'"));
+  }
+  std::vector<double> coeffs = node.GetFloats("coeffs");
+  if (op == dnn::EltwiseOp::kSum && coeffs.empty()) coeffs.assign(node.num_inputs(), 1.0);
+  std::vector<dnn::TensorDescriptor> xds;
+  for (const Value& v : node.inputs()) {
+    KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor d, cuda_graph::DescriptorOf(v.type()));
+    xds.push_back(d);
+  }
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, cuda_graph::DescriptorOf(node.output_types()[0]));
+  cuda_graph::PreparedKernel k;
+  k.run = [op, coeffs, xds, yd](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+    if (yd.ElementCount() == 0) return absl::OkStatus();
+    const int n = static_cast<int>(xds.size());
+    for (int first = 0; first < n;) {
+      // Later passes read the running result (y) as their first input.
+      const bool chained = first > 0;
+      const int take = std::min(n - first, kMaxPerPass - (chained ? 1 : 0));
+      std::vector<dnn::TensorDescriptor> d;
+      std::vector<const void*> p;
+      std::vector<double> c;
+      if (chained) {
+        d.push_back(yd);
+        p.push_back(a.outputs[0].data);
+        c.push_back(1.0);
+      }
+      for (int i = first; i < first + take; ++i) {
+        d.push_back(xds[i]);
+        p.push_back(a.inputs[i].data);
+        if (op == dnn::EltwiseOp::kSum) c.push_back(coeffs[i]);
+      }
+      if (op != dnn::EltwiseOp::kSum) c.clear();
+      KILN_RETURN_IF_ERROR(
+          dnn::EltwiseForward(handle, op, c, 1.0f, d, p, 0.0f, yd, a.outputs[0].data));
+      first += take;
+    }
+    return absl::OkStatus();
+  };
+  return k;
+}
+
+}  // namespace
+
+absl::Status RegisterCudaEltwiseKernels(KernelRegistry& registry) {
+  return cuda_graph::RegisterGraphKernel(registry, "Eltwise", "any", "dnn_eltwise", nullptr,
+                                         PrepareEltwise);
+}
+
+}  // namespace kiln
