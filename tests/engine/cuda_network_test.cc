@@ -70,6 +70,40 @@ struct LoadedNet {
   std::map<std::string, HostTensor> inputs;
 };
 
+// Seeded weights scaled by fan-in, BatchNorm statistics and Scale parameters near the identity:
+// the deploy files carry no fillers (Caffe's default is 0), and a net of zeros or of exploding
+// activations would compare nothing.
+void RandomizeWeights(const CaffeModel& model, uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto uniform = [&](float lo, float hi) {
+    return std::uniform_real_distribution<float>(lo, hi)(rng);
+  };
+  std::map<std::string, std::string> type_of;
+  for (const CaffeLayer& layer : model.layers) type_of[layer.name] = layer.type;
+  for (const CaffeParam& p : model.params) {
+    if (p.shared_with >= 0) continue;
+    HostTensor t = ParamTensor(model, p);  // shares the graph constant's storage
+    const int64_t n = t.type().num_elements();
+    const std::string& type = type_of[p.layer];
+    float lo = -0.1f, hi = 0.1f;
+    if (type == "BatchNorm") {
+      lo = p.index == 0 ? -0.2f : p.index == 1 ? 0.5f : 1.0f;
+      hi = p.index == 0 ? 0.2f : p.index == 1 ? 1.5f : 1.0f;
+    } else if (type == "Scale" && p.index == 0) {
+      lo = 0.5f;
+      hi = 1.5f;
+    } else if (type == "PReLU") {
+      lo = 0.05f;
+      hi = 0.3f;
+    } else if (p.shape.size() >= 2 && !p.shape.empty() && p.shape[0] > 0) {
+      const float a = std::sqrt(6.0f / static_cast<float>(n / p.shape[0]));  // He, uniform
+      lo = -a;
+      hi = a;
+    }
+    for (int64_t i = 0; i < n; ++i) t.SetFloat(i, lo == hi ? lo : uniform(lo, hi));
+  }
+}
+
 absl::StatusOr<LoadedNet> LoadNet(const std::string& file, int64_t batch, bool make_inputs = true) {
   auto net = ReadNetParameter(ModelPath(file));
   if (!net.ok()) return net.status();
@@ -91,6 +125,7 @@ absl::StatusOr<LoadedNet> LoadNet(const std::string& file, int64_t batch, bool m
   auto model = ImportCaffeNet(*net, options, DefaultOpRegistry());
   if (!model.ok()) return model.status();
   loaded.model = std::move(*model);
+  RandomizeWeights(loaded.model, 5);
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (const CaffeInput& in : loaded.model.inputs) {
