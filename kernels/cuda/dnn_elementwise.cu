@@ -2,6 +2,9 @@
 // Dims that every operand lays out the same way are merged first, so packed tensors become one
 // dense run with no index decoding; each thread then keeps 4 elements' loads in flight before
 // computing, which is what lets a streaming kernel approach the copy bandwidth.
+#include <algorithm>
+#include <cstdint>
+
 #include "kernels/cuda/primitive_launch.h"
 #include "kernels/cuda/storage_access.cuh"
 #include "ops/dropout_mask.h"
@@ -307,6 +310,32 @@ bool LaunchVector(const ElementwiseCall& c, const Divisors& divs, int64_t total,
   return true;
 }
 
+// Puts the dims in the output's memory order (largest stride first), the same permutation for
+// every operand and for the feature index, so a channels-last tensor is walked contiguously and
+// merges like a row-major one (in logical N, C, H, W order its innermost dim is C elements
+// apart, and every warp access would scatter). Dropout keeps the logical order: its mask is a
+// function of the logical element index.
+void OrderDimsByOutputMemory(ElementwiseCall& c) {
+  if (c.op == ElementwiseOp::kDropout || c.rank < 2) return;
+  int order[kMaxRank];
+  for (int d = 0; d < c.rank; ++d) order[d] = d;
+  // Unit dims are dropped by MergeDims: they go first, whatever their stride says.
+  auto key = [&](int d) { return c.dims[d] == 1 ? INT64_MAX : c.out.strides[d]; };
+  std::stable_sort(order, order + c.rank, [&](int a, int b) { return key(a) > key(b); });
+  bool identity = true;
+  for (int d = 0; d < c.rank; ++d) identity = identity && order[d] == d;
+  if (identity) return;
+  auto permute = [&](int64_t* v) {
+    int64_t copy[kMaxRank];
+    for (int d = 0; d < c.rank; ++d) copy[d] = v[d];
+    for (int d = 0; d < c.rank; ++d) v[d] = copy[order[d]];
+  };
+  permute(c.dims);
+  for (int k = 0; k < c.num_inputs; ++k) permute(c.in[k].strides);
+  permute(c.out.strides);
+  permute(c.feature_strides);
+}
+
 // Drops unit dims and merges neighbours every operand (and the feature index) lays out as one.
 void MergeDims(ElementwiseCall& c) {
   const int operands = c.num_inputs;
@@ -390,6 +419,7 @@ int LaunchFor(const ElementwiseCall& c, void* stream) {
 }  // namespace
 
 int LaunchElementwise(ElementwiseCall call, void* stream) {
+  OrderDimsByOutputMemory(call);
   MergeDims(call);
   switch (call.op) {
     case ElementwiseOp::kCopy:

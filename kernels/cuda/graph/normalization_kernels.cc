@@ -135,20 +135,48 @@ absl::StatusOr<dnn::TensorDescriptor> BroadcastDescriptor(const Node& node, int 
   return dnn::TensorDescriptor::Create(p.dtype(), dims, RowMajorStrides(dims));
 }
 
-// y = x * scale (+ bias) or y = x + bias: one element-wise pass, the parameters broadcast.
+// y = x * scale (+ bias) or y = x + bias in one element-wise pass. With f32 parameters (always,
+// in the compiler's plans) it is the element-wise kernel's per-feature affine form, the one
+// batch norm applies with: dense operands move 16 bytes at a time and each feature's
+// coefficients are read once per run of it. A 16-bit or computed scale input is broadcast as an
+// operand instead (slower: no vector accesses).
 absl::StatusOr<PreparedKernel> PrepareScaleOrBias(const Node& node, const KernelOptions&) {
   const bool is_bias = node.op() == "Bias";
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, DescriptorOf(node.input(0).type()));
+  const TensorType& x = node.input(0).type();
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, DescriptorOf(x));
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, DescriptorOf(node.output_types()[0]));
   std::vector<dnn::TensorDescriptor> params;
+  bool all_f32 = true;
   for (int i = 1; i < node.num_inputs(); ++i) {
     KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor d, BroadcastDescriptor(node, i));
     params.push_back(d);
+    all_f32 = all_f32 && d.dtype == DataType::kF32;
+  }
+  // The feature index of an element: its position in the parameter (0 stride off its axes).
+  const int64_t features = params[0].ElementCount();
+  std::vector<int64_t> feature_strides(x.rank(), 0);
+  for (int d = 0; d < x.rank(); ++d) {
+    if (params[0].dims[d] > 1) feature_strides[d] = params[0].strides[d];
   }
   PreparedKernel k;
-  k.run = [is_bias, xd, yd, params](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+  k.description = all_f32 ? "affine" : "broadcast";
+  k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
     if (xd.ElementCount() == 0) return absl::OkStatus();
     namespace in = dnn::internal;
+    if (all_f32) {
+      KILN_ASSIGN_OR_RETURN(const IdentityParams* id, IdentityFor(a, features));
+      cuda::ElementwiseCall c =
+          in::ElementwiseOver(cuda::ElementwiseOp::kAffine, yd, a.outputs[0].data, 1, 0);
+      in::AddInput(c, in::OperandOf(xd, a.inputs[0].data));
+      for (int d = 0; d < xd.rank(); ++d) c.feature_strides[d] = feature_strides[d];
+      const bool has_bias = is_bias || a.inputs.size() > 2;
+      c.params[0] = is_bias ? id->ones() : static_cast<const float*>(a.inputs[1].data);
+      c.params[1] = id->zeros();
+      c.params[2] = has_bias ? static_cast<const float*>(a.inputs.back().data) : id->zeros();
+      c.params[3] = id->zeros();
+      return in::LaunchStatus(cuda::LaunchElementwise(c, handle.stream()),
+                              is_bias ? "cuda Bias" : "cuda Scale");
+    }
     if (!is_bias) {
       cuda::ElementwiseCall mul =
           in::ElementwiseOver(cuda::ElementwiseOp::kEltwiseProd, yd, a.outputs[0].data, 1, 0);
@@ -158,13 +186,11 @@ absl::StatusOr<PreparedKernel> PrepareScaleOrBias(const Node& node, const Kernel
           in::LaunchStatus(cuda::LaunchElementwise(mul, handle.stream()), "cuda Scale"));
       if (params.size() < 2) return absl::OkStatus();
     }
-    const dnn::TensorDescriptor& bd = params.back();
     const void* source = is_bias ? a.inputs[0].data : a.outputs[0].data;
-    const dnn::TensorDescriptor& sd = is_bias ? xd : yd;
     cuda::ElementwiseCall add =
         in::ElementwiseOver(cuda::ElementwiseOp::kEltwiseSum, yd, a.outputs[0].data, 1, 0);
-    in::AddInput(add, in::OperandOf(sd, source));
-    in::AddInput(add, in::BroadcastOperandOf(bd, a.inputs[a.inputs.size() - 1].data, xd));
+    in::AddInput(add, in::OperandOf(is_bias ? xd : yd, source));
+    in::AddInput(add, in::BroadcastOperandOf(params.back(), a.inputs.back().data, xd));
     add.coef[0] = add.coef[1] = 1.0f;
     return in::LaunchStatus(cuda::LaunchElementwise(add, handle.stream()),
                             is_bias ? "cuda Bias" : "cuda Scale bias");

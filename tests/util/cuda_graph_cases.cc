@@ -1,0 +1,90 @@
+#include "tests/util/cuda_graph_cases.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "engine/runtime/compiler.h"
+#include "gtest/gtest.h"
+#include "tests/util/op_test_util.h"
+
+namespace kiln {
+namespace testing {
+
+namespace {
+
+struct Tolerance {
+  double atol, rtol;
+};
+
+// f32 kernels accumulate in f32 (the reference in double); 16-bit outputs are rounded once by
+// both sides from slightly different f32 values, so one unit in the last place can separate them.
+Tolerance ToleranceFor(DataType t) {
+  switch (t) {
+    case DataType::kF16:
+      return {4e-3, 4e-3};
+    case DataType::kBF16:
+      return {3e-2, 3e-2};
+    default:
+      return {1e-4, 1e-4};
+  }
+}
+
+HostTensor MakeInput(const CaseInput& in, DataType dtype, bool nhwc, uint32_t seed) {
+  if (in.kind == CaseInput::kLabels) {
+    HostTensor t(*TensorType::Create(DataType::kF32, in.dims));
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int64_t> pick(0, in.label_classes - 1);
+    for (int64_t i = 0; i < t.type().num_elements(); ++i) {
+      const bool ignore = in.ignored_label >= 0 && i % 5 == 2;
+      t.SetFloat(i, static_cast<float>(ignore ? in.ignored_label : pick(rng)));
+    }
+    return t;
+  }
+  if (in.kind == CaseInput::kParameter) {
+    return RandomTensor(*TensorType::Create(DataType::kF32, in.dims), seed, in.lo, in.hi);
+  }
+  const bool spatial = in.dims.size() == 4 || in.dims.size() == 5;
+  const TensorType type = nhwc && spatial
+                              ? *TensorType::CreateWithLayout(dtype, in.dims, Layout::kChannelsLast)
+                              : *TensorType::Create(dtype, in.dims);
+  return RandomTensor(type, seed, in.lo, in.hi);
+}
+
+}  // namespace
+
+int RunGraphKernelCase(const GraphKernelCase& c, uint32_t seed) {
+  int ran = 0;
+  bool has_spatial = false;
+  for (const CaseInput& in : c.inputs) {
+    has_spatial = has_spatial ||
+                  (in.kind == CaseInput::kData && (in.dims.size() == 4 || in.dims.size() == 5));
+  }
+  for (DataType dtype : {DataType::kF32, DataType::kF16, DataType::kBF16}) {
+    for (bool nhwc : {false, true}) {
+      if (nhwc && (!c.nhwc || !has_spatial)) continue;
+      const std::string where =
+          absl::StrCat(c.label, " ", DataTypeName(dtype), nhwc ? " nhwc" : " nchw");
+      std::vector<HostTensor> inputs;
+      for (size_t i = 0; i < c.inputs.size(); ++i) {
+        inputs.push_back(MakeInput(c.inputs[i], dtype, nhwc, seed + 31 * static_cast<uint32_t>(i)));
+      }
+      const Tolerance tol = ToleranceFor(dtype);
+      std::string kernel;
+      auto ratio = CompareOutputsWithReference(c.op, inputs, c.attrs, BackendChoice::kCuda,
+                                               tol.atol * c.tolerance_scale,
+                                               tol.rtol * c.tolerance_scale, &kernel);
+      ++ran;
+      if (!ratio.ok()) {
+        ADD_FAILURE() << where << ": " << ratio.status();
+        continue;
+      }
+      EXPECT_EQ(kernel.rfind("cuda.", 0), 0u) << where << " ran on " << kernel;
+      EXPECT_GE(*ratio, 0) << where << ": the output types differ from the reference's";
+      EXPECT_LE(*ratio, 1.0) << where << ": worst error / tolerance (kernel " << kernel << ")";
+    }
+  }
+  return ran;
+}
+
+}  // namespace testing
+}  // namespace kiln
