@@ -120,15 +120,17 @@ absl::StatusOr<PreparedKernel> PrepareSoftmaxWithLoss(const Node& node, const Ke
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor labeld,
                         dnn::TensorDescriptor::Create(node.input(1).type().dtype(), label_dims,
                                                       RowMajorStrides(label_dims)));
+  // The probabilities (unused here, but the primitive writes them for backward) in x's dtype.
   KILN_ASSIGN_OR_RETURN(
       dnn::TensorDescriptor probd,
-      dnn::TensorDescriptor::Create(DataType::kF32, x.dims(), RowMajorStrides(x.dims())));
+      dnn::TensorDescriptor::Create(x.dtype(), x.dims(), RowMajorStrides(x.dims())));
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor f32_scalar,
                         dnn::TensorDescriptor::Create(DataType::kF32, {1}, {1}));
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor out_d, DescriptorOf(node.output_types()[0]));
-  // Workspace: repacked inputs, the f32 probabilities, the f32 loss.
+  // Workspace: repacked inputs, the probabilities, the f32 loss.
   const size_t prob_at = in.bytes;
-  const size_t loss_at = prob_at + AlignUp(static_cast<size_t>(x.num_elements()) * 4);
+  const size_t loss_at =
+      prob_at + AlignUp(static_cast<size_t>(x.num_elements()) * DataTypeSize(x.dtype()));
   PreparedKernel k;
   k.workspace_bytes = loss_at + kAlign;
   k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
