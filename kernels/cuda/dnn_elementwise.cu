@@ -250,21 +250,35 @@ __global__ void __launch_bounds__(kThreads)
     // Affine: when the four elements share one feature (the innermost dim does not change the
     // feature and they sit in one run of it, as for all but one vector in 760 of an NCHW
     // 55x55 batch norm), its coefficients are found once rather than four times.
-    bool one_feature = false;
+    // Channels-last batch norm is the other common case: the innermost dim is the feature
+    // itself (stride 1), so the four elements are four consecutive features, found from one
+    // index decoding instead of four.
+    bool one_feature = false, consecutive_features = false;
+    uint32_t first_feature = 0;
     Affine a{};
     if constexpr (kOp == ElementwiseOp::kAffine) {
       const int inner = c.rank - 1;
       const uint32_t e0 = 4 * vec;
       const uint32_t at = e0 - Div(e0, divs.d[inner]) * static_cast<uint32_t>(c.dims[inner]);
-      one_feature = c.feature_strides[inner] == 0 && at + 3 < c.dims[inner];
-      if (one_feature) a = AffineAt(c, DenseFeature<kOp>(c, divs, e0));
+      const bool one_run = at + 3 < c.dims[inner];
+      one_feature = c.feature_strides[inner] == 0 && one_run;
+      consecutive_features = c.feature_strides[inner] == 1 && one_run;
+      if (one_feature || consecutive_features) first_feature = DenseFeature<kOp>(c, divs, e0);
+      if (one_feature) a = AffineAt(c, first_feature);
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       float in[kN];
 #pragma unroll
       for (int i = 0; i < kN; ++i) in[i] = v[j][i][k];
-      const float value = one_feature ? ApplyAffine<kN>(a, in) : finish(4 * vec + k, in);
+      float value;
+      if (one_feature) {
+        value = ApplyAffine<kN>(a, in);
+      } else if (consecutive_features) {
+        value = ApplyAffine<kN>(AffineAt(c, first_feature + k), in);
+      } else {
+        value = finish(4 * vec + k, in);
+      }
       r[k] = Blend(c.alpha, value, c.beta, [&] { return old[k]; });
     }
     Store4(out + 4 * vec, r);
