@@ -180,6 +180,15 @@ absl::StatusOr<std::map<std::string, HostTensor>> RunNet(const LoadedNet& net,
   return (*ctx)->Run(net.inputs);
 }
 
+// A CUDA plan of `net` in `precision` (layout auto).
+absl::StatusOr<std::unique_ptr<ExecutionPlan>> CudaPlan(const LoadedNet& net, Precision precision) {
+  CompileOptions options;
+  options.backend = BackendChoice::kCuda;
+  options.precision = precision;
+  options.layout = LayoutChoice::kAuto;
+  return Compile(*net.model.graph, DefaultKernelRegistry(), options);
+}
+
 double RelativeL2(const HostTensor& actual, const HostTensor& expected) {
   if (actual.type().dims() != expected.type().dims()) return INFINITY;
   double diff = 0, norm = 0;
@@ -238,11 +247,7 @@ TEST(CudaPlanThreadsTest, EightThreadsGiveIdenticalOutputs) {
   auto net = LoadNet("resnet18_deploy.prototxt", 2);
   ASSERT_TRUE(net.ok()) << net.status();
   for (Precision precision : {Precision::kFp32, Precision::kFp16}) {
-    CompileOptions options;
-    options.backend = BackendChoice::kCuda;
-    options.precision = precision;
-    options.layout = LayoutChoice::kAuto;
-    auto plan = Compile(*net->model.graph, DefaultKernelRegistry(), options);
+    auto plan = CudaPlan(*net, precision);
     ASSERT_TRUE(plan.ok()) << plan.status();
     constexpr int kThreads = 8, kRuns = 4;
     std::vector<std::map<std::string, HostTensor>> results(kThreads);
@@ -287,10 +292,7 @@ TEST(CudaExecutorTest, DeviceBindingsAndGraphReplayMatchHostRuns) {
   if (!ProbeCuda().usable) GTEST_SKIP() << "no usable CUDA device";
   auto net = LoadNet("cifar10_quick.prototxt", 3);
   ASSERT_TRUE(net.ok()) << net.status();
-  CompileOptions options;
-  options.backend = BackendChoice::kCuda;
-  options.precision = Precision::kFp32;
-  auto plan = Compile(*net->model.graph, DefaultKernelRegistry(), options);
+  auto plan = CudaPlan(*net, Precision::kFp32);
   ASSERT_TRUE(plan.ok()) << plan.status();
   auto ctx = ExecutionContext::Create(**plan);
   ASSERT_TRUE(ctx.ok()) << ctx.status();
@@ -344,10 +346,7 @@ TEST(CudaExecutorTest, TooLargeAPlanIsResourceExhausted) {
   if (!ProbeCuda().usable) GTEST_SKIP() << "no usable CUDA device";
   auto net = LoadNet("alexnet_deploy.prototxt", 200000, /*make_inputs=*/false);
   ASSERT_TRUE(net.ok()) << net.status();
-  CompileOptions options;
-  options.backend = BackendChoice::kCuda;
-  options.precision = Precision::kFp32;
-  auto plan = Compile(*net->model.graph, DefaultKernelRegistry(), options);
+  auto plan = CudaPlan(*net, Precision::kFp32);
   ASSERT_TRUE(plan.ok()) << plan.status();
   auto ctx = ExecutionContext::Create(**plan);
   ASSERT_FALSE(ctx.ok());

@@ -17,16 +17,10 @@ using testing::GraphKernelCase;
 using Ints = std::vector<int64_t>;
 
 CaseInput Data(std::vector<int64_t> dims, float lo = -1, float hi = 1) {
-  CaseInput in;
-  in.dims = std::move(dims);
-  in.lo = lo;
-  in.hi = hi;
-  return in;
+  return testing::DataInput(std::move(dims), lo, hi);
 }
 CaseInput Param(std::vector<int64_t> dims, float lo = -1, float hi = 1) {
-  CaseInput in = Data(std::move(dims), lo, hi);
-  in.kind = CaseInput::kParameter;
-  return in;
+  return testing::ParameterInput(std::move(dims), lo, hi);
 }
 
 const std::vector<GraphKernelCase>& Cases() {

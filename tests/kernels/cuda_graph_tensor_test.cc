@@ -16,19 +16,10 @@ using testing::GraphKernelCase;
 using Ints = std::vector<int64_t>;
 
 CaseInput Data(std::vector<int64_t> dims, float lo = -1, float hi = 1) {
-  CaseInput in;
-  in.dims = std::move(dims);
-  in.lo = lo;
-  in.hi = hi;
-  return in;
+  return testing::DataInput(std::move(dims), lo, hi);
 }
 CaseInput Labels(std::vector<int64_t> dims, int64_t classes, int64_t ignored = -1) {
-  CaseInput in;
-  in.dims = std::move(dims);
-  in.kind = CaseInput::kLabels;
-  in.label_classes = classes;
-  in.ignored_label = ignored;
-  return in;
+  return testing::LabelInput(std::move(dims), classes, ignored);
 }
 
 // Losses sum hundreds of 16-bit terms: their rounding adds up (a loss of N terms rounded per

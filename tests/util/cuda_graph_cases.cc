@@ -52,6 +52,29 @@ HostTensor MakeInput(const CaseInput& in, DataType dtype, bool nhwc, uint32_t se
 
 }  // namespace
 
+CaseInput DataInput(std::vector<int64_t> dims, float lo, float hi) {
+  CaseInput in;
+  in.dims = std::move(dims);
+  in.lo = lo;
+  in.hi = hi;
+  return in;
+}
+
+CaseInput ParameterInput(std::vector<int64_t> dims, float lo, float hi) {
+  CaseInput in = DataInput(std::move(dims), lo, hi);
+  in.kind = CaseInput::kParameter;
+  return in;
+}
+
+CaseInput LabelInput(std::vector<int64_t> dims, int64_t classes, int64_t ignored) {
+  CaseInput in;
+  in.dims = std::move(dims);
+  in.kind = CaseInput::kLabels;
+  in.label_classes = classes;
+  in.ignored_label = ignored;
+  return in;
+}
+
 int RunGraphKernelCase(const GraphKernelCase& c, uint32_t seed) {
   int ran = 0;
   bool has_spatial = false;

@@ -26,6 +26,11 @@ struct CaseInput {
   int64_t ignored_label = -1;  // one label in every few set to this, when >= 0
 };
 
+// Shorthands for the case tables.
+CaseInput DataInput(std::vector<int64_t> dims, float lo = -1, float hi = 1);
+CaseInput ParameterInput(std::vector<int64_t> dims, float lo = -1, float hi = 1);
+CaseInput LabelInput(std::vector<int64_t> dims, int64_t classes, int64_t ignored = -1);
+
 struct GraphKernelCase {
   std::string label;
   std::string op;
