@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/runtime/compiler.h"
 #include "gtest/gtest.h"
+#include "kernels/all_kernels.h"
 #include "tests/util/op_test_util.h"
 
 namespace kiln {
@@ -73,6 +74,13 @@ CaseInput LabelInput(std::vector<int64_t> dims, int64_t classes, int64_t ignored
   in.label_classes = classes;
   in.ignored_label = ignored;
   return in;
+}
+
+bool HasCudaKernel(const std::string& op) {
+  for (const KernelFactory* f : DefaultKernelRegistry().ForOp(op)) {
+    if (f->key.backend == Backend::kCuda) return true;
+  }
+  return false;
 }
 
 int RunGraphKernelCase(const GraphKernelCase& c, uint32_t seed) {

@@ -41,6 +41,9 @@ struct GraphKernelCase {
   double tolerance_scale = 1.0;
 };
 
+// True when the default registry has a CUDA kernel for `op`.
+bool HasCudaKernel(const std::string& op);
+
 // Runs every variant of `c`, returns how many ran; failures are reported through gtest
 // (EXPECT_*), naming the case, dtype and layout.
 int RunGraphKernelCase(const GraphKernelCase& c, uint32_t seed);
