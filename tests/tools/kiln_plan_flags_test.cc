@@ -1,0 +1,118 @@
+// The plan flags of `kiln run`/`kiln time`, `kiln time` end to end on the CPU, and the tuning
+// file the measured algorithm choices go to.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/tuning_cache.h"
+#include "tests/util/caffe_files.h"
+#include "tools/command_line.h"
+#include "tools/plan_flags.h"
+#include "tools/time_command.h"
+
+namespace kiln {
+namespace {
+
+absl::StatusOr<CompileOptions> Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), {"kiln", "run"});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(&a[0]);
+  auto line =
+      CommandLine::Parse(static_cast<int>(argv.size()), argv.data(), 2, PlanFlagNames(), {});
+  if (!line.ok()) return line.status();
+  CompileOptions options;
+  absl::Status s = ParsePlanFlags(*line, options);
+  if (!s.ok()) return s;
+  return options;
+}
+
+TEST(PlanFlagsTest, DefaultsAreAutoDeviceFp32AutoLayoutHeuristic) {
+  auto o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->backend, BackendChoice::kAuto);
+  EXPECT_EQ(o->precision, Precision::kFp32);
+  EXPECT_EQ(o->layout, LayoutChoice::kAuto);
+  EXPECT_EQ(o->algo, AlgoChoice::kHeuristic);
+}
+
+TEST(PlanFlagsTest, ParsesEveryFlag) {
+  auto o = Parse({"--device", "cuda", "--precision", "bf16", "--layout", "nhwc", "--algo",
+                  "measure", "--tuning-file", "/tmp/t", "--workspace-limit", "512M"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->backend, BackendChoice::kCuda);
+  EXPECT_EQ(o->precision, Precision::kBf16);
+  EXPECT_EQ(o->layout, LayoutChoice::kNhwc);
+  EXPECT_EQ(o->algo, AlgoChoice::kMeasure);
+  EXPECT_EQ(o->tuning_file, "/tmp/t");
+  EXPECT_EQ(o->workspace_limit, int64_t{512} << 20);
+}
+
+TEST(PlanFlagsTest, BadValuesNameTheFlag) {
+  for (const auto& [args, flag] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--device", "tpu"}, "--device"},
+           {{"--precision", "fp8"}, "--precision"},
+           {{"--layout", "nwhc"}, "--layout"},
+           {{"--algo", "fastest"}, "--algo"},
+           {{"--workspace-limit", "lots"}, "--workspace-limit"},
+           {{"--tuning-file", "/tmp/t"}, "--tuning-file"}}) {
+    auto o = Parse(args);
+    ASSERT_FALSE(o.ok()) << flag;
+    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(o.status().message().find(flag), std::string::npos) << o.status();
+  }
+}
+
+TEST(TimeCommandTest, TimesLenetOnTheCpuAsJson) {
+  std::vector<std::string> args = {"kiln",     "time", "--model",      CaffeFile("lenet.prototxt"),
+                                   "--batch",  "3",    "--iterations", "2",
+                                   "--device", "cpu",  "--json"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(&a[0]);
+  ::testing::internal::CaptureStdout();
+  const int rc = TimeCommand(static_cast<int>(argv.size()), argv.data());
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0) << out;
+  for (const char* key :
+       {"\"batch\": 3", "\"backend\": \"cpu\"", "\"forward_ms\"", "\"images_per_s\"",
+        "\"weights_bytes\"", "\"name\": \"conv1\"", "\"name\": \"ip2\""}) {
+    EXPECT_NE(out.find(key), std::string::npos) << key << " in " << out;
+  }
+}
+
+TEST(TimeCommandTest, ABadBatchIsAnErrorNotACrash) {
+  std::vector<std::string> args = {"kiln",    "time", "--model", CaffeFile("lenet.prototxt"),
+                                   "--batch", "0"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(&a[0]);
+  EXPECT_EQ(TimeCommand(static_cast<int>(argv.size()), argv.data()), 1);
+}
+
+TEST(TuningCacheTest, SavesLoadsAndRejectsMalformedFiles) {
+  const std::string path = ScratchFile("tuning.txt");
+  std::remove(path.c_str());
+  TuningCache cache;
+  EXPECT_TRUE(cache.Load(path).ok());  // no file yet: an empty cache
+  EXPECT_EQ(cache.size(), 0u);
+  cache.Insert("conv fwd k1", "fft 1024 0.5");
+  cache.Insert("conv fwd k2", "gemm 0 0.7");
+  EXPECT_TRUE(cache.dirty());
+  ASSERT_TRUE(cache.Save(path).ok());
+  EXPECT_FALSE(cache.dirty());
+  TuningCache again;
+  ASSERT_TRUE(again.Load(path).ok());
+  EXPECT_EQ(again.size(), 2u);
+  EXPECT_EQ(again.Lookup("conv fwd k1").value_or(""), "fft 1024 0.5");
+  EXPECT_FALSE(again.Lookup("conv fwd k3").has_value());
+  again.Insert("conv fwd k1", "fft 1024 0.5");  // unchanged: nothing to save
+  EXPECT_FALSE(again.dirty());
+  std::ofstream(path, std::ios::app) << "no tab here\n";
+  TuningCache broken;
+  absl::Status s = broken.Load(path);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find(":4"), std::string::npos) << s;  // the header is line 1
+}
+
+}  // namespace
+}  // namespace kiln
