@@ -180,6 +180,9 @@ def cpu_median_ms(fn, iterations):
 def torch_row(netdef, weights, x_np, precision, out_blob, iterations, warmup, device="cuda"):
     """Build, run once (output), warm up, measure peak memory, time eager and CUDA graph."""
     result = {"torch_settings": set_torch_precision(precision)}
+    # Whatever an earlier row left allocated (a CUDA graph's pool, cached tensors) is not this
+    # net's: the peak below is counted from here.
+    baseline = torch.cuda.memory_allocated() if device == "cuda" else 0
     net = ct.CaffeNet(netdef, weights, outputs=[out_blob]).eval()
     x = torch.from_numpy(x_np)
     if precision in TORCH_DTYPES:
@@ -210,7 +213,8 @@ def torch_row(netdef, weights, x_np, precision, out_blob, iterations, warmup, de
         torch.cuda.reset_peak_memory_stats()
         out = net(x)
         torch.cuda.synchronize()
-        result["torch_peak_bytes"] = torch.cuda.max_memory_allocated()
+        result["torch_peak_bytes"] = torch.cuda.max_memory_allocated() - baseline
+        result["torch_baseline_bytes"] = baseline
         del out
 
         result["eager_ms"], result["eager_min_ms"] = cuda_median_ms(lambda: net(x), iterations)
