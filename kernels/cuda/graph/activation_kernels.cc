@@ -1,10 +1,17 @@
 // Element-wise activations, PReLU and Dropout as graph kernels over the primitive library's
-// element-wise kernel (16-byte accesses on dense operands, any strides otherwise).
+// activation calls (kernels/cuda/activation.h): one element-wise pass each, any dtype of
+// f32/f16/bf16 and any strides (16-byte accesses when every operand is dense).
+//
+// Everything the node decides is turned into descriptors by one Plan* function per op, which the
+// check runs too: a node the kernel cannot serve is refused at kernel selection with the reason,
+// never when the plan is created or run.
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/graph/graph_kernel.h"
 #include "kernels/cuda/graph/graph_kernels.h"
+#include "kernels/cuda/primitive_call.h"
+#include "kernels/cuda/primitive_launch.h"
 #include "kernels/cuda/tensor_ops.h"
 #include "kernels/dnn/primitive_descriptors.h"
 
@@ -14,6 +21,17 @@ namespace {
 
 using cuda_graph::DescriptorOf;
 using cuda_graph::PreparedKernel;
+
+// The primitive descriptors refuse zero-sized dims, and an empty output needs no work: such a
+// node gets a kernel that does nothing.
+bool OutputIsEmpty(const Node& node) { return node.output_types()[0].num_elements() == 0; }
+
+PreparedKernel NothingToDo() {
+  PreparedKernel k;
+  k.run = [](dnn::Handle&, const KernelArgs&) { return absl::OkStatus(); };
+  k.description = "empty";
+  return k;
+}
 
 absl::StatusOr<dnn::ActivationDescriptor> ActivationOf(const Node& node) {
   const std::string& op = node.op();
@@ -35,80 +53,155 @@ absl::StatusOr<dnn::ActivationDescriptor> ActivationOf(const Node& node) {
     return dnn::ActivationDescriptor::CreatePower(node.GetFloat("power"), node.GetFloat("scale"),
                                                   node.GetFloat("shift"));
   }
-  return absl::InternalError(absl::StrCat("no activation for op ", op));
+  return absl::InternalError(absl::StrCat("cuda activation: no activation for op ", op));
+}
+
+// ---- ReLU, Sigmoid, TanH, ELU, ClippedReLU, Power, AbsVal ----
+
+struct ActivationPlan {
+  dnn::ActivationDescriptor act;
+  dnn::TensorDescriptor xd, yd;
+};
+
+absl::StatusOr<ActivationPlan> PlanActivation(const Node& node) {
+  ActivationPlan p;
+  KILN_ASSIGN_OR_RETURN(p.act, ActivationOf(node));
+  KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(node.input(0).type()));
+  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
+  return p;
+}
+
+absl::Status CheckActivation(const Node& node) {
+  if (OutputIsEmpty(node)) return absl::OkStatus();
+  return PlanActivation(node).status();
 }
 
 absl::StatusOr<PreparedKernel> PrepareActivation(const Node& node, const KernelOptions&) {
-  KILN_ASSIGN_OR_RETURN(dnn::ActivationDescriptor act, ActivationOf(node));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, DescriptorOf(node.input(0).type()));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, DescriptorOf(node.output_types()[0]));
+  if (OutputIsEmpty(node)) return NothingToDo();
+  KILN_ASSIGN_OR_RETURN(ActivationPlan p, PlanActivation(node));
   PreparedKernel k;
-  k.run = [act, xd, yd](dnn::Handle& handle, const KernelArgs& a) {
-    if (xd.ElementCount() == 0) return absl::OkStatus();
-    return dnn::ActivationForward(handle, act, 1.0f, xd, a.inputs[0].data, 0.0f, yd,
+  k.description = p.act.ToString();
+  k.run = [p](dnn::Handle& handle, const KernelArgs& a) {
+    return dnn::ActivationForward(handle, p.act, 1.0f, p.xd, a.inputs[0].data, 0.0f, p.yd,
                                   a.outputs[0].data);
   };
   return k;
 }
 
-// The slope as a tensor of x's rank broadcast over it: per channel (1, C, 1, ...) or one value.
-absl::StatusOr<dnn::TensorDescriptor> SlopeDescriptor(const Node& node) {
+// ---- PReLU ----
+
+struct PReluPlan {
+  dnn::TensorDescriptor xd, yd;
+  // The slope seen with x's rank: (1, C, 1, ...) per channel, all ones when shared; its own
+  // stride along C, so a strided slope is read in place.
+  dnn::TensorDescriptor slope;
+};
+
+absl::StatusOr<PReluPlan> PlanPRelu(const Node& node) {
   const TensorType& x = node.input(0).type();
   const TensorType& slope = node.input(1).type();
+  PReluPlan p;
+  KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(x));
+  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
   std::vector<int64_t> dims(x.rank(), 1), strides(x.rank(), 1);
-  if (!node.GetBool("channel_shared") && x.rank() > 1) dims[1] = x.dim(1);
-  if (slope.num_elements() != dims[x.rank() > 1 ? 1 : 0]) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("PReLU slope ", slope.ToString(), " does not match input ", x.ToString()));
+  const bool shared = node.GetBool("channel_shared");
+  // InferTypes guarantees rank >= 2 and a slope of [C] (or [1] when shared); the check below
+  // only keeps a malformed graph from reading past the slope.
+  if (x.rank() < 2 || slope.rank() != 1 || slope.dim(0) != (shared ? 1 : x.dim(1))) {
+    return absl::InvalidArgumentError(absl::StrCat("cuda PReLU: slope ", slope.ToString(),
+                                                   " does not match input ", x.ToString()));
   }
-  return dnn::TensorDescriptor::Create(slope.dtype(), dims, strides);
+  if (!shared) {
+    dims[1] = x.dim(1);
+    strides[1] = slope.stride(0);
+  }
+  KILN_ASSIGN_OR_RETURN(p.slope, dnn::TensorDescriptor::Create(slope.dtype(), dims, strides));
+  return p;
 }
 
 absl::Status CheckPRelu(const Node& node) {
-  if (node.input(1).type().dtype() != DataType::kF32) {
-    return absl::UnimplementedError("the PReLU slope must be f32 (the primitive's parameter type)");
-  }
-  return SlopeDescriptor(node).status();
+  if (OutputIsEmpty(node)) return absl::OkStatus();
+  return PlanPRelu(node).status();
 }
 
 absl::StatusOr<PreparedKernel> PreparePRelu(const Node& node, const KernelOptions&) {
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, DescriptorOf(node.input(0).type()));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, DescriptorOf(node.output_types()[0]));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor sd, SlopeDescriptor(node));
+  if (OutputIsEmpty(node)) return NothingToDo();
+  KILN_ASSIGN_OR_RETURN(PReluPlan p, PlanPRelu(node));
   PreparedKernel k;
-  k.run = [xd, yd, sd](dnn::Handle& handle, const KernelArgs& a) {
-    if (xd.ElementCount() == 0) return absl::OkStatus();
-    return dnn::PReluForward(handle, xd, a.inputs[0].data, sd, a.inputs[1].data, 1.0f, 0.0f, yd,
-                             a.outputs[0].data);
+  k.description = absl::StrCat("slope ", DataTypeName(p.slope.dtype));
+  if (p.slope.dtype == DataType::kF32) {
+    k.run = [p](dnn::Handle& handle, const KernelArgs& a) {
+      return dnn::PReluForward(handle, p.xd, a.inputs[0].data, p.slope, a.inputs[1].data, 1.0f,
+                               0.0f, p.yd, a.outputs[0].data);
+    };
+    return k;
+  }
+  // The primitive's API fixes the slope to f32 (cuDNN's parameter convention), but its
+  // element-wise kernel reads any storage type: a 16-bit slope (a graph built in f16, or a
+  // computed slope) goes to the same call directly instead of through a converted copy.
+  k.run = [p](dnn::Handle& handle, const KernelArgs& a) {
+    namespace in = dnn::internal;
+    cuda::ElementwiseCall c =
+        in::ElementwiseOver(cuda::ElementwiseOp::kPRelu, p.yd, a.outputs[0].data, 1.0f, 0.0f);
+    in::AddInput(c, in::OperandOf(p.xd, a.inputs[0].data));
+    in::AddInput(c, in::BroadcastOperandOf(p.slope, a.inputs[1].data, p.xd));
+    return in::LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), "cuda PReLU");
   };
   return k;
 }
 
-// Dropout: Caffe's training-time scaling by 1/(1-ratio) with the counter-based mask; at test
-// time the identity, which is a view when the types agree (no copy at all) and a copy otherwise.
+// ---- Dropout ----
+
+struct DropoutPlan {
+  bool training = false;
+  dnn::DropoutDescriptor dropout;
+  dnn::TensorDescriptor xd, yd;
+};
+
+absl::StatusOr<DropoutPlan> PlanDropout(const Node& node) {
+  DropoutPlan p;
+  p.training = node.GetBool("training");
+  if (p.training) {
+    KILN_ASSIGN_OR_RETURN(p.dropout, dnn::DropoutDescriptor::Create(
+                                         node.GetFloat("ratio"),
+                                         static_cast<uint64_t>(node.GetInt("seed"))));
+  }
+  KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(node.input(0).type()));
+  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
+  return p;
+}
+
+absl::Status CheckDropout(const Node& node) {
+  if (OutputIsEmpty(node)) return absl::OkStatus();
+  return PlanDropout(node).status();
+}
+
+// Training: Caffe's inverted dropout (kept elements scaled by 1/(1-ratio)) with the counter-based
+// mask of (seed, logical index), the one the reference and backward use. Inference: the
+// identity, which is a view of the input when the two types are identical (the planner gives the
+// output the input's bytes and nothing runs) and a copy otherwise (a strided input, whose output
+// is dense).
 absl::StatusOr<PreparedKernel> PrepareDropout(const Node& node, const KernelOptions&) {
-  const TensorType& x = node.input(0).type();
-  const TensorType& y = node.output_types()[0];
+  if (OutputIsEmpty(node)) return NothingToDo();
+  KILN_ASSIGN_OR_RETURN(DropoutPlan p, PlanDropout(node));
   PreparedKernel k;
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, DescriptorOf(x));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, DescriptorOf(y));
-  if (!node.GetBool("training")) {
-    if (x == y) {
+  if (!p.training) {
+    if (node.input(0).type() == node.output_types()[0]) {
       k.aliased_input = 0;
       k.description = "view";
       return k;
     }
-    k.run = [xd, yd](dnn::Handle& handle, const KernelArgs& a) {
-      return dnn::TransformTensor(handle, 1.0f, xd, a.inputs[0].data, 0.0f, yd, a.outputs[0].data);
+    k.description = "copy";
+    k.run = [p](dnn::Handle& handle, const KernelArgs& a) {
+      return dnn::TransformTensor(handle, 1.0f, p.xd, a.inputs[0].data, 0.0f, p.yd,
+                                  a.outputs[0].data);
     };
     return k;
   }
-  KILN_ASSIGN_OR_RETURN(dnn::DropoutDescriptor d,
-                        dnn::DropoutDescriptor::Create(node.GetFloat("ratio"),
-                                                       static_cast<uint64_t>(node.GetInt("seed"))));
-  k.run = [d, xd, yd](dnn::Handle& handle, const KernelArgs& a) {
-    if (xd.ElementCount() == 0) return absl::OkStatus();
-    return dnn::DropoutForward(handle, d, 1.0f, xd, a.inputs[0].data, 0.0f, yd, a.outputs[0].data);
+  k.description = absl::StrCat("ratio ", p.dropout.ratio, " seed ", p.dropout.seed);
+  k.run = [p](dnn::Handle& handle, const KernelArgs& a) {
+    return dnn::DropoutForward(handle, p.dropout, 1.0f, p.xd, a.inputs[0].data, 0.0f, p.yd,
+                               a.outputs[0].data);
   };
   return k;
 }
@@ -118,11 +211,11 @@ absl::StatusOr<PreparedKernel> PrepareDropout(const Node& node, const KernelOpti
 absl::Status RegisterCudaActivationKernels(KernelRegistry& registry) {
   for (const char* op : {"ReLU", "Sigmoid", "TanH", "ELU", "ClippedReLU", "AbsVal", "Power"}) {
     KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, op, "any", "dnn_activation",
-                                                         nullptr, PrepareActivation));
+                                                         CheckActivation, PrepareActivation));
   }
   KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, "PReLU", "any", "dnn_prelu",
                                                        CheckPRelu, PreparePRelu));
-  return cuda_graph::RegisterGraphKernel(registry, "Dropout", "any", "dnn_dropout", nullptr,
+  return cuda_graph::RegisterGraphKernel(registry, "Dropout", "any", "dnn_dropout", CheckDropout,
                                          PrepareDropout);
 }
 
