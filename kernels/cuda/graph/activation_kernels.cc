@@ -162,9 +162,9 @@ absl::StatusOr<DropoutPlan> PlanDropout(const Node& node) {
   DropoutPlan p;
   p.training = node.GetBool("training");
   if (p.training) {
-    KILN_ASSIGN_OR_RETURN(p.dropout, dnn::DropoutDescriptor::Create(
-                                         node.GetFloat("ratio"),
-                                         static_cast<uint64_t>(node.GetInt("seed"))));
+    KILN_ASSIGN_OR_RETURN(
+        p.dropout, dnn::DropoutDescriptor::Create(node.GetFloat("ratio"),
+                                                  static_cast<uint64_t>(node.GetInt("seed"))));
   }
   KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(node.input(0).type()));
   KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));

@@ -1,11 +1,20 @@
-// BatchNorm, Scale and Bias as graph kernels over the primitive library.
+// BatchNorm, Scale and Bias as graph kernels over the primitive library
+// (kernels/cuda/normalization.h and the element-wise kernel behind kernels/cuda/tensor_ops.h):
+// any dtype of f32/f16/bf16 data, any strides.
+//
+// Parameters. The primitives take BatchNorm's statistics as packed f32 (cuDNN's convention), and
+// the compiler keeps them so in 16-bit plans, but a graph may hand them over in f16/bf16 or
+// strided (a graph built in 16 bits, computed statistics). Those are converted into the
+// workspace by one small transform each before the call: they are runtime inputs, so plan time
+// cannot do it. Scale and Bias read their parameters in any storage type and strides.
 //
 // Caffe's BatchNorm has no scale or bias of its own (a Scale layer follows it), but the batch
 // norm primitive takes both: the identity ones (scale 1, bias 0) live in a small per-context
-// device buffer made on the first run (before any CUDA-graph capture) and kept in the context's
-// resources. Scale and Bias are broadcast element-wise products and sums; their parameters may
-// be f32 beside 16-bit data (the compiler keeps weights of these ports in f32).
+// device buffer made on the context's first run, which the executor runs step by step before
+// any CUDA-graph capture, and kept in the context's resources.
 #include <cuda_runtime_api.h>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
@@ -13,9 +22,11 @@
 #include "kernels/cuda/graph/graph_kernels.h"
 #include "kernels/cuda/normalization.h"
 #include "kernels/cuda/primitive_call.h"
+#include "kernels/cuda/primitive_launch.h"
 #include "kernels/cuda/tensor_ops.h"
 #include "kernels/dnn/primitive_descriptors.h"
 #include "ops/broadcast_params.h"
+#include "ops/shape_util.h"
 
 namespace kiln {
 
@@ -23,6 +34,19 @@ namespace {
 
 using cuda_graph::DescriptorOf;
 using cuda_graph::PreparedKernel;
+
+bool OutputIsEmpty(const Node& node) { return node.output_types()[0].num_elements() == 0; }
+
+// The primitive descriptors refuse zero-sized dims, and an empty output needs no work.
+PreparedKernel NothingToDo() {
+  PreparedKernel k;
+  k.run = [](dnn::Handle&, const KernelArgs&) { return absl::OkStatus(); };
+  k.description = "empty";
+  return k;
+}
+
+// Workspace slices start on 256-byte boundaries, as the workspace itself does.
+size_t AlignUp(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // `count` f32 ones followed by `count` zeros in device memory, owned by one context.
 class IdentityParams {
@@ -38,12 +62,17 @@ class IdentityParams {
     if (e != cudaSuccess) {
       cudaGetLastError();
       if (p != nullptr) cudaFree(p);
-      return absl::ResourceExhaustedError(
-          absl::StrCat("cuda BatchNorm: identity parameters: ", cudaGetErrorString(e)));
+      const std::string what = absl::StrCat("cuda BatchNorm/Scale: identity parameters (", count,
+                                            " features): ", cudaGetErrorString(e));
+      return e == cudaErrorMemoryAllocation ? absl::ResourceExhaustedError(what)
+                                            : absl::InternalError(what);
     }
     return std::unique_ptr<IdentityParams>(new IdentityParams(static_cast<float*>(p), count));
   }
   ~IdentityParams() { cudaFree(data_); }
+  IdentityParams(const IdentityParams&) = delete;
+  IdentityParams& operator=(const IdentityParams&) = delete;
+
   const float* ones() const { return data_; }
   const float* zeros() const { return data_ + count_; }
 
@@ -54,146 +83,238 @@ class IdentityParams {
 };
 
 absl::StatusOr<const IdentityParams*> IdentityFor(const KernelArgs& a, int64_t count) {
-  if (a.resources == nullptr) return absl::FailedPreconditionError("no context resources");
+  if (a.resources == nullptr) {
+    return absl::FailedPreconditionError("cuda BatchNorm/Scale: run without context resources");
+  }
   return a.resources->GetOrCreate<IdentityParams>(
       absl::StrCat("batchnorm.identity.", count),
       [count]() { return IdentityParams::Create(count); });
 }
 
-// A statistics tensor ([C] or [C, H, W]) seen with x's rank, as the primitive wants it.
-absl::StatusOr<dnn::TensorDescriptor> ParamDescriptor(const TensorType& x, bool per_activation) {
-  std::vector<int64_t> dims(x.rank(), 1);
-  dims[1] = x.dim(1);
-  if (per_activation) {
-    for (int i = 2; i < x.rank(); ++i) dims[i] = x.dim(i);
-  }
-  return dnn::TensorDescriptor::Create(DataType::kF32, dims, RowMajorStrides(dims));
-}
+// ---- BatchNorm ----
 
-absl::Status CheckBatchNorm(const Node& node) {
-  for (int i = 1; i < node.num_inputs(); ++i) {
-    if (node.input(i).type().dtype() != DataType::kF32) {
-      return absl::UnimplementedError(
-          absl::StrCat("BatchNorm statistics must be f32 (the primitive's parameter type), input ",
-                       i, " is ", node.input(i).type().ToString()));
-    }
-  }
+// A statistic input converted to packed f32 in the workspace before the call.
+struct StagedInput {
+  bool needed = false;
+  dnn::TensorDescriptor from, to;
+  size_t offset = 0;  // in the workspace
+};
+
+struct BatchNormPlan {
+  dnn::BatchNormMode mode = dnn::BatchNormMode::kSpatial;
+  bool stored_stats = true;  // use_global_stats: the node's mean/variance (inference)
+  bool has_factor = false;   // Caffe's scale_factor input
+  double eps = 1e-5;
+  dnn::TensorDescriptor xd, yd;
+  dnn::TensorDescriptor pd;  // the statistics as the primitive sees them: packed f32, x's rank
+  int64_t features = 1;
+  size_t primitive_bytes = 0;     // the primitive's own workspace, first in ours
+  StagedInput mean, var, factor;  // inputs 1, 2, 3
+  size_t workspace_bytes = 0;
+};
+
+// Plans the conversion of a statistic of `type` into packed f32 at the end of the workspace
+// (`workspace` bytes so far), unless it already is packed f32.
+absl::Status PlanStaging(const TensorType& type, StagedInput& staged, size_t& workspace) {
+  if (type.dtype() == DataType::kF32 && type.IsContiguous()) return absl::OkStatus();
+  staged.needed = true;
+  KILN_ASSIGN_OR_RETURN(staged.from, DescriptorOf(type));
+  KILN_ASSIGN_OR_RETURN(staged.to, DescriptorOf(type.Contiguous().WithDataType(DataType::kF32)));
+  staged.offset = workspace;
+  workspace += AlignUp(type.num_elements() * sizeof(float));
   return absl::OkStatus();
 }
 
-absl::StatusOr<PreparedKernel> PrepareBatchNorm(const Node& node, const KernelOptions&) {
+absl::StatusOr<BatchNormPlan> PlanBatchNorm(const Node& node) {
   const TensorType& x = node.input(0).type();
-  const bool per_activation = node.GetString("mode") == "per_activation";
-  const dnn::BatchNormMode mode =
-      per_activation ? dnn::BatchNormMode::kPerActivation : dnn::BatchNormMode::kSpatial;
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, DescriptorOf(x));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, DescriptorOf(node.output_types()[0]));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor pd, ParamDescriptor(x, per_activation));
-  const int64_t features = pd.ElementCount();
-  const double eps = node.GetFloat("eps");
-  const bool global = node.GetBool("use_global_stats");
-  const bool has_factor = node.num_inputs() > 3;
+  BatchNormPlan p;
+  p.mode = node.GetString("mode") == "per_activation" ? dnn::BatchNormMode::kPerActivation
+                                                      : dnn::BatchNormMode::kSpatial;
+  p.stored_stats = node.GetBool("use_global_stats");
+  p.has_factor = node.num_inputs() > 3;
+  p.eps = node.GetFloat("eps");
+  KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(x));
+  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
+  if (p.xd.rank() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cuda BatchNorm: input ", x.ToString(), " has no channel dim"));
+  }
+  std::vector<int64_t> dims(p.xd.rank(), 1);
+  dims[1] = p.xd.dims[1];
+  if (p.mode == dnn::BatchNormMode::kPerActivation) {
+    for (int i = 2; i < p.xd.rank(); ++i) dims[i] = p.xd.dims[i];
+  }
+  KILN_ASSIGN_OR_RETURN(p.pd,
+                        dnn::TensorDescriptor::Create(DataType::kF32, dims, RowMajorStrides(dims)));
+  p.features = p.pd.ElementCount();
+  p.primitive_bytes = AlignUp(dnn::BatchNormWorkspaceSize(p.mode, p.xd));
+  p.workspace_bytes = p.primitive_bytes;
+  if (p.stored_stats) {
+    // Training mode ignores the statistic inputs, so only inference converts them.
+    KILN_RETURN_IF_ERROR(PlanStaging(node.input(1).type(), p.mean, p.workspace_bytes));
+    KILN_RETURN_IF_ERROR(PlanStaging(node.input(2).type(), p.var, p.workspace_bytes));
+    if (p.has_factor) {
+      KILN_RETURN_IF_ERROR(PlanStaging(node.input(3).type(), p.factor, p.workspace_bytes));
+    }
+  }
+  return p;
+}
+
+absl::Status CheckBatchNorm(const Node& node) {
+  if (OutputIsEmpty(node)) return absl::OkStatus();
+  return PlanBatchNorm(node).status();
+}
+
+// The statistic of input `input`, converted into the workspace first when the plan says so.
+absl::StatusOr<const void*> StatisticOf(dnn::Handle& handle, const KernelArgs& a, int input,
+                                        const StagedInput& staged) {
+  if (!staged.needed) return a.inputs[input].data;
+  void* to = static_cast<char*>(a.workspace) + staged.offset;
+  KILN_RETURN_IF_ERROR(
+      dnn::TransformTensor(handle, 1.0f, staged.from, a.inputs[input].data, 0.0f, staged.to, to));
+  return to;
+}
+
+absl::StatusOr<PreparedKernel> PrepareBatchNorm(const Node& node, const KernelOptions&) {
+  if (OutputIsEmpty(node)) return NothingToDo();
+  KILN_ASSIGN_OR_RETURN(BatchNormPlan p, PlanBatchNorm(node));
   PreparedKernel k;
-  k.workspace_bytes = dnn::BatchNormWorkspaceSize(mode, xd);
-  k.description = global ? "stored statistics" : "batch statistics";
-  k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
-    if (xd.ElementCount() == 0) return absl::OkStatus();
-    KILN_ASSIGN_OR_RETURN(const IdentityParams* id, IdentityFor(a, features));
-    if (global) {
+  k.workspace_bytes = p.workspace_bytes;
+  k.description = p.stored_stats ? "stored statistics" : "batch statistics";
+  if (p.mean.needed || p.var.needed || p.factor.needed) {
+    absl::StrAppend(&k.description, ", converted to packed f32 per run");
+  }
+  k.run = [p](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+    KILN_ASSIGN_OR_RETURN(const IdentityParams* id, IdentityFor(a, p.features));
+    if (p.stored_stats) {
+      KILN_ASSIGN_OR_RETURN(const void* mean, StatisticOf(handle, a, 1, p.mean));
+      KILN_ASSIGN_OR_RETURN(const void* var, StatisticOf(handle, a, 2, p.var));
+      const void* factor = nullptr;
+      if (p.has_factor) {
+        KILN_ASSIGN_OR_RETURN(factor, StatisticOf(handle, a, 3, p.factor));
+      }
       return dnn::BatchNormForwardInference(
-          handle, mode, 1.0f, 0.0f, xd, a.inputs[0].data, yd, a.outputs[0].data, pd, id->ones(),
-          id->zeros(), a.inputs[1].data, a.inputs[2].data, eps,
-          has_factor ? a.inputs[3].data : nullptr, a.workspace, a.workspace_bytes);
+          handle, p.mode, 1.0f, 0.0f, p.xd, a.inputs[0].data, p.yd, a.outputs[0].data, p.pd,
+          id->ones(), id->zeros(), mean, var, p.eps, factor, a.workspace, p.primitive_bytes);
     }
     // Training mode normalizes with the batch's own (biased) statistics; updating the running
-    // statistics is the training plan's job.
+    // statistics belongs to the training plan.
     dnn::BatchNormTraining bn;
-    bn.mode = mode;
-    bn.epsilon = eps;
+    bn.mode = p.mode;
+    bn.epsilon = p.eps;
     return dnn::BatchNormForwardTraining(
-        handle, bn, 1.0f, 0.0f, xd, a.inputs[0].data, yd, a.outputs[0].data, pd, id->ones(),
-        id->zeros(), nullptr, nullptr, nullptr, nullptr, nullptr, a.workspace, a.workspace_bytes);
+        handle, bn, 1.0f, 0.0f, p.xd, a.inputs[0].data, p.yd, a.outputs[0].data, p.pd, id->ones(),
+        id->zeros(), nullptr, nullptr, nullptr, nullptr, nullptr, a.workspace, p.primitive_bytes);
   };
   return k;
 }
 
-// A Scale/Bias parameter seen with x's rank: its dims on the axes it covers, 1 elsewhere, so the
-// element-wise kernel broadcasts it (zero strides) over the rest.
-absl::StatusOr<dnn::TensorDescriptor> BroadcastDescriptor(const Node& node, int input) {
+// ---- Scale and Bias ----
+
+struct AffinePlan {
+  bool is_bias = false;
+  dnn::TensorDescriptor xd, yd;
+  // Scale [and bias], or the bias: each seen with x's rank, its dims on the axes it covers and 1
+  // elsewhere, its own strides, so the element-wise kernel broadcasts it in place.
+  std::vector<dnn::TensorDescriptor> params;
+  // Packed f32 parameters run as the element-wise kernel's per-feature affine form.
+  bool per_feature = false;
+  int64_t features = 1;
+  std::vector<int64_t> feature_strides;
+};
+
+absl::StatusOr<dnn::TensorDescriptor> BroadcastView(const Node& node, int input, int rank) {
   const TensorType& x = node.input(0).type();
-  const TensorType& p = node.input(input).type();
-  KILN_RETURN_IF_ERROR(
-      BroadcastParams::Create(x, p, node.GetInt("axis"), node.GetInt("num_axes")).status());
-  const int64_t axis =
-      node.GetInt("axis") < 0 ? node.GetInt("axis") + x.rank() : node.GetInt("axis");
-  std::vector<int64_t> dims(x.rank(), 1);
-  for (int i = 0; i < p.rank(); ++i) dims[axis + i] = p.dim(i);
-  if (!p.IsContiguous()) {
-    return absl::UnimplementedError(
-        absl::StrCat("the parameter must be packed, got ", p.ToString()));
+  const TensorType& param = node.input(input).type();
+  const int64_t axis = node.GetInt("axis"), num_axes = node.GetInt("num_axes");
+  KILN_RETURN_IF_ERROR(BroadcastParams::Create(x, param, axis, num_axes).status());
+  std::vector<int64_t> dims(rank, 1), strides(rank, 1);
+  // BroadcastParams' scalar forms: one value for every element, whatever the axis says.
+  const bool scalar = param.rank() == 0 || (num_axes == 0 && param.num_elements() == 1);
+  if (!scalar) {
+    KILN_ASSIGN_OR_RETURN(int first, NormalizeAxis(axis, x.rank(), "axis"));
+    for (int i = 0; i < param.rank(); ++i) {
+      dims[first + i] = param.dim(i);
+      strides[first + i] = param.stride(i);
+    }
   }
-  return dnn::TensorDescriptor::Create(p.dtype(), dims, RowMajorStrides(dims));
+  return dnn::TensorDescriptor::Create(param.dtype(), dims, strides);
 }
 
-// y = x * scale (+ bias) or y = x + bias in one element-wise pass. With f32 parameters (always,
-// in the compiler's plans) it is the element-wise kernel's per-feature affine form, the one
-// batch norm applies with: dense operands move 16 bytes at a time and each feature's
-// coefficients are read once per run of it. A 16-bit or computed scale input is broadcast as an
-// operand instead (slower: no vector accesses).
-absl::StatusOr<PreparedKernel> PrepareScaleOrBias(const Node& node, const KernelOptions&) {
-  const bool is_bias = node.op() == "Bias";
-  const TensorType& x = node.input(0).type();
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, DescriptorOf(x));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, DescriptorOf(node.output_types()[0]));
-  std::vector<dnn::TensorDescriptor> params;
-  bool all_f32 = true;
+absl::StatusOr<AffinePlan> PlanAffine(const Node& node) {
+  AffinePlan p;
+  p.is_bias = node.op() == "Bias";
+  KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(node.input(0).type()));
+  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
+  p.per_feature = true;
   for (int i = 1; i < node.num_inputs(); ++i) {
-    KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor d, BroadcastDescriptor(node, i));
-    params.push_back(d);
-    all_f32 = all_f32 && d.dtype == DataType::kF32;
+    KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor d, BroadcastView(node, i, p.xd.rank()));
+    const TensorType& t = node.input(i).type();
+    p.per_feature = p.per_feature && t.dtype() == DataType::kF32 && t.IsContiguous();
+    p.params.push_back(std::move(d));
   }
-  // The feature index of an element: its position in the parameter (0 stride off its axes).
-  const int64_t features = params[0].ElementCount();
-  std::vector<int64_t> feature_strides(x.rank(), 0);
-  for (int d = 0; d < x.rank(); ++d) {
-    if (params[0].dims[d] > 1) feature_strides[d] = params[0].strides[d];
+  if (p.params.empty() || p.params.size() > 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cuda ", node.op(), ": ", node.num_inputs(), " inputs"));
   }
+  // The feature index of an element is its offset in the (packed) parameter.
+  p.features = p.params[0].ElementCount();
+  p.feature_strides.assign(p.xd.rank(), 0);
+  for (int d = 0; d < p.xd.rank(); ++d) {
+    if (p.params[0].dims[d] > 1) p.feature_strides[d] = p.params[0].strides[d];
+  }
+  return p;
+}
+
+absl::Status CheckAffine(const Node& node) {
+  if (OutputIsEmpty(node)) return absl::OkStatus();
+  return PlanAffine(node).status();
+}
+
+// y = x * scale (+ bias) or y = x + bias. With packed f32 parameters (always, in the compiler's
+// plans) one pass of the element-wise kernel's per-feature affine form, the one batch norm
+// applies with: dense operands move 16 bytes at a time and each feature's coefficients are read
+// once per run of it. Other parameters (16-bit, strided, computed) are broadcast operands of a
+// product and a sum instead, read in their own storage type.
+absl::StatusOr<PreparedKernel> PrepareAffine(const Node& node, const KernelOptions&) {
+  if (OutputIsEmpty(node)) return NothingToDo();
+  KILN_ASSIGN_OR_RETURN(AffinePlan p, PlanAffine(node));
   PreparedKernel k;
-  k.description = all_f32 ? "affine" : "broadcast";
-  k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
-    if (xd.ElementCount() == 0) return absl::OkStatus();
+  k.description = p.per_feature ? "per-feature affine" : "broadcast operands";
+  const char* where = p.is_bias ? "cuda Bias" : "cuda Scale";
+  k.run = [p, where](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
     namespace in = dnn::internal;
-    if (all_f32) {
-      KILN_ASSIGN_OR_RETURN(const IdentityParams* id, IdentityFor(a, features));
+    const bool has_bias = p.is_bias || p.params.size() > 1;
+    const void* bias = has_bias ? a.inputs.back().data : nullptr;
+    if (p.per_feature) {
+      KILN_ASSIGN_OR_RETURN(const IdentityParams* id, IdentityFor(a, p.features));
+      // One operand: y = p0 (x - p3) + p2.
       cuda::ElementwiseCall c =
-          in::ElementwiseOver(cuda::ElementwiseOp::kAffine, yd, a.outputs[0].data, 1, 0);
-      in::AddInput(c, in::OperandOf(xd, a.inputs[0].data));
-      for (int d = 0; d < xd.rank(); ++d) c.feature_strides[d] = feature_strides[d];
-      const bool has_bias = is_bias || a.inputs.size() > 2;
-      c.params[0] = is_bias ? id->ones() : static_cast<const float*>(a.inputs[1].data);
+          in::ElementwiseOver(cuda::ElementwiseOp::kAffine, p.yd, a.outputs[0].data, 1.0f, 0.0f);
+      in::AddInput(c, in::OperandOf(p.xd, a.inputs[0].data));
+      for (int d = 0; d < p.xd.rank(); ++d) c.feature_strides[d] = p.feature_strides[d];
+      c.params[0] = p.is_bias ? id->ones() : static_cast<const float*>(a.inputs[1].data);
       c.params[1] = id->zeros();
-      c.params[2] = has_bias ? static_cast<const float*>(a.inputs.back().data) : id->zeros();
+      c.params[2] = has_bias ? static_cast<const float*>(bias) : id->zeros();
       c.params[3] = id->zeros();
-      return in::LaunchStatus(cuda::LaunchElementwise(c, handle.stream()),
-                              is_bias ? "cuda Bias" : "cuda Scale");
+      return in::LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), where);
     }
-    if (!is_bias) {
-      cuda::ElementwiseCall mul =
-          in::ElementwiseOver(cuda::ElementwiseOp::kEltwiseProd, yd, a.outputs[0].data, 1, 0);
-      in::AddInput(mul, in::OperandOf(xd, a.inputs[0].data));
-      in::AddInput(mul, in::BroadcastOperandOf(params[0], a.inputs[1].data, xd));
-      KILN_RETURN_IF_ERROR(
-          in::LaunchStatus(cuda::LaunchElementwise(mul, handle.stream()), "cuda Scale"));
-      if (params.size() < 2) return absl::OkStatus();
+    const void* source = a.inputs[0].data;
+    if (!p.is_bias) {
+      cuda::ElementwiseCall mul = in::ElementwiseOver(cuda::ElementwiseOp::kEltwiseProd, p.yd,
+                                                      a.outputs[0].data, 1.0f, 0.0f);
+      in::AddInput(mul, in::OperandOf(p.xd, a.inputs[0].data));
+      in::AddInput(mul, in::BroadcastOperandOf(p.params[0], a.inputs[1].data, p.xd));
+      KILN_RETURN_IF_ERROR(in::LaunchStatus(cuda::LaunchElementwise(mul, handle.stream()), where));
+      if (!has_bias) return absl::OkStatus();
+      source = a.outputs[0].data;  // the product, read back in place
     }
-    const void* source = is_bias ? a.inputs[0].data : a.outputs[0].data;
     cuda::ElementwiseCall add =
-        in::ElementwiseOver(cuda::ElementwiseOp::kEltwiseSum, yd, a.outputs[0].data, 1, 0);
-    in::AddInput(add, in::OperandOf(is_bias ? xd : yd, source));
-    in::AddInput(add, in::BroadcastOperandOf(params.back(), a.inputs.back().data, xd));
+        in::ElementwiseOver(cuda::ElementwiseOp::kEltwiseSum, p.yd, a.outputs[0].data, 1.0f, 0.0f);
+    in::AddInput(add, in::OperandOf(p.is_bias ? p.xd : p.yd, source));
+    in::AddInput(add, in::BroadcastOperandOf(p.params.back(), bias, p.xd));
     add.coef[0] = add.coef[1] = 1.0f;
-    return in::LaunchStatus(cuda::LaunchElementwise(add, handle.stream()),
-                            is_bias ? "cuda Bias" : "cuda Scale bias");
+    return in::LaunchStatus(cuda::LaunchElementwise(add, handle.stream()), where);
   };
   return k;
 }
@@ -205,7 +326,7 @@ absl::Status RegisterCudaNormalizationKernels(KernelRegistry& registry) {
       registry, "BatchNorm", "any", "dnn_batchnorm", CheckBatchNorm, PrepareBatchNorm));
   for (const char* op : {"Scale", "Bias"}) {
     KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, op, "any", "dnn_broadcast",
-                                                         nullptr, PrepareScaleOrBias));
+                                                         CheckAffine, PrepareAffine));
   }
   return absl::OkStatus();
 }
