@@ -91,6 +91,9 @@ class Kernel {
   // When output 0 is only a different view of input i's bytes (Flatten and Reshape of a dense
   // tensor), i; the planner then gives the output the input's buffer and Run is never called.
   virtual int AliasedInput() const { return -1; }
+  // When Run may write output 0 over input i's bytes (an element-wise op: each element is read
+  // before the same thread writes it), i; the planner does so when input i dies at this step.
+  virtual int InPlaceInput() const { return -1; }
   // What the kernel decided at creation (the algorithm a convolution chose, ...), for plan dumps.
   virtual std::string Describe() const { return ""; }
   virtual absl::Status Run(const KernelArgs& args) const = 0;

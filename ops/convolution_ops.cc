@@ -83,6 +83,25 @@ absl::Status CheckBias(const InferContext& ctx, int64_t k) {
   return RequireDims(b, {k}, "bias");
 }
 
+// The fused epilogue a compiler pass may give a Convolution: y = act(conv + bias + residual).
+absl::Status CheckEpilogue(const InferContext& ctx, const TensorType& y) {
+  const std::string& act = ctx.GetString("activation");
+  if (act != "none" && act != "relu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("activation '", act, "': use \"none\" or \"relu\""));
+  }
+  if (act == "none" && ctx.GetFloat("negative_slope") != 0) {
+    return absl::InvalidArgumentError("negative_slope needs activation \"relu\"");
+  }
+  if (ctx.num_inputs() < 4) return absl::OkStatus();
+  const TensorType& r = ctx.input(3);
+  if (r.dtype() != y.dtype() || r.dims() != y.dims()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("residual ", r.ToString(), " must match the output ", y.ToString()));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<TensorType>> InferConvolution(const InferContext& ctx) {
   KILN_ASSIGN_OR_RETURN(int ns, CheckConvInputs(ctx));
   KILN_ASSIGN_OR_RETURN(ConvolutionParams p, ConvolutionParams::FromAttrs(ctx.attrs(), ns));
@@ -110,7 +129,9 @@ absl::StatusOr<std::vector<TensorType>> InferConvolution(const InferContext& ctx
     }
     out.push_back((padded - extent) / p.stride[i] + 1);
   }
-  return std::vector<TensorType>{OutputLike(x, out)};
+  TensorType y = OutputLike(x, out);
+  KILN_RETURN_IF_ERROR(CheckEpilogue(ctx, y));
+  return std::vector<TensorType>{y};
 }
 
 absl::StatusOr<std::vector<TensorType>> InferDeconvolution(const InferContext& ctx) {
@@ -149,14 +170,21 @@ absl::Status RegisterConvolutionOps(OpRegistry& registry) {
                                                              {"Deconvolution", InferDeconvolution}};
   for (const auto& [name, infer] : directions) {
     const bool forward = std::string(name) == "Convolution";
-    OpDef def = MakeOpDef(name, "convolution", ConvAttrs(), infer,
+    std::vector<AttrDef> attrs = ConvAttrs();
+    if (forward) {
+      // The epilogue the fusion passes fold in; Caffe files never set these.
+      attrs.push_back({"activation", AttrKind::kString, AttrValue(std::string("none"))});
+      attrs.push_back({"negative_slope", AttrKind::kFloat, AttrValue(0.0)});
+    }
+    OpDef def = MakeOpDef(name, "convolution", std::move(attrs), infer,
                           forward ? "N-d convolution (1-3 spatial dims), stride/pad/dilation/"
-                                    "groups, optional bias."
+                                    "groups, optional bias; fused: act(conv + bias + residual)."
                                   : "Transposed convolution (Caffe's Deconvolution), filter "
                                     "[C, K/group, R...].");
     def.input_names = {"x", "filter", "bias"};
+    if (forward) def.input_names.push_back("residual");
     def.min_inputs = 2;
-    def.max_inputs = 3;
+    def.max_inputs = forward ? 4 : 3;
     def.weight_inputs = {1, 2};
     KILN_RETURN_IF_ERROR(registry.Register(std::move(def)));
   }

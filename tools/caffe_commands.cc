@@ -113,6 +113,25 @@ absl::Status LoadModel(const CommandLine& line, CaffeImportOptions options, Load
   return absl::OkStatus();
 }
 
+absl::Status ApplyBatchFlag(const CommandLine& line, CaffeImportOptions& options) {
+  if (!line.Has("batch")) return absl::OkStatus();
+  int64_t batch = 0;
+  if (!absl::SimpleAtoi(line.Get("batch"), &batch) || batch < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--batch ", line.Get("batch"), ": expected a positive integer"));
+  }
+  CaffeImportOptions shapes_only = options;
+  shapes_only.init = ParamInit::kZeros;
+  LoadedModel probe;
+  KILN_RETURN_IF_ERROR(LoadModel(line, shapes_only, probe));
+  for (const CaffeInput& input : probe.model.inputs) {
+    std::vector<int64_t> dims = input.dims;
+    if (!dims.empty()) dims[0] = batch;
+    options.input_shapes[input.name] = dims;
+  }
+  return absl::OkStatus();
+}
+
 const std::set<std::string>& CommonModelFlags() {
   static const std::set<std::string>* flags =
       new std::set<std::string>{"model", "weights", "phase", "stage", "level", "input-shape"};

@@ -26,6 +26,9 @@ const std::set<std::string>& CommonModelFlags();
 absl::Status ParseCommonOptions(const CommandLine& line, CaffeImportOptions& options);
 // Reads --model (and --weights) and imports the net with `options`.
 absl::Status LoadModel(const CommandLine& line, CaffeImportOptions options, LoadedModel& out);
+// --batch N (when given): reads the net's structure once and sets dim 0 of every input's shape
+// in `options` to N.
+absl::Status ApplyBatchFlag(const CommandLine& line, CaffeImportOptions& options);
 // NAME=VALUE pairs of a repeated flag.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pairs(const CommandLine& line,
                                                                        const std::string& flag);

@@ -14,6 +14,7 @@
 #include "ops/all_ops.h"
 #include "tools/caffe_commands.h"
 #include "tools/plan_flags.h"
+#include "tools/compile_command.h"
 #include "tools/time_command.h"
 #include "tools/version.h"
 
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
   if (command == "info") return kiln::InfoCommand(argc, argv);
   if (command == "run") return kiln::RunCommand(argc, argv);
   if (command == "time") return kiln::TimeCommand(argc, argv);
+  if (command == "compile") return kiln::CompileCommand(argc, argv);
   std::fprintf(stderr,
                "usage: kiln <command>\n"
                "  version   Kiln and CUDA versions, devices found\n"
@@ -77,7 +79,9 @@ int main(int argc, char** argv) {
                "            [--phase ...] [--input-shape ...] [plan flags]\n"
                "  time      --model F [--weights W | --fill-seed S] [--batch N] [--iterations K]\n"
                "            [--json] [plan flags]\n"
-               "plan flags (run, time):\n%s",
+               "  compile   --model F [--weights W | --fill-seed S] [--batch N] [--json]\n"
+               "            [--why-not-fused] [plan flags]: the steps, fused layers, memory\n"
+               "plan flags (run, time, compile):\n%s",
                kiln::PlanFlagsUsage());
   return 2;
 }

@@ -3,6 +3,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "engine/status_macros.h"
 
 namespace kiln {
@@ -41,8 +42,9 @@ absl::StatusOr<int64_t> ParseBytes(std::string text) {
 }  // namespace
 
 const std::set<std::string>& PlanFlagNames() {
-  static const std::set<std::string>* names = new std::set<std::string>{
-      "device", "precision", "layout", "algo", "tuning-file", "workspace-limit"};
+  static const std::set<std::string>* names =
+      new std::set<std::string>{"device",      "precision",       "layout",   "algo",
+                                "tuning-file", "workspace-limit", "optimize", "disable-pass"};
   return *names;
 }
 
@@ -76,6 +78,16 @@ absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options) {
     }
     options.tuning_file = line.Get("tuning-file");
   }
+  const std::string optimize = line.Get("optimize", "on");
+  if (optimize != "on" && optimize != "off") {
+    return absl::InvalidArgumentError(absl::StrCat("--optimize ", optimize, ": use on or off"));
+  }
+  options.optimize = optimize == "on";
+  for (const std::string& list : line.GetAll("disable-pass")) {
+    for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+      options.disabled_passes.insert(std::string(name));
+    }
+  }
   if (line.Has("workspace-limit")) {
     auto bytes = ParseBytes(line.Get("workspace-limit"));
     if (!bytes.ok()) return FlagError("workspace-limit", bytes.status());
@@ -87,7 +99,8 @@ absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options) {
 const char* PlanFlagsUsage() {
   return "            [--device auto|cuda|cpu|reference] [--precision fp32|tf32|fp16|bf16]\n"
          "            [--layout nchw|nhwc|auto] [--algo heuristic|measure]\n"
-         "            [--tuning-file F] [--workspace-limit BYTES]\n";
+         "            [--tuning-file F] [--workspace-limit BYTES]\n"
+         "            [--optimize on|off] [--disable-pass NAME[,NAME...]]\n";
 }
 
 }  // namespace kiln

@@ -18,7 +18,8 @@ const std::set<std::string>& PlanFlagNames();
 // --device auto|cuda|cpu|reference (default auto: CUDA when a GPU is usable and every layer has
 // a CUDA kernel, else the CPU, saying why), --precision fp32|tf32|fp16|bf16 (default fp32),
 // --layout nchw|nhwc|auto (default auto), --algo heuristic|measure (default heuristic),
-// --tuning-file F (with measure), --workspace-limit BYTES (a number, or with a K/M/G suffix).
+// --tuning-file F (with measure), --workspace-limit BYTES (a number, or with a K/M/G suffix),
+// --optimize on|off (default on: the inference rewrites of passes/), --disable-pass NAME[,...].
 absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options);
 
 // The usage lines for the flags above.

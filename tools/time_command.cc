@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "engine/runtime/compiler.h"
 #include "engine/runtime/executor.h"
 #include "engine/status_macros.h"
@@ -18,6 +19,7 @@
 #include "ops/all_ops.h"
 #include "tools/caffe_commands.h"
 #include "tools/plan_flags.h"
+#include "tools/plan_layers.h"
 
 namespace kiln {
 
@@ -58,18 +60,7 @@ absl::Status Time(int argc, char** argv) {
   const bool json = line.Has("json");
 
   // The batch replaces dim 0 of every input: the structure is read once to learn the shapes.
-  if (line.Has("batch")) {
-    KILN_ASSIGN_OR_RETURN(int64_t batch, PositiveFlag(line, "batch", 1));
-    CaffeImportOptions shapes_only = options;
-    shapes_only.init = ParamInit::kZeros;
-    LoadedModel probe;
-    KILN_RETURN_IF_ERROR(LoadModel(line, shapes_only, probe));
-    for (const CaffeInput& input : probe.model.inputs) {
-      std::vector<int64_t> dims = input.dims;
-      if (!dims.empty()) dims[0] = batch;
-      options.input_shapes[input.name] = dims;
-    }
-  }
+  KILN_RETURN_IF_ERROR(ApplyBatchFlag(line, options));
   LoadedModel loaded;
   KILN_RETURN_IF_ERROR(LoadModel(line, options, loaded));
   const CaffeModel& model = loaded.model;
@@ -92,24 +83,26 @@ absl::Status Time(int argc, char** argv) {
   }
   KILN_RETURN_IF_ERROR(context->Run(bindings).status());  // warm: resources made, graph captured
 
-  // Per layer: one instrumented run, each step's time given to the layer it came from.
-  std::map<std::string, std::string> layer_of_node, type_of_layer;
+  // Per layer: one instrumented run, each step's time given to the layers it came from (a fused
+  // step's row names all of its layers: "conv1+relu1").
+  const LayerIndex index(model);
   std::vector<std::string> layer_order;
-  for (const CaffeLayer& layer : model.layers) {
-    for (const std::string& node : layer.nodes) layer_of_node[node] = layer.name;
-    type_of_layer[layer.name] = layer.type;
-  }
   KILN_ASSIGN_OR_RETURN(StepProfile profile, context->ProfileSteps());
   std::map<std::string, LayerTime> layers;
   for (size_t i = 0; i < plan->steps().size(); ++i) {
     const PlanStep& step = plan->steps()[i];
-    auto it = layer_of_node.find(step.node->name());
     // Steps the compiler added (dtype/layout conversions at the edges) keep their own names.
-    const std::string layer = it != layer_of_node.end() ? it->second : step.node->name();
+    const std::vector<std::string> covered = index.LayersOf(*step.node);
+    const std::string layer = absl::StrJoin(covered, "+");
     LayerTime& t = layers[layer];
     if (t.name.empty()) {
       t.name = layer;
-      t.type = it != layer_of_node.end() ? type_of_layer[layer] : step.node->op();
+      std::vector<std::string> types;
+      for (const std::string& l : covered) {
+        const std::string type = index.TypeOf(l);
+        types.push_back(type.empty() ? step.node->op() : type);
+      }
+      t.type = absl::StrJoin(types, "+");
       layer_order.push_back(layer);
     }
     t.ms += profile.step_ms[i];

@@ -23,6 +23,7 @@ std::string NodeContext(absl::string_view name, absl::string_view op) {
 
 Node* Graph::Insert(std::unique_ptr<Node> node) {
   Node* raw = node.get();
+  if (raw->origins_.empty()) raw->origins_ = {raw->name_};
   by_name_[raw->name_] = raw;
   nodes_.push_back(std::move(node));
   return raw;
@@ -225,6 +226,22 @@ std::vector<std::pair<Node*, int>> Graph::Uses(Value value) const {
     }
   }
   return out;
+}
+
+absl::Status Graph::RenameNode(Node* node, absl::string_view name) {
+  if (node->name_ == name) return absl::OkStatus();
+  if (name.empty() || by_name_.count(name)) {
+    return absl::AlreadyExistsError(absl::StrCat("renaming ", NodeContext(node->name_, node->op()),
+                                                 " to '", name, "': name already used or empty"));
+  }
+  by_name_.erase(node->name_);
+  node->name_ = std::string(name);
+  by_name_[node->name_] = node;
+  return absl::OkStatus();
+}
+
+void Graph::SetOrigins(Node* node, std::vector<std::string> origins) {
+  node->origins_ = std::move(origins);
 }
 
 std::unique_ptr<Graph> Graph::Clone() const {

@@ -48,6 +48,9 @@ class Node {
   Value output(int i = 0) { return Value{this, i}; }
   // The data of a Constant node; null for every other op.
   const HostTensor* constant() const { return constant_.get(); }
+  // The names of the nodes of the source graph this node stands for: itself until a pass fuses
+  // or folds others into it. `kiln time` and `kiln compile` report fused kernels by these.
+  const std::vector<std::string>& origins() const { return origins_; }
 
   int64_t GetInt(const std::string& name) const { return std::get<int64_t>(attrs_.at(name)); }
   double GetFloat(const std::string& name) const { return std::get<double>(attrs_.at(name)); }
@@ -71,6 +74,7 @@ class Node {
   AttrMap attrs_;
   std::vector<TensorType> output_types_;
   std::shared_ptr<const HostTensor> constant_;
+  std::vector<std::string> origins_;
 };
 
 // A named graph output.
@@ -114,6 +118,10 @@ class Graph {
   int RemoveDeadNodes();
   // Every (node, input index) that reads `value`.
   std::vector<std::pair<Node*, int>> Uses(Value value) const;
+  // Renames `node`; AlreadyExists when another node has `name`.
+  absl::Status RenameNode(Node* node, absl::string_view name);
+  // Records which source nodes `node` stands for (see Node::origins).
+  void SetOrigins(Node* node, std::vector<std::string> origins);
 
   // A deep copy sharing the registry and the constants' storage.
   std::unique_ptr<Graph> Clone() const;

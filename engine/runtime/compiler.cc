@@ -1,6 +1,8 @@
 #include "engine/runtime/compiler.h"
 
+#include <algorithm>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -10,6 +12,7 @@
 #include "engine/runtime/memory_planner.h"
 #include "engine/status_macros.h"
 #include "kernels/tuning_cache.h"
+#include "passes/inference_passes.h"
 #include "passes/precision_layout.h"
 
 namespace kiln {
@@ -71,14 +74,33 @@ absl::string_view PrecisionName(Precision p) {
 // Builds a plan; a friend of ExecutionPlan so the plan stays immutable to everyone else.
 class PlanBuilder {
  public:
-  static absl::StatusOr<std::unique_ptr<ExecutionPlan>> Build(const Graph& source,
+  static absl::StatusOr<std::unique_ptr<ExecutionPlan>> Build(const Graph& user_graph,
                                                               const KernelRegistry& kernels,
                                                               const CompileOptions& options) {
-    KILN_RETURN_IF_ERROR(Annotate(VerifyGraph(source), "compile"));
-    if (source.outputs().empty()) {
+    KILN_RETURN_IF_ERROR(Annotate(VerifyGraph(user_graph), "compile"));
+    if (user_graph.outputs().empty()) {
       return absl::InvalidArgumentError("compile: the graph has no outputs");
     }
     auto plan = std::make_unique<ExecutionPlan>();
+    // Stage: the inference rewrites, on a copy (the caller's graph is never changed).
+    std::unique_ptr<Graph> optimized;
+    if (options.optimize) {
+      optimized = user_graph.Clone();
+      PassManagerOptions pass_options;
+      pass_options.disabled = options.disabled_passes;
+      PassManager pipeline = MakeInferencePipeline(pass_options);
+      for (const std::string& name : options.disabled_passes) {
+        const std::vector<std::string> known = pipeline.PassNames();
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "compile: no pass named '", name, "'; passes: ", absl::StrJoin(known, ", ")));
+        }
+      }
+      PassContext context;
+      context.remarks = &plan->remarks_;
+      KILN_RETURN_IF_ERROR(Annotate(pipeline.Run(*optimized, context).status(), "compile"));
+    }
+    const Graph& source = optimized != nullptr ? *optimized : user_graph;
     plan->graph_ = source.Clone();
 
     // Stage: backend choice. A CUDA plan first gets the precision and layout asked for, so the
@@ -195,6 +217,7 @@ class PlanBuilder {
             " workspace bytes, over the limit of ", options.workspace_limit));
       }
       step.description = (*kernel)->Describe();
+      step.in_place_input = (*kernel)->InPlaceInput();
       const int aliased = (*kernel)->AliasedInput();
       step.kernel = *std::move(kernel);
       for (const Value& v : n->inputs()) step.inputs.push_back(buffer_of[v]);
@@ -210,6 +233,9 @@ class PlanBuilder {
           std::max<int64_t>(plan->workspace_bytes_, static_cast<int64_t>(step.workspace_bytes));
       plan->steps_.push_back(std::move(step));
     }
+
+    // Without reuse every activation keeps its own bytes, in-place outputs included.
+    if (options.in_place && options.reuse_activation_memory) PlanInPlace(*plan);
 
     // Stage: memory planning. Activations live from the step that writes them to the last step
     // that reads them; inputs from the start, outputs to the end.
@@ -234,6 +260,8 @@ class PlanBuilder {
     for (int s = 0; s < end; ++s) {
       if (plan->steps_[s].is_view) continue;
       for (int b : plan->steps_[s].outputs) {
+        // An in-place output lives in a buffer an earlier step wrote.
+        if (plan->buffers_[b].alias_of >= 0) continue;
         if (BufferRequest* r = request(b)) r->first_step = r->last_step = s;
       }
     }
@@ -272,6 +300,39 @@ class PlanBuilder {
   }
 
  private:
+  // Element-wise steps write their output over an input whose last reader they are: the output
+  // buffer becomes an alias of the input's, as a view does, but the step still runs. Graph
+  // inputs and outputs and weights are never overwritten or shared this way.
+  static void PlanInPlace(ExecutionPlan& plan) {
+    std::set<int> external;
+    for (const auto* ports : {&plan.inputs_, &plan.outputs_}) {
+      for (const auto& [name, b] : *ports) external.insert(plan.RootBuffer(b));
+    }
+    // The last step reading each root buffer (views count as their root).
+    std::map<int, int> last_read;
+    for (int s = 0; s < static_cast<int>(plan.steps_.size()); ++s) {
+      for (int b : plan.steps_[s].inputs) last_read[plan.RootBuffer(b)] = s;
+    }
+    for (int s = 0; s < static_cast<int>(plan.steps_.size()); ++s) {
+      PlanStep& step = plan.steps_[s];
+      const int i = step.in_place_input;
+      if (step.is_view || i < 0 || i >= static_cast<int>(step.inputs.size())) continue;
+      const int in_root = plan.RootBuffer(step.inputs[i]);
+      const int out = step.outputs[0];
+      BufferAssignment& o = plan.buffers_[out];
+      const BufferAssignment& in = plan.buffers_[in_root];
+      if (in.arena != Arena::kActivations || external.count(in_root) || external.count(out) ||
+          last_read[in_root] != s || o.alias_of >= 0 || !(o.type == in.type) ||
+          !(plan.buffers_[step.inputs[i]].type == o.type)) {
+        continue;
+      }
+      o.alias_of = in_root;
+      step.in_place = true;
+      auto later = last_read.find(out);
+      if (later != last_read.end()) last_read[in_root] = later->second;
+    }
+  }
+
   // The graph a CUDA plan runs: the source with the requested precision and layout applied.
   static absl::StatusOr<std::unique_ptr<Graph>> CudaGraphFor(const Graph& source,
                                                              const CompileOptions& options) {
@@ -320,11 +381,11 @@ std::string ExecutionPlan::ToString() const {
     std::vector<std::string> ins, outs;
     for (int b : s.inputs) ins.push_back(buffer(b));
     for (int b : s.outputs) outs.push_back(buffer(b));
-    absl::StrAppend(&out, absl::StrFormat("step %d: %s '%s' [%s%s] (%s) -> (%s) ws=%d\n", i,
+    absl::StrAppend(&out, absl::StrFormat("step %d: %s '%s' [%s%s%s] (%s) -> (%s) ws=%d\n", i,
                                           s.node->op(), s.node->name(), s.kernel_name,
                                           s.description.empty() ? "" : " " + s.description,
-                                          absl::StrJoin(ins, ", "), absl::StrJoin(outs, ", "),
-                                          s.workspace_bytes));
+                                          s.in_place ? " in-place" : "", absl::StrJoin(ins, ", "),
+                                          absl::StrJoin(outs, ", "), s.workspace_bytes));
   }
   for (const auto& [name, b] : outputs_)
     absl::StrAppend(&out, "output ", name, ": ", buffer(b), "\n");

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -58,6 +59,14 @@ struct CompileOptions {
   int64_t workspace_limit = std::numeric_limits<int64_t>::max();
   // Debug switch: give every activation its own memory.
   bool reuse_activation_memory = true;
+  // Debug switch: let an element-wise step write its output over an input that dies there.
+  bool in_place = true;
+  // Run the inference rewrites (passes/inference_passes.h) before anything else: Dropout
+  // removed, BatchNorm folded, convolution epilogues fused. Off by default in the library, so a
+  // plan's steps are the caller's nodes; the CLI turns it on.
+  bool optimize = false;
+  // Passes (by name) the optimizer skips.
+  std::set<std::string> disabled_passes;
 };
 
 absl::StatusOr<std::unique_ptr<ExecutionPlan>> Compile(const Graph& graph,

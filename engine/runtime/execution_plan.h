@@ -11,6 +11,7 @@
 
 #include "engine/ir/graph.h"
 #include "kernels/kernel.h"
+#include "passes/pass.h"
 
 namespace kiln {
 
@@ -21,8 +22,9 @@ struct BufferAssignment {
   int64_t offset = 0;
   int64_t bytes = 0;
   TensorType type;
-  // A view of another buffer's bytes (Flatten/Reshape of a dense tensor): its index, whose arena
-  // and offset this one shares; -1 for a buffer of its own.
+  // Another buffer whose bytes this one shares: a view (Flatten/Reshape of a dense tensor) or an
+  // in-place output (PlanStep::in_place); its index, whose arena and offset this one takes; -1
+  // for a buffer of its own.
   int alias_of = -1;
 };
 
@@ -37,6 +39,9 @@ struct PlanStep {
   std::string description;
   // Output 0 is a view of an input (the planner aliased it): nothing runs.
   bool is_view = false;
+  // The kernel may write output 0 over this input (Kernel::InPlaceInput), and
+  bool in_place = false;  // the planner let it: output 0 shares that input's bytes.
+  int in_place_input = -1;
 };
 
 class ExecutionPlan {
@@ -65,6 +70,9 @@ class ExecutionPlan {
   int64_t activations_bytes() const { return activations_bytes_; }
   int64_t workspace_bytes() const { return workspace_bytes_; }
 
+  // The rewrites the optimizer declined, with reasons (empty when it did not run).
+  const std::vector<PassRemark>& remarks() const { return remarks_; }
+
   // A readable dump: backend, arenas, then one line per step with kernel and buffers.
   std::string ToString() const;
 
@@ -79,6 +87,7 @@ class ExecutionPlan {
   std::map<std::string, int> inputs_, outputs_;
   std::vector<std::pair<const Node*, int>> weights_;
   int64_t weights_bytes_ = 0, activations_bytes_ = 0, workspace_bytes_ = 0;
+  std::vector<PassRemark> remarks_;
 };
 
 }  // namespace kiln

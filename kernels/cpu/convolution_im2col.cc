@@ -3,6 +3,7 @@
 // sgemm. Handles stride, padding, dilation and groups; 2-d, cross-correlation, NCHW f32.
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,9 @@ class Im2colConvolution : public Kernel {
     r_ = w.dim(2);
     s_ = w.dim(3);
     has_bias_ = node.num_inputs() > 2;
+    has_residual_ = node.num_inputs() > 3;
+    relu_ = node.GetString("activation") == "relu";
+    slope_ = static_cast<float>(node.GetFloat("negative_slope"));
   }
 
   size_t WorkspaceBytes() const override {
@@ -56,6 +60,16 @@ class Im2colConvolution : public Kernel {
           for (int64_t k = 0; k < kg; ++k) {
             const float b = bias[grp * kg + k];
             for (int64_t i = 0; i < cols; ++i) yg[k * cols + i] += b;
+          }
+        }
+        // The fused epilogue (passes/fuse_conv_epilogue): + residual, then the ReLU.
+        if (has_residual_) {
+          const float* z = static_cast<const float*>(args.inputs[3].data) + (yg - y);
+          for (int64_t i = 0; i < kg * cols; ++i) yg[i] += z[i];
+        }
+        if (relu_) {
+          for (int64_t i = 0; i < kg * cols; ++i) {
+            yg[i] = std::max(yg[i], 0.0f) + slope_ * std::min(yg[i], 0.0f);
           }
         }
       }
@@ -92,7 +106,8 @@ class Im2colConvolution : public Kernel {
 
   ConvolutionParams params_;
   int64_t n_, c_, h_, w_, k_, p_, q_, r_, s_;
-  bool has_bias_;
+  bool has_bias_, has_residual_, relu_;
+  float slope_;
 };
 
 }  // namespace

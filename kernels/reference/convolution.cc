@@ -1,4 +1,5 @@
 // Reference Convolution and Deconvolution: direct loops with double accumulation.
+#include <algorithm>
 #include <vector>
 
 #include "engine/status_macros.h"
@@ -46,6 +47,10 @@ absl::Status Convolution(const Node& node, const DenseArgs& a) {
   const float* x = a.in[0];
   const float* w = a.in[1];
   const float* bias = a.in.size() > 2 ? a.in[2] : nullptr;
+  // The fused epilogue (passes/): + residual, then ReLU with its negative slope.
+  const float* residual = a.in.size() > 3 ? a.in[3] : nullptr;
+  const bool relu = node.GetString("activation") == "relu";
+  const float slope = static_cast<float>(node.GetFloat("negative_slope"));
   float* y = a.out[0];
   const int64_t in_vol = Volume(g.in), f_vol = Volume(g.filter);
   for (int64_t n = 0; n < g.n; ++n) {
@@ -77,8 +82,13 @@ absl::Status Convolution(const Node& node, const DenseArgs& a) {
                 }
               }
             }
-            y[((n * g.k + k) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow] =
-                static_cast<float>(acc);
+            const int64_t at =
+                ((n * g.k + k) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow;
+            // Rounded to f32 where the unfused graph stores its intermediate values.
+            float v = static_cast<float>(acc);
+            if (residual != nullptr) v = static_cast<float>(double{v} + residual[at]);
+            if (relu) v = std::max(v, 0.0f) + slope * std::min(v, 0.0f);
+            y[at] = v;
           }
         }
       }

@@ -47,6 +47,14 @@ class ReferenceKernel : public Kernel {
   }
 
   size_t WorkspaceBytes() const override { return workspace_; }
+  // Inputs are copied into the workspace before anything is computed, so any same-shape output
+  // may take input 0's bytes.
+  int InPlaceInput() const override {
+    return !in_types_.empty() && out_types_.size() == 1 &&
+                   in_types_[0].dims() == out_types_[0].dims()
+               ? 0
+               : -1;
+  }
 
   absl::Status Run(const KernelArgs& args) const override {
     if (args.inputs.size() != in_types_.size() || args.outputs.size() != out_types_.size() ||
@@ -103,7 +111,8 @@ absl::Status RegisterReference(KernelRegistry& registry, const std::string& op,
     }
     return absl::OkStatus();
   };
-  f.create = [compute](const Node& node, const KernelOptions&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+  f.create = [compute](const Node& node,
+                       const KernelOptions&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new ReferenceKernel(node, compute));
   };
   return registry.Register(std::move(f));

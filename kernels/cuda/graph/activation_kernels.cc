@@ -81,6 +81,7 @@ absl::StatusOr<PreparedKernel> PrepareActivation(const Node& node, const KernelO
   KILN_ASSIGN_OR_RETURN(ActivationPlan p, PlanActivation(node));
   PreparedKernel k;
   k.description = p.act.ToString();
+  k.in_place_input = 0;
   k.run = [p](dnn::Handle& handle, const KernelArgs& a) {
     return dnn::ActivationForward(handle, p.act, 1.0f, p.xd, a.inputs[0].data, 0.0f, p.yd,
                                   a.outputs[0].data);
@@ -129,6 +130,7 @@ absl::StatusOr<PreparedKernel> PreparePRelu(const Node& node, const KernelOption
   KILN_ASSIGN_OR_RETURN(PReluPlan p, PlanPRelu(node));
   PreparedKernel k;
   k.description = absl::StrCat("slope ", DataTypeName(p.slope.dtype));
+  k.in_place_input = 0;
   if (p.slope.dtype == DataType::kF32) {
     k.run = [p](dnn::Handle& handle, const KernelArgs& a) {
       return dnn::PReluForward(handle, p.xd, a.inputs[0].data, p.slope, a.inputs[1].data, 1.0f,

@@ -36,6 +36,7 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareEltwise(const Node& node, cons
   }
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, cuda_graph::DescriptorOf(node.output_types()[0]));
   cuda_graph::PreparedKernel k;
+  k.in_place_input = 0;  // element-wise; later chunks read y, which is then input 0's bytes
   k.run = [op, coeffs, xds, yd](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
     if (yd.ElementCount() == 0) return absl::OkStatus();
     const int n = static_cast<int>(xds.size());

@@ -16,6 +16,7 @@ class PrimitiveKernel : public Kernel {
       : name_(std::move(name)), prepared_(std::move(prepared)) {}
   size_t WorkspaceBytes() const override { return prepared_.workspace_bytes; }
   int AliasedInput() const override { return prepared_.aliased_input; }
+  int InPlaceInput() const override { return prepared_.in_place_input; }
   std::string Describe() const override { return prepared_.description; }
   absl::Status Run(const KernelArgs& args) const override {
     if (prepared_.aliased_input >= 0) return absl::OkStatus();

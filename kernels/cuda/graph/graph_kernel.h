@@ -36,6 +36,7 @@ struct PreparedKernel {
   RunFn run;                   // Unused when aliased_input >= 0.
   size_t workspace_bytes = 0;  // Asked for at plan time; args.workspace holds at least this.
   int aliased_input = -1;      // Output 0 is input i's bytes seen differently: no work at all.
+  int in_place_input = -1;     // run may write output 0 over input i (Kernel::InPlaceInput).
   std::string description;     // What was chosen at plan time, for plan dumps ("algo=fft").
 };
 

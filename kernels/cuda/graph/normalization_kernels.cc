@@ -181,6 +181,8 @@ absl::StatusOr<PreparedKernel> PrepareBatchNorm(const Node& node, const KernelOp
   PreparedKernel k;
   k.workspace_bytes = p.workspace_bytes;
   k.description = p.stored_stats ? "stored statistics" : "batch statistics";
+  // Stored statistics make it element-wise; batch statistics read all of x first.
+  if (p.stored_stats) k.in_place_input = 0;
   if (p.mean.needed || p.var.needed || p.factor.needed) {
     absl::StrAppend(&k.description, ", converted to packed f32 per run");
   }
@@ -281,6 +283,7 @@ absl::StatusOr<PreparedKernel> PrepareAffine(const Node& node, const KernelOptio
   KILN_ASSIGN_OR_RETURN(AffinePlan p, PlanAffine(node));
   PreparedKernel k;
   k.description = p.per_feature ? "per-feature affine" : "broadcast operands";
+  k.in_place_input = 0;
   const char* where = p.is_bias ? "cuda Bias" : "cuda Scale";
   k.run = [p, where](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
     namespace in = dnn::internal;

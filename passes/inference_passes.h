@@ -1,0 +1,34 @@
+// The inference rewrites, one per file, and the pipeline that runs them. Each fusion checks
+// legality first and records why it declined (PassContext::Explain); rewrites keep the original
+// node names in the fused node's origins().
+#ifndef KILN_PASSES_INFERENCE_PASSES_H_
+#define KILN_PASSES_INFERENCE_PASSES_H_
+
+#include <memory>
+
+#include "passes/pass.h"
+#include "passes/pass_manager.h"
+
+namespace kiln {
+
+// "dead_code": removes nodes no graph output depends on (Parameters stay).
+std::unique_ptr<Pass> MakeDeadCodePass();
+// "remove_dropout": inference Dropout is the identity; its uses read its input instead.
+std::unique_ptr<Pass> MakeRemoveDropoutPass();
+// "fold_batchnorm": BatchNorm with stored statistics (and a following Scale) after a
+// Convolution or InnerProduct with constant weights becomes new weights and bias.
+std::unique_ptr<Pass> MakeFoldBatchNormPass();
+// "batchnorm_to_scale": a BatchNorm with stored statistics that could not fold (DenseNet's
+// pre-activation order), with a following Scale, becomes one per-channel Scale: one pass over
+// memory instead of two.
+std::unique_ptr<Pass> MakeBatchNormToScalePass();
+// "fuse_conv_epilogue": Convolution + Eltwise sum with a residual + ReLU become one
+// Convolution whose kernel applies them before its store.
+std::unique_ptr<Pass> MakeFuseConvEpiloguePass();
+
+// The inference pipeline: the rewrites above as one fixed-point group.
+PassManager MakeInferencePipeline(PassManagerOptions options = {});
+
+}  // namespace kiln
+
+#endif  // KILN_PASSES_INFERENCE_PASSES_H_

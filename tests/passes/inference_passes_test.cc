@@ -1,0 +1,311 @@
+// The inference rewrites: for each pass a positive test (the text dump shows the expected
+// structure), a negative test (nothing to do: the dump is identical) and a numerical test (the
+// rewritten graph computes what the original computes, on the reference backend and on the fast
+// CPU kernels).
+#include "passes/inference_passes.h"
+
+#include <cmath>
+#include <map>
+
+#include "engine/ir/graph_builder.h"
+#include "engine/ir/text_format.h"
+#include "engine/runtime/compiler.h"
+#include "engine/runtime/executor.h"
+#include "gtest/gtest.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
+#include "tests/util/op_test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::F32;
+using testing::RandomTensor;
+
+using Outputs = std::map<std::string, HostTensor>;
+
+Outputs RunOn(const Graph& g, const Outputs& inputs, BackendChoice backend) {
+  CompileOptions options;
+  options.backend = backend;
+  auto plan = Compile(g, DefaultKernelRegistry(), options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (!plan.ok()) return {};
+  auto ctx = ExecutionContext::Create(**plan);
+  EXPECT_TRUE(ctx.ok()) << ctx.status();
+  auto out = (*ctx)->Run(inputs);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *out : Outputs{};
+}
+
+// Relative L2 distance of every output, worst over outputs.
+double WorstRelativeL2(const Outputs& got, const Outputs& want) {
+  double worst = 0;
+  for (const auto& [name, w] : want) {
+    auto it = got.find(name);
+    if (it == got.end()) return INFINITY;
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < w.type().num_elements(); ++i) {
+      const double d = it->second.GetFloat(i) - w.GetFloat(i);
+      num += d * d;
+      den += static_cast<double>(w.GetFloat(i)) * w.GetFloat(i);
+    }
+    worst = std::max(worst, std::sqrt(num / std::max(den, 1e-30)));
+  }
+  return worst;
+}
+
+// Runs the pipeline on a clone and checks that both graphs agree on the reference backend and
+// on the fast CPU kernels; returns the rewritten graph.
+std::unique_ptr<Graph> RewriteAndCompare(const Graph& graph, const Outputs& inputs,
+                                         std::vector<PassRemark>* remarks = nullptr) {
+  auto rewritten = graph.Clone();
+  PassContext context;
+  context.remarks = remarks;
+  PassManager pipeline = MakeInferencePipeline();
+  auto changed = pipeline.Run(*rewritten, context);
+  EXPECT_TRUE(changed.ok()) << changed.status();
+  for (BackendChoice backend : {BackendChoice::kReference, BackendChoice::kCpu}) {
+    const Outputs want = RunOn(graph, inputs, BackendChoice::kReference);
+    const Outputs got = RunOn(*rewritten, inputs, backend);
+    EXPECT_LE(WorstRelativeL2(got, want), 2e-6) << PrintGraph(*rewritten);
+  }
+  return rewritten;
+}
+
+int CountOps(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const Node* node : g.nodes()) n += node->op() == op ? 1 : 0;
+  return n;
+}
+
+Value Conv(GraphBuilder& b, Value x, int64_t k, int64_t c, uint32_t seed, const std::string& name,
+           bool bias = true) {
+  Value w = *b.Constant(name + "/w", RandomTensor(F32({k, c, 3, 3}), seed, -0.3f, 0.3f));
+  std::vector<Value> in = {x, w};
+  if (bias) in.push_back(*b.Constant(name + "/b", RandomTensor(F32({k}), seed + 1)));
+  return (*b.Op("Convolution", in, {{"pad", std::vector<int64_t>{1}}}, name))[0];
+}
+
+Value BatchNormScale(GraphBuilder& b, Value x, int64_t c, uint32_t seed, const std::string& name,
+                     bool with_scale = true, bool global_stats = true) {
+  Value mean = *b.Constant(name + "/mean", RandomTensor(F32({c}), seed));
+  Value var = *b.Constant(name + "/var", RandomTensor(F32({c}), seed + 1, 0.5f, 2.0f));
+  HostTensor factor(F32({1}));
+  factor.SetFloat(0, 0.5f);  // Caffe's stored sums: divided by this weight
+  Value f = *b.Constant(name + "/factor", factor);
+  Value y = (*b.Op("BatchNorm", {x, mean, var, f}, {{"use_global_stats", global_stats}}, name))[0];
+  if (!with_scale) return y;
+  Value s = *b.Constant(name + "_scale/s", RandomTensor(F32({c}), seed + 2));
+  Value sb = *b.Constant(name + "_scale/b", RandomTensor(F32({c}), seed + 3));
+  return (*b.Op("Scale", {y, s, sb}, {}, name + "_scale"))[0];
+}
+
+Outputs Image(uint32_t seed, std::vector<int64_t> dims = {2, 4, 7, 7}) {
+  return {{"data", RandomTensor(F32(dims), seed)}};
+}
+
+// conv -> BatchNorm -> Scale -> ReLU: one Convolution with new weights and a fused ReLU.
+TEST(InferencePassesTest, ConvBatchNormScaleReluBecomesOneConvolution) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", F32({2, 4, 7, 7}));
+  Value y = *b.Relu(BatchNormScale(b, Conv(b, x, 6, 4, 1, "conv"), 6, 10, "bn"), 0.0, "relu");
+  ASSERT_TRUE(b.Output("out", y).ok());
+  auto graph = b.Finish();
+  auto g = RewriteAndCompare(*graph, Image(3));
+  EXPECT_EQ(CountOps(*g, "BatchNorm"), 0);
+  EXPECT_EQ(CountOps(*g, "Scale"), 0);
+  EXPECT_EQ(CountOps(*g, "ReLU"), 0);
+  const Node* conv = g->FindNode("conv");
+  ASSERT_NE(conv, nullptr) << PrintGraph(*g);
+  EXPECT_EQ(conv->GetString("activation"), "relu");
+  EXPECT_EQ(conv->origins(), (std::vector<std::string>{"conv", "bn", "bn_scale", "relu"}));
+  EXPECT_NE(PrintGraph(*g).find("conv/folded_filter"), std::string::npos);
+}
+
+// A bias-free conv (as in ResNet) folds too: the fold adds the bias.
+TEST(InferencePassesTest, FoldsIntoABiasFreeConvolutionAndInnerProduct) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", F32({2, 4, 7, 7}));
+  Value c = BatchNormScale(b, Conv(b, x, 6, 4, 1, "conv", /*bias=*/false), 6, 10, "bn");
+  Value w = *b.Constant("ip/w", RandomTensor(F32({6 * 49, 5}), 20, -0.1f, 0.1f));
+  Value ip = (*b.Op("InnerProduct", {c, w}, {{"transpose", true}}, "ip"))[0];
+  Value y = BatchNormScale(b, ip, 5, 30, "bn_ip", /*with_scale=*/false);
+  ASSERT_TRUE(b.Output("out", y).ok());
+  auto graph = b.Finish();
+  auto g = RewriteAndCompare(*graph, Image(4));
+  EXPECT_EQ(CountOps(*g, "BatchNorm"), 0) << PrintGraph(*g);
+  EXPECT_EQ(g->FindNode("conv")->num_inputs(), 3);
+  EXPECT_EQ(g->FindNode("ip")->origins(), (std::vector<std::string>{"ip", "bn_ip"}));
+}
+
+// Pre-activation order (DenseNet): BatchNorm + Scale before the conv become one Scale.
+TEST(InferencePassesTest, UnfoldableBatchNormBecomesOneScale) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", F32({2, 4, 7, 7}));
+  Value y = Conv(b, *b.Relu(BatchNormScale(b, x, 4, 10, "bn"), 0.0, "relu"), 3, 4, 1, "conv");
+  ASSERT_TRUE(b.Output("out", y).ok());
+  auto graph = b.Finish();
+  auto g = RewriteAndCompare(*graph, Image(5));
+  EXPECT_EQ(CountOps(*g, "BatchNorm"), 0);
+  EXPECT_EQ(CountOps(*g, "Scale"), 1);
+  EXPECT_EQ(g->FindNode("bn")->op(), "Scale") << PrintGraph(*g);
+  EXPECT_EQ(g->FindNode("bn")->origins(), (std::vector<std::string>{"bn", "bn_scale"}));
+}
+
+// ResNet's blocks: the residual sum and the ReLU go into the main branch's conv; with a
+// projection shortcut the later conv takes the sum and the other conv becomes its residual.
+TEST(InferencePassesTest, ResidualSumAndReluGoIntoTheConvolution) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", F32({2, 4, 7, 7}));
+  Value a = *b.Relu(Conv(b, x, 4, 4, 1, "conv_a", false), 0.0, "relu_a");
+  Value main = Conv(b, a, 4, 4, 3, "conv_b", false);
+  Value sum = (*b.Op("Eltwise", {main, x}, {}, "sum"))[0];
+  Value block1 = *b.Relu(sum, 0.0, "relu");
+  Value shortcut = Conv(b, block1, 4, 4, 5, "proj");
+  Value main2 = Conv(b, block1, 4, 4, 7, "conv_c");
+  Value sum2 = (*b.Op("Eltwise", {shortcut, main2}, {}, "sum2"))[0];
+  ASSERT_TRUE(b.Output("out", *b.Relu(sum2, 0.1, "relu2")).ok());
+  auto graph = b.Finish();
+  auto g = RewriteAndCompare(*graph, Image(6));
+  EXPECT_EQ(CountOps(*g, "Eltwise"), 0) << PrintGraph(*g);
+  EXPECT_EQ(CountOps(*g, "ReLU"), 0);
+  const Node* conv_b = g->FindNode("conv_b");
+  ASSERT_EQ(conv_b->num_inputs(), 4);
+  EXPECT_EQ(conv_b->input(3).node->op(), "Parameter");
+  EXPECT_EQ(conv_b->GetString("activation"), "relu");
+  EXPECT_EQ(conv_b->origins(), (std::vector<std::string>{"conv_b", "sum", "relu"}));
+  const Node* conv_c = g->FindNode("conv_c");
+  ASSERT_EQ(conv_c->num_inputs(), 4);
+  EXPECT_EQ(conv_c->input(3).node->name(), "proj");
+  EXPECT_DOUBLE_EQ(conv_c->GetFloat("negative_slope"), 0.1);
+}
+
+TEST(InferencePassesTest, DropoutIsRemovedAndDeadCodeGoes) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", F32({2, 4, 7, 7}));
+  Value ip_w = *b.Constant("ip/w", RandomTensor(F32({8, 196}), 2));
+  Value ip = (*b.Op("InnerProduct", {x, ip_w}, {}, "ip"))[0];
+  Value drop = (*b.Op("Dropout", {ip}, {}, "drop"))[0];
+  (void)*b.Relu(ip, 0.0, "unused");
+  ASSERT_TRUE(b.Output("out", *b.Relu(drop, 0.0, "relu")).ok());
+  auto graph = b.Finish();
+  auto g = RewriteAndCompare(*graph, Image(7));
+  EXPECT_EQ(CountOps(*g, "Dropout"), 0);
+  EXPECT_EQ(g->FindNode("unused"), nullptr);
+  EXPECT_EQ(g->FindNode("relu")->input(0).node->name(), "ip");
+}
+
+// Nothing to do: the dump is unchanged and the reasons are recorded.
+TEST(InferencePassesTest, NegativeCasesLeaveTheGraphAlone) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", F32({2, 4, 7, 7}));
+  Value conv = Conv(b, x, 4, 4, 1, "conv");
+  Value relu = *b.Relu(conv, 0.0, "relu");  // conv has two readers
+  Value prod = (*b.Op("Eltwise", {relu, x}, {{"operation", std::string("prod")}}, "prod"))[0];
+  Value bn = BatchNormScale(b, prod, 4, 10, "bn", true, /*global_stats=*/false);
+  Value drop = (*b.Op("Dropout", {bn}, {{"training", true}}, "drop"))[0];
+  ASSERT_TRUE(b.Output("out", drop).ok());
+  ASSERT_TRUE(b.Output("conv_out", conv).ok());
+  auto graph = b.Finish();
+  std::vector<PassRemark> remarks;
+  auto g = RewriteAndCompare(*graph, Image(8), &remarks);
+  EXPECT_EQ(PrintGraph(*g), PrintGraph(*graph));
+  std::map<std::string, std::string> why;
+  for (const PassRemark& r : remarks) why[r.pass + ":" + r.consumer] = r.reason;
+  EXPECT_NE(why["fuse_conv_epilogue:relu"].find("2 readers"), std::string::npos);
+  EXPECT_NE(why["batchnorm_to_scale:bn"].find("batch statistics"), std::string::npos);
+}
+
+class CountingPass : public Pass {
+ public:
+  CountingPass(std::string name, int changes) : name_(std::move(name)), changes_(changes) {}
+  absl::string_view name() const override { return name_; }
+  absl::StatusOr<bool> Run(Graph&, const PassContext&) override {
+    ++runs;
+    return changes_-- > 0;
+  }
+  int runs = 0;
+
+ private:
+  std::string name_;
+  int changes_;
+};
+
+std::unique_ptr<Graph> Chain() {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", F32({2, 3}));
+  Value r3 = *b.Relu(*b.Relu(*b.Relu(x, 0.0, "r1"), 0.0, "r2"), 0.0, "r3");
+  EXPECT_TRUE(b.Output("out", r3).ok());
+  return b.Finish();
+}
+
+TEST(PassManagerTest, FixedPointGroupsRunUntilNothingChanges) {
+  auto g = Chain();
+  auto pass = std::make_unique<CountingPass>("twice", 2);
+  CountingPass* raw = pass.get();
+  std::vector<std::unique_ptr<Pass>> group;
+  group.push_back(std::move(pass));
+  PassManager manager;
+  manager.AddFixedPointGroup(std::move(group));
+  auto changed = manager.Run(*g, PassContext());
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(raw->runs, 3);  // two changing rounds, one quiet one
+  EXPECT_EQ(manager.history().size(), 3u);
+}
+
+TEST(PassManagerTest, AnOscillatingGroupIsAnError) {
+  auto g = Chain();
+  std::vector<std::unique_ptr<Pass>> group;
+  group.push_back(std::make_unique<CountingPass>("forever", 1000));
+  PassManager manager;
+  manager.AddFixedPointGroup(std::move(group), 4);
+  auto changed = manager.Run(*g, PassContext());
+  EXPECT_EQ(changed.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(changed.status().message().find("forever"), std::string::npos);
+}
+
+TEST(PassManagerTest, DisabledPassesDoNotRunAndDumpsComeAfterNamedPasses) {
+  auto g = Chain();
+  std::vector<std::string> dumped;
+  PassManagerOptions options;
+  options.disabled = {"off"};
+  options.dump_after = {"on"};
+  options.dump = [&](absl::string_view pass, const std::string& ir) {
+    dumped.push_back(std::string(pass) + "\n" + ir);
+  };
+  PassManager manager(options);
+  auto off = std::make_unique<CountingPass>("off", 1);
+  CountingPass* off_raw = off.get();
+  manager.Add(std::move(off)).Add(std::make_unique<CountingPass>("on", 0));
+  ASSERT_TRUE(manager.Run(*g, PassContext()).ok());
+  EXPECT_EQ(off_raw->runs, 0);
+  ASSERT_EQ(dumped.size(), 1u);
+  EXPECT_EQ(dumped[0], "on\n" + PrintGraph(*g));
+}
+
+// A pass that leaves a cycle is caught by the verifier, and the error names the pass.
+class CyclePass : public Pass {
+ public:
+  absl::string_view name() const override { return "make_cycle"; }
+  absl::StatusOr<bool> Run(Graph& g, const PassContext&) override {
+    Node* r1 = g.FindNode("r1");
+    Node* r3 = g.FindNode("r3");
+    auto s = g.ReplaceAllUsesWith(r1->output(0), r3->output(0));
+    if (!s.ok()) return s;
+    return true;
+  }
+};
+
+TEST(PassManagerTest, VerifierFailureNamesThePass) {
+  auto g = Chain();
+  PassManager manager;
+  manager.Add(std::make_unique<CyclePass>());
+  auto changed = manager.Run(*g, PassContext());
+  ASSERT_FALSE(changed.ok());
+  EXPECT_NE(changed.status().message().find("after pass make_cycle"), std::string::npos)
+      << changed.status();
+}
+
+}  // namespace
+}  // namespace kiln

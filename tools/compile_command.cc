@@ -1,0 +1,146 @@
+// `kiln compile`: compiles a Caffe model as `kiln run` would and prints the plan: each step that
+// runs (views do not) with the prototxt layers it covers, the planned activation bytes beside
+// Caffe's own allocation for the same net and batch (one buffer per distinct top blob name,
+// in-place tops sharing their bottom's), and the workspace. With --why-not-fused, every
+// rewrite the compiler declined with its reason.
+#include "tools/compile_command.h"
+
+#include <cstdio>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/runtime/compiler.h"
+#include "engine/status_macros.h"
+#include "kernels/all_kernels.h"
+#include "tools/caffe_commands.h"
+#include "tools/plan_flags.h"
+#include "tools/plan_layers.h"
+
+namespace kiln {
+
+namespace {
+
+// What Caffe allocates for activations: every distinct top blob once, as f32 (Caffe's Dtype),
+// the net's inputs included.
+int64_t CaffeActivationBytes(const CaffeModel& model) {
+  std::map<std::string, int64_t> blobs;
+  for (const CaffeInput& input : model.inputs) {
+    const Node* node = model.graph->FindNode(input.node);
+    if (node != nullptr) blobs[input.name] = node->output_types()[0].num_elements() * 4;
+  }
+  for (const CaffeLayer& layer : model.layers) {
+    for (const CaffeTop& top : layer.tops) {
+      if (top.value.node == nullptr) continue;
+      blobs[top.blob] = std::max(blobs[top.blob], top.value.type().num_elements() * 4);
+    }
+  }
+  int64_t total = 0;
+  for (const auto& [name, bytes] : blobs) total += bytes;
+  return total;
+}
+
+absl::Status Compile(int argc, char** argv) {
+  std::set<std::string> flags = CommonModelFlags();
+  flags.insert({"fill-seed", "batch"});
+  flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
+  KILN_ASSIGN_OR_RETURN(CommandLine line,
+                        CommandLine::Parse(argc, argv, 2, flags, {"json", "why-not-fused"}));
+  CaffeImportOptions options;
+  KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
+  if (line.Has("weights") && line.Has("fill-seed")) {
+    return absl::InvalidArgumentError("give --weights or --fill-seed, not both");
+  }
+  if (line.Has("fill-seed")) {
+    int64_t seed = 0;
+    if (!absl::SimpleAtoi(line.Get("fill-seed"), &seed) || seed < 1) {
+      return absl::InvalidArgumentError("--fill-seed: expected a positive integer");
+    }
+    options.fill_seed = static_cast<uint64_t>(seed);
+  }
+  CompileOptions compile;
+  KILN_RETURN_IF_ERROR(ParsePlanFlags(line, compile));
+  KILN_RETURN_IF_ERROR(ApplyBatchFlag(line, options));
+  LoadedModel loaded;
+  KILN_RETURN_IF_ERROR(LoadModel(line, options, loaded));
+  const CaffeModel& model = loaded.model;
+  KILN_ASSIGN_OR_RETURN(auto plan, Compile(*model.graph, DefaultKernelRegistry(), compile));
+  const LayerIndex index(model);
+  const int64_t naive = CaffeActivationBytes(model);
+
+  struct Row {
+    std::string name, kernel;
+    std::vector<std::string> layers;
+    bool in_place;
+  };
+  std::vector<Row> rows;
+  for (const PlanStep& step : plan->steps()) {
+    if (step.is_view) continue;
+    rows.push_back(
+        {step.node->name(), step.kernel_name, index.LayersOf(*step.node), step.in_place});
+  }
+  if (line.Has("json")) {
+    std::string out =
+        absl::StrCat("{\"model\": ", JsonString(line.Get("model")),
+                     ", \"backend\": ", JsonString(std::string(BackendName(plan->backend()))),
+                     ", \"precision\": ", JsonString(plan->precision()),
+                     ", \"layout\": ", JsonString(plan->layout()), ", \"steps\": ", rows.size(),
+                     ", \"kernels\": [");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::vector<std::string> quoted;
+      for (const std::string& l : rows[i].layers) quoted.push_back(JsonString(l));
+      absl::StrAppend(&out, i ? ", " : "", "{\"name\": ", JsonString(rows[i].name),
+                      ", \"kernel\": ", JsonString(rows[i].kernel), ", \"layers\": [",
+                      absl::StrJoin(quoted, ", "),
+                      "], \"in_place\": ", rows[i].in_place ? "true" : "false", "}");
+    }
+    absl::StrAppend(&out, "], \"naive_activation_bytes\": ", naive,
+                    ", \"planned_activation_bytes\": ", plan->activations_bytes(),
+                    ", \"workspace_bytes\": ", plan->workspace_bytes(),
+                    ", \"weights_bytes\": ", plan->weights_bytes(), ", \"not_fused\": [");
+    for (size_t i = 0; i < plan->remarks().size(); ++i) {
+      const PassRemark& r = plan->remarks()[i];
+      absl::StrAppend(&out, i ? ", " : "", "{\"pass\": ", JsonString(r.pass),
+                      ", \"producer\": ", JsonString(r.producer),
+                      ", \"consumer\": ", JsonString(r.consumer),
+                      ", \"reason\": ", JsonString(r.reason), "}");
+    }
+    out += "]}\n";
+    std::fputs(out.c_str(), stdout);
+    return absl::OkStatus();
+  }
+  std::printf("%s: backend %s (%s), precision %s, layout %s, %zu steps\n",
+              line.Get("model").c_str(), std::string(BackendName(plan->backend())).c_str(),
+              plan->backend_reason().c_str(), plan->precision().c_str(), plan->layout().c_str(),
+              rows.size());
+  std::printf("%-4s %-28s %-44s %s\n", "step", "node", "kernel", "layers");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::printf("%-4zu %-28s %-44s %s%s\n", i, rows[i].name.c_str(), rows[i].kernel.c_str(),
+                absl::StrJoin(rows[i].layers, " + ").c_str(),
+                rows[i].in_place ? "  (in place)" : "");
+  }
+  std::printf(
+      "activations: %.1f MiB planned, %.1f MiB as Caffe allocates them (%.2fx less); "
+      "workspace %.1f MiB; weights %.1f MiB\n",
+      plan->activations_bytes() / 1048576.0, naive / 1048576.0,
+      plan->activations_bytes() > 0 ? static_cast<double>(naive) / plan->activations_bytes() : 0.0,
+      plan->workspace_bytes() / 1048576.0, plan->weights_bytes() / 1048576.0);
+  if (line.Has("why-not-fused")) {
+    std::printf("not fused (%zu):\n", plan->remarks().size());
+    for (const PassRemark& r : plan->remarks()) {
+      std::printf("  %-20s %s -> %s: %s\n", r.pass.c_str(), r.producer.c_str(), r.consumer.c_str(),
+                  r.reason.c_str());
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int CompileCommand(int argc, char** argv) {
+  absl::Status status = Compile(argc, argv);
+  return status.ok() ? 0 : Fail(status);
+}
+
+}  // namespace kiln
