@@ -40,7 +40,11 @@ absl::Status FinishFusion(Graph& graph, Value replaced, Node* replacement,
     origins.insert(origins.end(), n->origins().begin(), n->origins().end());
   }
   KILN_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(replaced, replacement->output(0)));
+  // When the rewritten nodes were dead code, the replacement is too, and goes with them.
+  const std::string temporary = replacement->name();
   graph.RemoveDeadNodes();
+  replacement = graph.FindNode(temporary);
+  if (replacement == nullptr) return absl::OkStatus();
   KILN_RETURN_IF_ERROR(graph.RenameNode(replacement, final_name));
   graph.SetOrigins(replacement, std::move(origins));
   return absl::OkStatus();

@@ -211,22 +211,29 @@ TEST_P(CudaNetworkTest, MatchesTheHostOracleInEveryPrecision) {
   oracle_options.backend = BackendChoice::kCpu;
   auto expected = RunNet(*net, oracle_options);
   ASSERT_TRUE(expected.ok()) << expected.status();
-  for (const PrecisionCase& p : kPrecisions) {
-    CompileOptions options;
-    options.backend = BackendChoice::kCuda;
-    options.precision = p.precision;
-    options.layout = p.layout;
-    std::string summary;
-    auto actual = RunNet(*net, options, &summary);
-    ASSERT_TRUE(actual.ok()) << GetParam() << " " << p.name << ": " << actual.status();
-    for (const auto& [name, want] : *expected) {
-      const double error = RelativeL2(actual->at(name), want);
-      const double limit = LimitFor(GetParam(), p);
-      std::printf("network %-38s %-10s output %-10s rel L2 %.3g (issue limit %.0e%s) %s\n",
-                  GetParam(), p.name, name.c_str(), error, p.max_relative_l2,
-                  error > p.max_relative_l2 ? ", OVER: format rounding, see kKnownExcess" : "",
-                  summary.c_str());
-      EXPECT_LE(error, limit) << GetParam() << " " << p.name << " output " << name;
+  // Unfused (the plan runs the graph's own nodes) and fused (the inference passes and in-place
+  // planning), both against the unfused host plan.
+  for (const bool optimize : {false, true}) {
+    for (const PrecisionCase& p : kPrecisions) {
+      CompileOptions options;
+      options.backend = BackendChoice::kCuda;
+      options.precision = p.precision;
+      options.layout = p.layout;
+      options.optimize = optimize;
+      std::string summary;
+      auto actual = RunNet(*net, options, &summary);
+      ASSERT_TRUE(actual.ok()) << GetParam() << " " << p.name << ": " << actual.status();
+      for (const auto& [name, want] : *expected) {
+        const double error = RelativeL2(actual->at(name), want);
+        const double limit = LimitFor(GetParam(), p);
+        std::printf("network %-38s %-10s %-7s output %-10s rel L2 %.3g (issue limit %.0e%s) %s\n",
+                    GetParam(), p.name, optimize ? "fused" : "unfused", name.c_str(), error,
+                    p.max_relative_l2,
+                    error > p.max_relative_l2 ? ", OVER: format rounding, see kKnownExcess" : "",
+                    summary.c_str());
+        EXPECT_LE(error, limit) << GetParam() << " " << p.name << (optimize ? " fused" : "")
+                                << " output " << name;
+      }
     }
   }
 }
