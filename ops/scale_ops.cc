@@ -55,6 +55,16 @@ absl::StatusOr<std::vector<TensorType>> InferScaleLike(const InferContext& ctx) 
   if (ctx.num_inputs() == 3 && ctx.input(1).dims() != ctx.input(2).dims()) {
     return absl::InvalidArgumentError("scale and bias must have the same shape");
   }
+  if (ctx.attrs().count("activation")) {
+    const std::string& act = ctx.GetString("activation");
+    if (act != "none" && act != "relu") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("activation '", act, "': use \"none\" or \"relu\""));
+    }
+    if (act == "none" && ctx.GetFloat("negative_slope") != 0) {
+      return absl::InvalidArgumentError("negative_slope needs activation \"relu\"");
+    }
+  }
   return std::vector<TensorType>{OutputLike(x, x.dims())};
 }
 
@@ -70,10 +80,14 @@ absl::Status RegisterScaleOps(OpRegistry& registry) {
   scale.min_inputs = 2;
   scale.max_inputs = 3;
   scale.attrs = attrs;
+  // The activation the pointwise fusion pass folds in: y = act(x * scale + bias).
+  scale.attrs.push_back({"activation", AttrKind::kString, AttrValue(std::string("none"))});
+  scale.attrs.push_back({"negative_slope", AttrKind::kFloat, AttrValue(0.0)});
   scale.infer_types = InferScaleLike;
   scale.differentiable = true;
   scale.weight_inputs = {1, 2};
-  scale.summary = "x * scale (+ bias), the parameter broadcast from an axis (Caffe Scale).";
+  scale.summary =
+      "x * scale (+ bias), the parameter broadcast from an axis (Caffe Scale); fused: + ReLU.";
   KILN_RETURN_IF_ERROR(registry.Register(std::move(scale)));
 
   OpDef bias;

@@ -26,6 +26,9 @@ std::unique_ptr<Pass> MakeBatchNormToScalePass();
 // Convolution whose kernel applies them before its store.
 std::unique_ptr<Pass> MakeFuseConvEpiloguePass();
 
+// "fuse_pointwise": a Scale followed by a ReLU becomes one Scale applying the ReLU.
+std::unique_ptr<Pass> MakeFusePointwisePass();
+
 // The inference pipeline: the rewrites above as one fixed-point group.
 PassManager MakeInferencePipeline(PassManagerOptions options = {});
 

@@ -34,6 +34,14 @@ __device__ __forceinline__ float ApplyAffine(const Affine& a, const float* v) {
   return a.scale * v[0] + a.scale_last * (v[kN - 1] - a.shift) + a.bias;
 }
 
+// The affine value, then the fused activation when the call has one.
+template <int kN>
+__device__ __forceinline__ float AffineValue(const ElementwiseCall& c, const Affine& a,
+                                             const float* v) {
+  const float y = ApplyAffine<kN>(a, v);
+  return c.affine_activation ? dnn::ActivationValue(c.act, y) : y;
+}
+
 template <ElementwiseOp kOp, int kN>
 __device__ __forceinline__ float Apply(const ElementwiseCall& c, const float* v, int64_t feature,
                                        int64_t e) {
@@ -51,7 +59,7 @@ __device__ __forceinline__ float Apply(const ElementwiseCall& c, const float* v,
     case ElementwiseOp::kDropout:
       return DropoutKeep(c.seed, static_cast<uint64_t>(e), c.ratio) ? v[0] * c.coef[0] : 0.0f;
     case ElementwiseOp::kAffine:
-      return ApplyAffine<kN>(AffineAt(c, feature), v);
+      return AffineValue<kN>(c, AffineAt(c, feature), v);
     default:
       break;
   }
@@ -273,9 +281,9 @@ __global__ void __launch_bounds__(kThreads)
       for (int i = 0; i < kN; ++i) in[i] = v[j][i][k];
       float value;
       if (one_feature) {
-        value = ApplyAffine<kN>(a, in);
+        value = AffineValue<kN>(c, a, in);
       } else if (consecutive_features) {
-        value = ApplyAffine<kN>(AffineAt(c, first_feature + k), in);
+        value = AffineValue<kN>(c, AffineAt(c, first_feature + k), in);
       } else {
         value = finish(4 * vec + k, in);
       }

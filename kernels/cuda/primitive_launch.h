@@ -56,6 +56,8 @@ struct ElementwiseCall {
   const float* params[4] = {};
   float coef[kMaxOperands] = {};
   dnn::ActivationParams<float> act;
+  // kAffine only: act applied to the affine value before the blend (a fused Scale + ReLU).
+  bool affine_activation = false;
   float alpha = 1, beta = 0;
   int which = 0;
   uint64_t seed = 0;

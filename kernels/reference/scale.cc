@@ -1,4 +1,6 @@
 // Reference Scale and Bias.
+#include <algorithm>
+
 #include "engine/status_macros.h"
 #include "kernels/reference/reference_kernel.h"
 #include "ops/broadcast_params.h"
@@ -14,6 +16,9 @@ absl::Status Affine(const Node& node, const DenseArgs& a, bool has_scale) {
                                                 node.GetInt("num_axes")));
   const float* scale = has_scale ? a.in[1] : nullptr;
   const float* bias = has_scale ? (a.in.size() > 2 ? a.in[2] : nullptr) : a.in[1];
+  // The fused activation (passes/fuse_pointwise), Scale only.
+  const bool relu = has_scale && node.GetString("activation") == "relu";
+  const float slope = has_scale ? static_cast<float>(node.GetFloat("negative_slope")) : 0.0f;
   for (int64_t o = 0; o < b.outer; ++o) {
     for (int64_t c = 0; c < b.channels; ++c) {
       for (int64_t i = 0; i < b.inner; ++i) {
@@ -21,6 +26,7 @@ absl::Status Affine(const Node& node, const DenseArgs& a, bool has_scale) {
         float v = a.in[0][at];
         if (scale) v *= scale[c];
         if (bias) v += bias[c];
+        if (relu) v = std::max(v, 0.0f) + slope * std::min(v, 0.0f);
         a.out[0][at] = v;
       }
     }

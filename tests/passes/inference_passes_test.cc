@@ -138,7 +138,8 @@ TEST(InferencePassesTest, FoldsIntoABiasFreeConvolutionAndInnerProduct) {
   EXPECT_EQ(g->FindNode("ip")->origins(), (std::vector<std::string>{"ip", "bn_ip"}));
 }
 
-// Pre-activation order (DenseNet): BatchNorm + Scale before the conv become one Scale.
+// Pre-activation order (DenseNet): BatchNorm + Scale + ReLU before the conv become one Scale
+// applying the ReLU.
 TEST(InferencePassesTest, UnfoldableBatchNormBecomesOneScale) {
   GraphBuilder b(&DefaultOpRegistry());
   Value x = *b.Input("data", F32({2, 4, 7, 7}));
@@ -148,8 +149,11 @@ TEST(InferencePassesTest, UnfoldableBatchNormBecomesOneScale) {
   auto g = RewriteAndCompare(*graph, Image(5));
   EXPECT_EQ(CountOps(*g, "BatchNorm"), 0);
   EXPECT_EQ(CountOps(*g, "Scale"), 1);
-  EXPECT_EQ(g->FindNode("bn")->op(), "Scale") << PrintGraph(*g);
-  EXPECT_EQ(g->FindNode("bn")->origins(), (std::vector<std::string>{"bn", "bn_scale"}));
+  EXPECT_EQ(CountOps(*g, "ReLU"), 0);
+  const Node* bn = g->FindNode("bn");
+  EXPECT_EQ(bn->op(), "Scale") << PrintGraph(*g);
+  EXPECT_EQ(bn->GetString("activation"), "relu");
+  EXPECT_EQ(bn->origins(), (std::vector<std::string>{"bn", "bn_scale", "relu"}));
 }
 
 // ResNet's blocks: the residual sum and the ReLU go into the main branch's conv; with a

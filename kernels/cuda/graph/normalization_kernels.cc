@@ -284,8 +284,14 @@ absl::StatusOr<PreparedKernel> PrepareAffine(const Node& node, const KernelOptio
   PreparedKernel k;
   k.description = p.per_feature ? "per-feature affine" : "broadcast operands";
   k.in_place_input = 0;
+  // A Scale with a fused ReLU (passes/fuse_pointwise) applies it before the store.
+  const bool relu = !p.is_bias && node.GetString("activation") == "relu";
+  dnn::ActivationParams<float> act;
+  act.kind = dnn::kActRelu;
+  act.coef = relu ? static_cast<float>(node.GetFloat("negative_slope")) : 0.0f;
+  if (relu) absl::StrAppend(&k.description, " + relu");
   const char* where = p.is_bias ? "cuda Bias" : "cuda Scale";
-  k.run = [p, where](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+  k.run = [p, where, relu, act](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
     namespace in = dnn::internal;
     const bool has_bias = p.is_bias || p.params.size() > 1;
     const void* bias = has_bias ? a.inputs.back().data : nullptr;
@@ -300,8 +306,19 @@ absl::StatusOr<PreparedKernel> PrepareAffine(const Node& node, const KernelOptio
       c.params[1] = id->zeros();
       c.params[2] = has_bias ? static_cast<const float*>(bias) : id->zeros();
       c.params[3] = id->zeros();
+      c.affine_activation = relu;
+      c.act = act;
       return in::LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), where);
     }
+    // Broadcast operands: the product, the sum, then the activation, each over y.
+    auto activate = [&]() -> absl::Status {
+      if (!relu) return absl::OkStatus();
+      cuda::ElementwiseCall r = in::ElementwiseOver(cuda::ElementwiseOp::kActivation, p.yd,
+                                                    a.outputs[0].data, 1.0f, 0.0f);
+      in::AddInput(r, in::OperandOf(p.yd, a.outputs[0].data));
+      r.act = act;
+      return in::LaunchStatus(cuda::LaunchElementwise(r, handle.stream()), where);
+    };
     const void* source = a.inputs[0].data;
     if (!p.is_bias) {
       cuda::ElementwiseCall mul = in::ElementwiseOver(cuda::ElementwiseOp::kEltwiseProd, p.yd,
@@ -309,7 +326,7 @@ absl::StatusOr<PreparedKernel> PrepareAffine(const Node& node, const KernelOptio
       in::AddInput(mul, in::OperandOf(p.xd, a.inputs[0].data));
       in::AddInput(mul, in::BroadcastOperandOf(p.params[0], a.inputs[1].data, p.xd));
       KILN_RETURN_IF_ERROR(in::LaunchStatus(cuda::LaunchElementwise(mul, handle.stream()), where));
-      if (!has_bias) return absl::OkStatus();
+      if (!has_bias) return activate();
       source = a.outputs[0].data;  // the product, read back in place
     }
     cuda::ElementwiseCall add =
@@ -317,7 +334,8 @@ absl::StatusOr<PreparedKernel> PrepareAffine(const Node& node, const KernelOptio
     in::AddInput(add, in::OperandOf(p.is_bias ? p.xd : p.yd, source));
     in::AddInput(add, in::BroadcastOperandOf(p.params.back(), bias, p.xd));
     add.coef[0] = add.coef[1] = 1.0f;
-    return in::LaunchStatus(cuda::LaunchElementwise(add, handle.stream()), where);
+    KILN_RETURN_IF_ERROR(in::LaunchStatus(cuda::LaunchElementwise(add, handle.stream()), where));
+    return activate();
   };
   return k;
 }
