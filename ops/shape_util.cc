@@ -28,7 +28,11 @@ absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank, const std::string& wha
 }
 
 TensorType OutputLike(const TensorType& like, const std::vector<int64_t>& dims) {
-  const Layout layout = like.IsChannelsLast() && !like.IsContiguous() &&
+  // Channels-last when `like` keeps its channels innermost: packed NHWC, or a channel range of
+  // a larger NHWC buffer (a Concat's producers write into one).
+  const bool channels_minor = (like.rank() == 4 || like.rank() == 5) && like.dim(1) > 1 &&
+                              like.stride(1) == 1 && !like.IsContiguous();
+  const Layout layout = (like.IsChannelsLast() || channels_minor) && !like.IsContiguous() &&
                                 dims.size() == static_cast<size_t>(like.rank())
                             ? Layout::kChannelsLast
                             : Layout::kRowMajor;

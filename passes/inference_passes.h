@@ -29,6 +29,11 @@ std::unique_ptr<Pass> MakeFuseConvEpiloguePass();
 // "fuse_pointwise": a Scale followed by a ReLU becomes one Scale applying the ReLU.
 std::unique_ptr<Pass> MakeFusePointwisePass();
 
+// "place_concat_inputs": each Concat input takes the Concat output's strides, so its producer
+// writes straight into the output (the planner places it there and the Concat runs nothing).
+// For plans whose kernels write any strides (CUDA), after the layout is chosen.
+std::unique_ptr<Pass> MakePlaceConcatInputsPass();
+
 // The inference pipeline: the rewrites above as one fixed-point group.
 PassManager MakeInferencePipeline(PassManagerOptions options = {});
 

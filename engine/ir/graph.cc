@@ -244,6 +244,39 @@ void Graph::SetOrigins(Node* node, std::vector<std::string> origins) {
   node->origins_ = std::move(origins);
 }
 
+absl::Status Graph::SetOutputStrides(Node* node, int index, const std::vector<int64_t>& strides) {
+  const std::string context = NodeContext(node->name(), node->op());
+  if (index < 0 || index >= node->num_outputs() || node->op() == "Constant" ||
+      node->op() == "Parameter") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(context, ": output ", index, " cannot take other strides"));
+  }
+  const TensorType& old = node->output_types_[index];
+  auto t = TensorType::CreateStrided(old.dtype(), old.dims(), strides);
+  if (!t.ok()) return Annotate(t.status(), absl::StrCat(context, ": output ", index));
+  node->output_types_[index] = *t;
+  if (!node->HasStridedOutput(index)) node->strided_outputs_.push_back(index);
+  // Readers' types follow their inputs' (an element-wise op writes channels-last after a
+  // channels-last input); re-infer them so the graph stays verifiable.
+  std::vector<Node*> stack;
+  for (const auto& [reader, input] : Uses(node->output(index))) stack.push_back(reader);
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    std::vector<TensorType> inputs;
+    for (const Value& v : n->inputs_) inputs.push_back(v.type());
+    auto types = InferNodeTypes(*n->def_, inputs, n->attrs_);
+    if (!types.ok()) return Annotate(types.status(), NodeContext(n->name(), n->op()));
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      if (n->HasStridedOutput(i)) continue;  // kept as a pass set it
+      if ((*types)[i] == n->output_types_[i]) continue;
+      n->output_types_[i] = (*types)[i];
+      for (const auto& [reader, input] : Uses(n->output(i))) stack.push_back(reader);
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::unique_ptr<Graph> Graph::Clone() const {
   auto copy = std::make_unique<Graph>(registry_);
   std::map<const Node*, Node*> mapped;

@@ -4,6 +4,7 @@
 #ifndef KILN_ENGINE_IR_GRAPH_H_
 #define KILN_ENGINE_IR_GRAPH_H_
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -51,6 +52,11 @@ class Node {
   // The names of the nodes of the source graph this node stands for: itself until a pass fuses
   // or folds others into it. `kiln time` and `kiln compile` report fused kernels by these.
   const std::vector<std::string>& origins() const { return origins_; }
+  // True when a pass gave output i other strides than shape inference does (it then writes a
+  // sub-region of a larger buffer: Graph::SetOutputStrides).
+  bool HasStridedOutput(int i) const {
+    return std::find(strided_outputs_.begin(), strided_outputs_.end(), i) != strided_outputs_.end();
+  }
 
   int64_t GetInt(const std::string& name) const { return std::get<int64_t>(attrs_.at(name)); }
   double GetFloat(const std::string& name) const { return std::get<double>(attrs_.at(name)); }
@@ -75,6 +81,7 @@ class Node {
   std::vector<TensorType> output_types_;
   std::shared_ptr<const HostTensor> constant_;
   std::vector<std::string> origins_;
+  std::vector<int> strided_outputs_;
 };
 
 // A named graph output.
@@ -122,6 +129,10 @@ class Graph {
   absl::Status RenameNode(Node* node, absl::string_view name);
   // Records which source nodes `node` stands for (see Node::origins).
   void SetOrigins(Node* node, std::vector<std::string> origins);
+  // Gives output `index` of `node` these element strides (same dims and dtype; no two indices may
+  // share an element), then re-infers the types of the nodes that read it, transitively.
+  // InvalidArgument naming the node when the strides are not valid for the output.
+  absl::Status SetOutputStrides(Node* node, int index, const std::vector<int64_t>& strides);
 
   // A deep copy sharing the registry and the constants' storage.
   std::unique_ptr<Graph> Clone() const;

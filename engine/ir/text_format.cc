@@ -241,6 +241,16 @@ class GraphParser {
       node = *added;
     }
     if (!p.AtEnd()) return p.Error("unexpected text at the end of the node");
+    // A written type that differs from the inferred one only in strides is an output a pass
+    // placed in a sub-region of a larger buffer (Graph::SetOutputStrides).
+    for (size_t i = 0; i < types.size() && i < node->output_types().size(); ++i) {
+      const TensorType& inferred = node->output_types()[i];
+      if (op != "Constant" && types[i] != inferred && types[i].dtype() == inferred.dtype() &&
+          types[i].dims() == inferred.dims()) {
+        absl::Status s = graph_->SetOutputStrides(node, static_cast<int>(i), types[i].strides());
+        if (!s.ok()) return p.Error(s.message());
+      }
+    }
     if (types != node->output_types()) {
       std::vector<std::string> inferred;
       for (const auto& t : node->output_types()) inferred.push_back(t.ToString());

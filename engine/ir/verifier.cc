@@ -46,6 +46,14 @@ absl::Status VerifyNode(const Graph& graph, const Node& node) {
   if (!normalized.ok()) return Annotate(normalized.status(), where);
   auto types = InferNodeTypes(node.def(), input_types, *normalized);
   if (!types.ok()) return Annotate(types.status(), where);
+  // Outputs a pass gave other strides keep them (Graph::SetOutputStrides).
+  for (int i = 0; i < node.num_outputs() && i < static_cast<int>(types->size()); ++i) {
+    const TensorType& stored = node.output_types()[i];
+    if (node.HasStridedOutput(i) && stored.dtype() == (*types)[i].dtype() &&
+        stored.dims() == (*types)[i].dims()) {
+      (*types)[i] = stored;
+    }
+  }
   if (*types != node.output_types()) {
     std::string stored, inferred;
     for (const auto& t : node.output_types()) absl::StrAppend(&stored, t.ToString(), " ");

@@ -90,7 +90,8 @@ class PlanBuilder {
       pass_options.disabled = options.disabled_passes;
       PassManager pipeline = MakeInferencePipeline(pass_options);
       for (const std::string& name : options.disabled_passes) {
-        const std::vector<std::string> known = pipeline.PassNames();
+        std::vector<std::string> known = pipeline.PassNames();
+        known.push_back("place_concat_inputs");
         if (std::find(known.begin(), known.end(), name) == known.end()) {
           return absl::InvalidArgumentError(absl::StrCat(
               "compile: no pass named '", name, "'; passes: ", absl::StrJoin(known, ", ")));
@@ -112,6 +113,15 @@ class PlanBuilder {
             : CudaProbe();
     if (probe.usable) {
       KILN_ASSIGN_OR_RETURN(cuda_graph, CudaGraphFor(source, options));
+      if (options.optimize && !options.disabled_passes.count("place_concat_inputs")) {
+        // The CUDA kernels write any strides, so Concat inputs can be written in place; the
+        // strides depend on the layout just chosen.
+        PassManager placement;
+        placement.Add(MakePlaceConcatInputsPass());
+        PassContext context;
+        context.remarks = &plan->remarks_;
+        KILN_RETURN_IF_ERROR(Annotate(placement.Run(*cuda_graph, context).status(), "compile"));
+      }
     }
     std::vector<Node*> compute;
     auto compute_nodes = [&](const Graph& g) -> absl::Status {
@@ -235,6 +245,7 @@ class PlanBuilder {
     }
 
     // Without reuse every activation keeps its own bytes, in-place outputs included.
+    if (options.reuse_activation_memory) PlaceConcatInputs(*plan);
     if (options.in_place && options.reuse_activation_memory) PlanInPlace(*plan);
 
     // Stage: memory planning. Activations live from the step that writes them to the last step
@@ -257,14 +268,16 @@ class PlanBuilder {
       auto it = request_of.find(built.RootBuffer(b));
       return it == request_of.end() ? nullptr : &requests[it->second];
     };
+    // A buffer lives from the first step writing any part of it (an in-place output or a
+    // Concat input placed inside it writes through an alias).
+    for (BufferRequest& r : requests) r.first_step = r.last_step = end;
     for (int s = 0; s < end; ++s) {
       if (plan->steps_[s].is_view) continue;
       for (int b : plan->steps_[s].outputs) {
-        // An in-place output lives in a buffer an earlier step wrote.
-        if (plan->buffers_[b].alias_of >= 0) continue;
-        if (BufferRequest* r = request(b)) r->first_step = r->last_step = s;
+        if (BufferRequest* r = request(b)) r->first_step = std::min(r->first_step, s);
       }
     }
+    for (BufferRequest& r : requests) r.last_step = r.first_step;
     for (int s = 0; s < end; ++s) {
       for (int b : plan->steps_[s].inputs) {
         if (BufferRequest* r = request(b)) r->last_step = std::max(r->last_step, s);
@@ -293,13 +306,55 @@ class PlanBuilder {
       plan->weights_bytes_ +=
           (plan->buffers_[b].bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
     }
-    for (BufferAssignment& b : plan->buffers_) {
-      if (b.alias_of >= 0) b.offset = plan->buffers_[plan->RootBuffer(b.alias_of)].offset;
+    for (size_t b = 0; b < plan->buffers_.size(); ++b) {
+      BufferAssignment& a = plan->buffers_[b];
+      if (a.alias_of >= 0) {
+        a.offset = plan->buffers_[plan->RootBuffer(static_cast<int>(b))].offset +
+                   plan->OffsetInRoot(static_cast<int>(b));
+      }
     }
     return plan;
   }
 
  private:
+  // A Concat whose inputs all have its output's strides (passes/place_concat_inputs) runs
+  // nothing: each input's buffer becomes the range of the output at its offset along the axis.
+  static void PlaceConcatInputs(ExecutionPlan& plan) {
+    std::set<int> external;
+    for (const auto* ports : {&plan.inputs_, &plan.outputs_}) {
+      for (const auto& [name, b] : *ports) external.insert(plan.RootBuffer(b));
+    }
+    std::set<int> written;  // buffers a running step writes (not views of others)
+    for (const PlanStep& step : plan.steps_) {
+      if (!step.is_view) written.insert(step.outputs.begin(), step.outputs.end());
+    }
+    for (PlanStep& step : plan.steps_) {
+      if (step.is_view || step.node->op() != "Concat") continue;
+      const BufferAssignment& out = plan.buffers_[step.outputs[0]];
+      const int axis = static_cast<int>(step.node->GetInt("axis")) < 0
+                           ? static_cast<int>(step.node->GetInt("axis")) + out.type.rank()
+                           : static_cast<int>(step.node->GetInt("axis"));
+      std::set<int> seen;
+      bool placeable = true;
+      for (int b : step.inputs) {
+        const BufferAssignment& in = plan.buffers_[b];
+        placeable = placeable && in.alias_of < 0 && written.count(b) && !external.count(b) &&
+                    seen.insert(b).second && in.arena == Arena::kActivations &&
+                    in.type.dtype() == out.type.dtype() && in.type.strides() == out.type.strides();
+      }
+      if (!placeable) continue;
+      step.is_view = true;
+      const int64_t element = static_cast<int64_t>(DataTypeSize(out.type.dtype()));
+      int64_t along = 0;
+      for (int b : step.inputs) {
+        BufferAssignment& in = plan.buffers_[b];
+        in.alias_of = step.outputs[0];
+        in.alias_byte_offset = along * out.type.stride(axis) * element;
+        along += in.type.dim(axis);
+      }
+    }
+  }
+
   // Element-wise steps write their output over an input whose last reader they are: the output
   // buffer becomes an alias of the input's, as a view does, but the step still runs. Graph
   // inputs and outputs and weights are never overwritten or shared this way.

@@ -26,6 +26,8 @@ struct BufferAssignment {
   // in-place output (PlanStep::in_place); its index, whose arena and offset this one takes; -1
   // for a buffer of its own.
   int alias_of = -1;
+  // Where inside alias_of's bytes this buffer starts (a Concat input placed in the output).
+  int64_t alias_byte_offset = 0;
 };
 
 struct PlanStep {
@@ -63,6 +65,16 @@ class ExecutionPlan {
   int RootBuffer(int buffer) const {
     while (buffers_[buffer].alias_of >= 0) buffer = buffers_[buffer].alias_of;
     return buffer;
+  }
+  // The byte offset of `buffer` inside its root buffer (0 unless it is a placed Concat input or
+  // a view of one).
+  int64_t OffsetInRoot(int buffer) const {
+    int64_t offset = 0;
+    while (buffers_[buffer].alias_of >= 0) {
+      offset += buffers_[buffer].alias_byte_offset;
+      buffer = buffers_[buffer].alias_of;
+    }
+    return offset;
   }
   // Constant nodes and the buffer each is uploaded into.
   const std::vector<std::pair<const Node*, int>>& weights() const { return weights_; }

@@ -70,11 +70,12 @@ void ExecutionContext::DropGraph() {
 
 void* ExecutionContext::Address(int buffer) const {
   const int root = plan_.RootBuffer(buffer);
+  const int64_t within = plan_.OffsetInRoot(buffer);
   auto bound = external_.find(root);
-  if (bound != external_.end()) return bound->second;
+  if (bound != external_.end()) return static_cast<char*>(bound->second) + within;
   const BufferAssignment& b = plan_.buffers()[root];
   char* base = static_cast<char*>(b.arena == Arena::kWeights ? weights_ : activations_);
-  return base + b.offset;
+  return base + b.offset + within;
 }
 
 absl::Status ExecutionContext::RunStepsEagerly(DeviceTimer* timer) {
