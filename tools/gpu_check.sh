@@ -9,11 +9,12 @@ if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "graph" ]; then
   bazel build --config=portable //tools:kiln //tests/kernels:cuda_test \
     //tests/kernels:cuda_graph_nn_test //tests/kernels:cuda_graph_tensor_test \
     //tests/engine:cuda_network_test //examples:01_small_cnn \
-    //tests/kernels:primitives_cuda_test || exit 1
+    //tests/kernels:primitives_cuda_test //tests/kernels:conv_cuda_test || exit 1
   rm -rf .gpu && mkdir -p .gpu/models
   tar -C bazel-bin -cJf .gpu/bin.tar.xz tools/kiln tests/kernels/cuda_test \
     tests/kernels/cuda_graph_nn_test tests/kernels/cuda_graph_tensor_test \
-    tests/engine/cuda_network_test examples/01_small_cnn tests/kernels/primitives_cuda_test
+    tests/engine/cuda_network_test examples/01_small_cnn tests/kernels/primitives_cuda_test \
+    tests/kernels/conv_cuda_test
   cp ../shared/models/caffe/*.prototxt .gpu/models/
   du -sh .gpu
   exit 0
@@ -81,6 +82,12 @@ if [ "$what" = graph ]; then
   run graph_tensor_test "$bin/tests/kernels/cuda_graph_tensor_test"
   run network_test "$bin/tests/engine/cuda_network_test"
   run primitives_test "$bin/tests/kernels/primitives_cuda_test"
+  run conv_test "$bin/tests/kernels/conv_cuda_test"
+  # The compiler's structure and memory on every shared deploy net (CUDA plans, fp32 and fp16).
+  run compile_fp32 python3 tools/compile_report.py --kiln "$bin/tools/kiln" \
+    --models-dir .gpu/models --kiln-args "--device cuda --precision fp32"
+  run compile_fp16 python3 tools/compile_report.py --kiln "$bin/tools/kiln" \
+    --models-dir .gpu/models --kiln-args "--device cuda --precision fp16"
   python3 -c "import numpy as np; np.save('/tmp/x.npy', np.random.rand(1,3,224,224).astype(np.float32))"
   run kiln_run_auto "$bin/tools/kiln" run --model .gpu/models/resnet18_deploy.prototxt \
     --fill-seed 1 --input data=/tmp/x.npy
@@ -94,14 +101,15 @@ if [ "$what" = graph ]; then
     cp /tmp/graph_bench/graph_bench.json "$out/" 2>/dev/null
   fi
   cat "$out/nvidia_smi.log"
-  for k in cuda_test graph_nn_test graph_tensor_test network_test primitives_test; do
+  for k in cuda_test graph_nn_test graph_tensor_test network_test primitives_test conv_test; do
     grep -E "^\[  (PASSED|FAILED)|cases checked|Failure|FAILED  \]" "$out/$k.log" | head -20
   done
   grep -E "^network |^threads" "$out/network_test.log"
+  cat "$out/compile_fp32.log" "$out/compile_fp16.log" | grep -v "^\["
   cat "$out/kiln_run_auto.log"
   [ -f "$out/graph_bench.log" ] && tail -25 "$out/graph_bench.log"
-  for k in cuda_test graph_nn_test graph_tensor_test network_test primitives_test kiln_run_auto \
-    graph_bench; do
+  for k in cuda_test graph_nn_test graph_tensor_test network_test primitives_test conv_test \
+    compile_fp32 compile_fp16 kiln_run_auto graph_bench; do
     [ -n "${result[$k]+x}" ] && printf '%-18s exit %s\n' "$k" "${result[$k]}"
   done
   exit 0

@@ -13,8 +13,8 @@
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 #include "tools/caffe_commands.h"
-#include "tools/plan_flags.h"
 #include "tools/compile_command.h"
+#include "tools/plan_flags.h"
 #include "tools/time_command.h"
 #include "tools/version.h"
 
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
                "            [--output NAME=Y.npy ...] [--save-weights OUT.caffemodel]\n"
                "            [--phase ...] [--input-shape ...] [plan flags]\n"
                "  time      --model F [--weights W | --fill-seed S] [--batch N] [--iterations K]\n"
-               "            [--json] [plan flags]\n"
+               "            [--json] [--compare-unfused] [plan flags]\n"
                "  compile   --model F [--weights W | --fill-seed S] [--batch N] [--json]\n"
                "            [--why-not-fused] [plan flags]: the steps, fused layers, memory\n"
                "plan flags (run, time, compile):\n%s",

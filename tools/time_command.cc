@@ -46,7 +46,8 @@ absl::Status Time(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
   flags.insert({"fill-seed", "batch", "iterations"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
-  KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, {"json"}));
+  KILN_ASSIGN_OR_RETURN(CommandLine line,
+                        CommandLine::Parse(argc, argv, 2, flags, {"json", "compare-unfused"}));
   CaffeImportOptions options;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
   if (line.Has("weights") && line.Has("fill-seed")) {
@@ -116,6 +117,21 @@ absl::Status Time(int argc, char** argv) {
                  static_cast<long long>(iterations));
   KILN_ASSIGN_OR_RETURN(double forward_ms, context->TimeForward(static_cast<int>(iterations)));
   const double images_per_s = forward_ms > 0 ? batch * 1000.0 / forward_ms : 0;
+  // --compare-unfused: the same net compiled without the rewrites, timed the same way after
+  // the fused plan's memory is given back, for the two totals side by side.
+  double unfused_ms = -1;
+  int64_t unfused_bytes = -1;
+  if (line.Has("compare-unfused") && compile.optimize) {
+    if (!json) std::fprintf(stderr, "kiln time: compiling and timing the unfused plan...\n");
+    CompileOptions plain = compile;
+    plain.optimize = false;
+    KILN_ASSIGN_OR_RETURN(auto unfused_plan, Compile(*model.graph, DefaultKernelRegistry(), plain));
+    KILN_ASSIGN_OR_RETURN(auto unfused_context, ExecutionContext::Create(*unfused_plan));
+    KILN_RETURN_IF_ERROR(unfused_context->Run(bindings).status());
+    KILN_ASSIGN_OR_RETURN(unfused_ms, unfused_context->TimeForward(static_cast<int>(iterations)));
+    unfused_bytes = unfused_plan->weights_bytes() + unfused_plan->activations_bytes() +
+                    unfused_plan->workspace_bytes();
+  }
   const int64_t total_bytes =
       plan->weights_bytes() + plan->activations_bytes() + plan->workspace_bytes();
   const std::string device = context->device().Describe();
@@ -130,6 +146,10 @@ absl::Status Time(int argc, char** argv) {
         ", \"device\": ", JsonString(device), ", \"iterations\": ", iterations,
         ", \"cuda_graph\": ", context->replayed_graph() ? "true" : "false",
         absl::StrFormat(", \"forward_ms\": %.4f, \"images_per_s\": %.1f", forward_ms, images_per_s),
+        unfused_ms >= 0
+            ? absl::StrFormat(", \"unfused_forward_ms\": %.4f, \"unfused_total_bytes\": %d",
+                              unfused_ms, unfused_bytes)
+            : "",
         ", \"memory\": {\"weights_bytes\": ", plan->weights_bytes(),
         ", \"activations_bytes\": ", plan->activations_bytes(),
         ", \"workspace_bytes\": ", plan->workspace_bytes(), ", \"total_bytes\": ", total_bytes,
@@ -162,6 +182,11 @@ absl::Status Time(int argc, char** argv) {
   std::printf("forward (median of %lld, %s): %.4f ms, %.1f images/s\n",
               static_cast<long long>(iterations),
               context->replayed_graph() ? "CUDA graph" : "step by step", forward_ms, images_per_s);
+  if (unfused_ms >= 0) {
+    std::printf("unfused plan (--optimize off): %.4f ms, %.1f MiB; fused is %.2fx faster\n",
+                unfused_ms, unfused_bytes / 1048576.0,
+                forward_ms > 0 ? unfused_ms / forward_ms : 0.0);
+  }
   if (!context->graph_capture_problem().empty()) {
     std::printf("(no CUDA graph: %s)\n", context->graph_capture_problem().c_str());
   }
