@@ -14,6 +14,7 @@
 #include "ops/all_ops.h"
 #include "tools/caffe_commands.h"
 #include "tools/compile_command.h"
+#include "tools/dump_command.h"
 #include "tools/plan_flags.h"
 #include "tools/time_command.h"
 #include "tools/version.h"
@@ -68,20 +69,24 @@ int main(int argc, char** argv) {
   if (command == "run") return kiln::RunCommand(argc, argv);
   if (command == "time") return kiln::TimeCommand(argc, argv);
   if (command == "compile") return kiln::CompileCommand(argc, argv);
-  std::fprintf(stderr,
-               "usage: kiln <command>\n"
-               "  version   Kiln and CUDA versions, devices found\n"
-               "  ops       registered ops and the kernels each backend has\n"
-               "  info      --model F [--weights W] [--phase train|test] [--stage S] [--level N]\n"
-               "            [--input-shape NAME=D0,D1,...] [--json]\n"
-               "  run       --model F (--weights W | --fill-seed S) --input NAME=X.npy ...\n"
-               "            [--output NAME=Y.npy ...] [--save-weights OUT.caffemodel]\n"
-               "            [--phase ...] [--input-shape ...] [plan flags]\n"
-               "  time      --model F [--weights W | --fill-seed S] [--batch N] [--iterations K]\n"
-               "            [--json] [--compare-unfused] [plan flags]\n"
-               "  compile   --model F [--weights W | --fill-seed S] [--batch N] [--json]\n"
-               "            [--why-not-fused] [plan flags]: the steps, fused layers, memory\n"
-               "plan flags (run, time, compile):\n%s",
-               kiln::PlanFlagsUsage());
+  if (command == "dump") return kiln::DumpCommand(argc, argv);
+  std::fprintf(
+      stderr,
+      "usage: kiln <command>\n"
+      "  version   Kiln and CUDA versions, devices found\n"
+      "  ops       registered ops and the kernels each backend has\n"
+      "  info      --model F [--weights W] [--phase train|test] [--stage S] [--level N]\n"
+      "            [--input-shape NAME=D0,D1,...] [--json]\n"
+      "  run       --model F (--weights W | --fill-seed S) --input NAME=X.npy ...\n"
+      "            [--output NAME=Y.npy ...] [--save-weights OUT.caffemodel]\n"
+      "            [--phase ...] [--input-shape ...] [plan flags]\n"
+      "  time      --model F [--weights W | --fill-seed S] [--batch N] [--iterations K]\n"
+      "            [--json] [--compare-unfused] [plan flags]\n"
+      "  compile   --model F [--weights W | --fill-seed S] [--batch N] [--json]\n"
+      "            [--why-not-fused] [plan flags]: the steps, fused layers, memory\n"
+      "  dump      --model F [--svg G.svg] [--dot G.dot] [--memory M.svg] [--why-not-fused]\n"
+      "            [--batch N] [plan flags]: the fused graph and the arena over time\n"
+      "plan flags (run, time, compile, dump):\n%s",
+      kiln::PlanFlagsUsage());
   return 2;
 }

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(bazel-bootstrap g++ libabsl-dev libprotobuf-dev protobuf-compiler libgtest-dev
-          libgmock-dev libbenchmark-dev libopenblas-dev)
+          libgmock-dev libbenchmark-dev libopenblas-dev graphviz)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
