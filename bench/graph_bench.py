@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Whole Caffe nets: Kiln's graph engine against PyTorch (eager and CUDA graph) on one GPU.
+"""Whole Caffe nets: Kiln's graph engine (fused and unfused) against PyTorch (eager, CUDA graph,
+torch.compile) on one GPU.
 
 Run on the GPU machine (needs numpy, torch with CUDA, and a built `kiln` binary):
 
     python3 bench/graph_bench.py --kiln bazel-bin/tools/kiln \
         --models-dir ../shared/models/caffe --out /tmp/graph_bench \
         [--rows caffenet:128,resnet18:64,densenet121:64,fcn8s:4] [--precisions fp32,tf32,fp16] \
-        [--iterations 50] [--perf-md docs/PERF.md]
+        [--iterations 50] [--perf-md docs/PERF.md] [--no-compile] [--compile-mode default]
 
 For every (net, batch, precision) row:
 
@@ -17,14 +18,22 @@ For every (net, batch, precision) row:
    convolutions in DenseNet) or none for BatchNorm (zero statistics, so every BN multiplies by
    1/sqrt(eps) and ResNet-18 overflows), which would make the numerical comparison empty.
    `--weights-from kiln` does what Kiln does (`kiln run --fill-seed 1 --save-weights W`).
-2. `kiln run` on a fixed random input (float32 NCHW, N(0,1), seeded) saves the net's last blob
-   (the top of the last layer); `kiln time --json` gives the median forward time and memory.
-3. PyTorch loads the same weights through caffe_torch, runs the same input, and is timed eager
-   and as a captured CUDA graph (median of per-iteration CUDA-event times after warm-up).
-   fp32 turns TF32 off, tf32 turns it on, fp16/bf16 convert the model and use channels_last.
-4. rel L2 = ||torch - kiln|| / ||kiln|| on that output. Results go to OUT/graph_bench.json after
-   every row (so a run cut short keeps what it finished; `--append` merges runs) and a markdown
-   table is printed last (and written into --perf-md between the graph-bench markers).
+2. Kiln, twice (`--kiln-variants`): "unfused" (`--optimize off`, the imported graph as it is)
+   and "fused" (`--optimize on`: BatchNorm folding, conv + residual + ReLU epilogues, Dropout
+   removal, in-place memory planning). Each: `kiln run` on a fixed random input (float32 NCHW,
+   N(0,1), seeded) saves the net's last blob (the top of the last layer); `kiln time --json`
+   gives the median forward time and memory (memory.total_bytes).
+3. PyTorch loads the same weights through caffe_torch, runs the same input, and is timed eager,
+   as a captured CUDA graph and through `torch.compile(model)` (Inductor, `--compile-mode`;
+   warmed up until it compiles nothing new, the compilation time reported apart; `--no-compile`
+   skips it; a compiler failure is recorded in the row). Median of per-iteration CUDA-event
+   times after warm-up. fp32 turns TF32 off, tf32 turns it on, fp16/bf16 convert the model and
+   use channels_last, for all three.
+4. rel L2 = ||torch - kiln|| / ||kiln|| on that output for each Kiln variant, and
+   ||compile - eager|| / ||eager|| for torch.compile. Results go to OUT/graph_bench.json after
+   every row (so a run cut short keeps what it finished; `--append` merges runs); the markdown
+   tables go to OUT/graph_bench.md and into --perf-md between the graph-bench markers, and the
+   log ends with a short table and the targets' summary (graph_bench_report.py).
 """
 
 import argparse
@@ -35,7 +44,6 @@ import json
 import os
 import platform
 import shlex
-import statistics
 import subprocess
 import sys
 import time
@@ -46,18 +54,12 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import caffe_torch as ct  # noqa: E402  (the path must be set first)
+from graph_bench_report import (  # noqa: E402
+    OPTIMIZE_FLAG, VARIANTS, Progress, fmt, log, perf_section, print_report, replace_section)
+from graph_bench_torch import rel_l2, set_torch_precision, torch_row  # noqa: E402
 
 DEFAULT_ROWS = "caffenet:128,resnet18:64,densenet121:64,fcn8s:4"
-BEGIN_MARK = "<!-- graph-bench:begin -->"
-END_MARK = "<!-- graph-bench:end -->"
 INPUT_SEED = 12345
-TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
-
-_START = time.time()
-
-
-def log(message):
-    print("[%7.1fs] %s" % (time.time() - _START, message), flush=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -133,126 +135,6 @@ def number(obj, *path):
 
 
 # ------------------------------------------------------------------------------------------------
-# PyTorch side
-# ------------------------------------------------------------------------------------------------
-
-def set_torch_precision(precision):
-    """TF32 on for tf32 only. Uses the fp32_precision API where it exists (PyTorch >= 2.9, which
-    warns about the old flags and does not allow mixing the two), else allow_tf32."""
-    mode = "tf32" if precision == "tf32" else "ieee"
-    torch.backends.cudnn.benchmark = True
-    if hasattr(torch.backends.cudnn, "conv") and hasattr(torch.backends.cuda.matmul,
-                                                          "fp32_precision"):
-        try:
-            torch.backends.cuda.matmul.fp32_precision = mode
-            torch.backends.cudnn.conv.fp32_precision = mode
-            return "cuda.matmul/cudnn.conv fp32_precision=%s" % mode
-        except (AttributeError, RuntimeError, ValueError) as e:
-            log("fp32_precision API refused (%s); using allow_tf32" % e)
-    torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
-    torch.backends.cudnn.allow_tf32 = mode == "tf32"
-    return "allow_tf32=%s" % (mode == "tf32")
-
-
-def cuda_median_ms(fn, iterations):
-    """Median (and min) of per-iteration times between CUDA events around fn()."""
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]
-    for s, e in zip(starts, ends):
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
-    return statistics.median(times), min(times)
-
-
-def cpu_median_ms(fn, iterations):
-    """The CPU stand-in for cuda_median_ms, for dry runs of this script without a GPU."""
-    times = []
-    for _ in range(iterations):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000.0)
-    return statistics.median(times), min(times)
-
-
-def torch_row(netdef, weights, x_np, precision, out_blob, iterations, warmup, device="cuda"):
-    """Build, run once (output), warm up, measure peak memory, time eager and CUDA graph."""
-    result = {"torch_settings": set_torch_precision(precision)}
-    # Whatever an earlier row left allocated (a CUDA graph's pool, cached tensors) is not this
-    # net's: the peak below is counted from here.
-    baseline = torch.cuda.memory_allocated() if device == "cuda" else 0
-    net = ct.CaffeNet(netdef, weights, outputs=[out_blob]).eval()
-    x = torch.from_numpy(x_np)
-    if precision in TORCH_DTYPES:
-        dtype = TORCH_DTYPES[precision]
-        net = net.to(device=device, dtype=dtype).to(memory_format=torch.channels_last)
-        x = x.to(device=device, dtype=dtype).contiguous(memory_format=torch.channels_last)
-    else:
-        net = net.to(device)
-        x = x.to(device)
-    if device == "cpu":
-        with torch.inference_mode():
-            result["torch_out"] = net(x).float().numpy()
-            result["eager_ms"], result["eager_min_ms"] = cpu_median_ms(lambda: net(x),
-                                                                       iterations)
-        result["graph_error"] = "no CUDA graph on the CPU (dry run)"
-        return result
-    with torch.inference_mode():
-        net.check_shapes = True  # one checked pass: every blob has Caffe's shape
-        y = net(x)
-        net.check_shapes = False
-        result["torch_out"] = y.float().cpu().numpy()
-        del y
-        for _ in range(warmup):
-            net(x)
-        torch.cuda.synchronize()
-
-        # Everything resident counts: weights, input, the forward's activations and workspace.
-        torch.cuda.reset_peak_memory_stats()
-        out = net(x)
-        torch.cuda.synchronize()
-        result["torch_peak_bytes"] = torch.cuda.max_memory_allocated() - baseline
-        result["torch_baseline_bytes"] = baseline
-        del out
-
-        result["eager_ms"], result["eager_min_ms"] = cuda_median_ms(lambda: net(x), iterations)
-
-        try:
-            # Warm up on a side stream before capture, as PyTorch's CUDA graph notes ask.
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    net(x)
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                static_out = net(x)
-            for _ in range(warmup):
-                graph.replay()
-            result["graph_ms"], result["graph_min_ms"] = cuda_median_ms(graph.replay, iterations)
-            replay = static_out.float().cpu().numpy()
-            result["graph_vs_eager_rel_l2"] = rel_l2(replay, result["torch_out"])
-            del graph, static_out
-        except Exception as e:  # noqa: BLE001  (a failed capture must not lose the row)
-            result["graph_error"] = "%s: %s" % (type(e).__name__, e)
-    return result  # the caller frees the GPU memory once net and x are out of scope
-
-
-def rel_l2(a, b):
-    a = np.asarray(a, dtype=np.float64).reshape(-1)
-    b = np.asarray(b, dtype=np.float64).reshape(-1)
-    denominator = np.linalg.norm(b)
-    if not np.all(np.isfinite(a)) or not np.all(np.isfinite(b)):
-        return float("nan")
-    if denominator == 0:
-        return 0.0 if np.linalg.norm(a) == 0 else float("inf")
-    return float(np.linalg.norm(a - b) / denominator)
-
-
-# ------------------------------------------------------------------------------------------------
 # Weights and inputs
 # ------------------------------------------------------------------------------------------------
 
@@ -299,47 +181,6 @@ def make_input(path, shape):
     return x
 
 
-# ------------------------------------------------------------------------------------------------
-# Output
-# ------------------------------------------------------------------------------------------------
-
-def fmt(value, pattern, missing="-"):
-    if value is None:
-        return missing
-    if isinstance(value, float) and not np.isfinite(value):
-        return str(value)
-    return pattern % value
-
-
-def markdown_table(rows):
-    head = ("| net | batch | precision | Kiln ms | torch eager ms | torch CUDA-graph ms "
-            "| Kiln img/s | eager img/s | eager/Kiln | graph/Kiln | Kiln MiB | torch MiB "
-            "| rel L2 |")
-    lines = [head, "|" + "---|" * 13]
-    notes = []
-    for r in rows:
-        kiln_ms, eager_ms, graph_ms = r.get("kiln_ms"), r.get("eager_ms"), r.get("graph_ms")
-        batch = r["batch"]
-        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["net"], batch, r["precision"],
-            fmt(kiln_ms, "%.2f", "FAIL"), fmt(eager_ms, "%.2f", "FAIL"),
-            fmt(graph_ms, "%.2f", "FAIL"),
-            fmt(r.get("kiln_images_per_s"), "%.0f"),
-            fmt(batch * 1000.0 / eager_ms if eager_ms else None, "%.0f"),
-            fmt(eager_ms / kiln_ms if eager_ms and kiln_ms else None, "%.2f"),
-            fmt(graph_ms / kiln_ms if graph_ms and kiln_ms else None, "%.2f"),
-            fmt(r["kiln_total_bytes"] / 2 ** 20 if r.get("kiln_total_bytes") else None, "%.0f"),
-            fmt(r["torch_peak_bytes"] / 2 ** 20 if r.get("torch_peak_bytes") else None, "%.0f"),
-            fmt(r.get("rel_l2"), "%.2e")))
-        for key in ("error", "kiln_run_error", "kiln_time_error", "torch_error", "graph_error",
-                    "compare_error"):
-            if r.get(key):
-                first = str(r[key]).strip().splitlines()
-                notes.append("- %s b%d %s: %s: %s" % (r["net"], batch, r["precision"], key,
-                                                      first[-1] if first else "?"))
-    return "\n".join(lines), notes
-
-
 def environment():
     env = {"date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
            "python": platform.python_version(), "torch": torch.__version__,
@@ -353,48 +194,116 @@ def environment():
                                  "--format=csv,noheader"], 30)
     if rc == 0 and out.strip():
         env["driver"] = out.strip().splitlines()[0]
+    try:
+        import triton  # noqa: F401  (torch.compile's GPU code generator)
+        env["triton"] = getattr(triton, "__version__", "?")
+    except Exception:  # noqa: BLE001
+        env["triton"] = "not installed"
     return env
 
 
-def write_perf_md(path, env, args, table, notes, weights_note):
-    section = [
-        BEGIN_MARK,
-        "### Whole nets: Kiln graph engine vs PyTorch (`bench/graph_bench.py`)",
-        "",
-        "Run %s UTC on %s (driver %s), PyTorch %s, CUDA %s, cuDNN %s. Command: `%s`." % (
-            env.get("date_utc"), env.get("gpu"), env.get("driver", "?"), env.get("torch"),
-            env.get("cuda"), env.get("cudnn"), " ".join(shlex.quote(a) for a in sys.argv)),
-        "",
-        "Times are medians over %d iterations after %d warm-up ones. Kiln: `kiln time` "
-        "(whole forward, un-instrumented; a replayed CUDA graph where Kiln captured one, see "
-        "`kiln_cuda_graph` in graph_bench.json, so graph/Kiln is the like-for-like ratio). "
-        "PyTorch: CUDA events around each eager forward, or "
-        "around each replay of the captured CUDA graph; cudnn.benchmark on; fp16 uses "
-        "`model.half()` and channels_last. eager/Kiln and graph/Kiln > 1 mean Kiln is faster. "
-        "Kiln MiB: weights + activations + workspace of the plan; torch MiB: "
-        "`max_memory_allocated` over one forward, weights included. rel L2 = "
-        "||torch - kiln|| / ||kiln|| on the top of the last layer, same weights (%s) and the "
-        "same N(0,1) input." % (args.iterations, args.warmup, weights_note),
-        "",
-        table,
-    ]
-    if notes:
-        section += ["", "Failures:", ""] + notes
-    section.append(END_MARK)
-    text = "\n".join(section) + "\n"
-    old = ""
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            old = f.read()
-    begin, end = old.find(BEGIN_MARK), old.find(END_MARK)
-    if begin >= 0 and end > begin:
-        end_line = old.find("\n", end)
-        end_line = len(old) if end_line < 0 else end_line + 1
-        new = old[:begin] + text + old[end_line:]
+# ------------------------------------------------------------------------------------------------
+# Kiln, one variant (--optimize off: unfused, on: fused)
+# ------------------------------------------------------------------------------------------------
+
+def without_optimize_flag(args):
+    """--kiln-args minus any --optimize (the variants set it): (kept, dropped)."""
+    kept, dropped, i = [], [], 0
+    while i < len(args):
+        if args[i] == "--optimize":
+            dropped += args[i:i + 2]
+            i += 2
+        elif args[i].startswith("--optimize="):
+            dropped.append(args[i])
+            i += 1
+        else:
+            kept.append(args[i])
+            i += 1
+    return kept, dropped
+
+
+def kiln_run(kiln, variant, row, net, args, extra, progress):
+    """`kiln run` of one variant: the output blob on the row's input, into net["out_paths"]."""
+    p = "kiln_%s_" % variant
+    out_path = net["out_paths"][variant]
+    if os.path.exists(out_path):
+        os.remove(out_path)
+    cmd = [kiln, "run", "--model", net["prototxt"]]
+    if args.weights_from == "kiln" and not os.path.exists(net["weights_path"]):
+        cmd += ["--fill-seed", str(args.seed), "--save-weights", net["weights_path"]]
     else:
-        new = old + ("\n" if old and not old.endswith("\n") else "") + ("\n" if old else "") + text
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(new)
+        cmd += ["--weights", net["weights_path"]]
+    cmd += ["--input-shape", "%s=%s" % (net["input"], ",".join(map(str, net["input_shape"]))),
+            "--input", "%s=%s" % (net["input"], net["x_path"]),
+            "--output", "%s=%s" % (net["output_blob"], out_path),
+            "--device", args.kiln_device, "--precision", row["precision"],
+            "--optimize", OPTIMIZE_FLAG[variant]] + extra
+    progress.step("kiln run --optimize %s (%s)" % (OPTIMIZE_FLAG[variant], variant))
+    rc, out, err, seconds = run_command(cmd, args.timeout)
+    row[p + "run_cmd"] = " ".join(shlex.quote(c) for c in cmd)
+    row[p + "run_s"] = round(seconds, 2)
+    if rc != 0 or not os.path.exists(out_path):
+        row[p + "run_error"] = "rc %d: %s" % (rc, tail(err or out))
+        progress.note("kiln run (%s) failed: %s" % (variant, tail(err or out, 2)))
+
+
+def kiln_time(kiln, variant, row, net, args, extra, progress):
+    """`kiln time --json` of one variant: ms, images/s, memory.total_bytes, the report."""
+    p = "kiln_%s_" % variant
+    batch = row["batch"]
+    cmd = [kiln, "time", "--model", net["prototxt"], "--weights", net["weights_path"],
+           "--batch", str(batch), "--precision", row["precision"], "--device", args.kiln_device,
+           "--iterations", str(args.iterations), "--optimize", OPTIMIZE_FLAG[variant],
+           "--json"] + extra
+    if not os.path.exists(net["weights_path"]):
+        row[p + "time_error"] = "no weights file (kiln run did not write it)"
+        return
+    progress.step("kiln time --optimize %s (%s)" % (OPTIMIZE_FLAG[variant], variant))
+    rc, out, err, seconds = run_command(cmd, args.timeout)
+    row[p + "time_cmd"] = " ".join(shlex.quote(c) for c in cmd)
+    row[p + "time_s"] = round(seconds, 2)
+    report = parse_json_object(out) if rc == 0 else None
+    if report is None:
+        row[p + "time_error"] = "rc %d: %s" % (rc, tail(err or out))
+        progress.note("kiln time (%s) failed: %s" % (variant, tail(err or out, 2)))
+        return
+    row[p + "report"] = report
+    row[p + "ms"] = number(report, "forward_ms")
+    row[p + "images_per_s"] = number(report, "images_per_s") or (
+        batch * 1000.0 / row[p + "ms"] if row[p + "ms"] else None)
+    row[p + "total_bytes"] = number(report, "memory", "total_bytes")
+    for key in ("layout", "device", "backend", "cuda_graph"):
+        if key in report:
+            row[p + key] = report[key]
+    layers = report.get("layers")
+    if isinstance(layers, list):
+        # `kiln time` names a fused step after all of its layers: "conv1+bn1+scale1+relu1".
+        row[p + "fused_groups"] = sum(1 for layer in layers
+                                      if "+" in str(layer.get("name", "")))
+    if number(report, "batch") not in (None, batch):
+        row[p + "time_error"] = "kiln timed batch %s" % report.get("batch")
+
+
+def compare_outputs(row, variant, out_path, torch_out, torch_fp32_out):
+    """rel L2 of PyTorch eager against one Kiln variant's output; returns that output."""
+    p = "kiln_%s_" % variant
+    if torch_out is None or not os.path.exists(out_path):
+        return None
+    kiln_out = np.load(out_path)
+    if kiln_out.size != torch_out.size:
+        row[p + "compare_error"] = "kiln output %s, PyTorch %s" % (kiln_out.shape,
+                                                                  torch_out.shape)
+        return None
+    if kiln_out.shape != torch_out.shape:
+        row[p + "compare_note"] = "shapes %s (kiln) vs %s (torch), same size" % (
+            kiln_out.shape, torch_out.shape)
+    row[p + "rel_l2"] = rel_l2(torch_out, kiln_out)
+    row[p + "max_abs_diff"] = float(np.max(np.abs(
+        torch_out.reshape(-1).astype(np.float64) - kiln_out.reshape(-1).astype(np.float64))))
+    row[p + "out_rms"] = float(np.sqrt(np.mean(kiln_out.astype(np.float64) ** 2)))
+    if torch_fp32_out is not None:
+        row[p + "vs_torch_fp32_rel_l2"] = rel_l2(torch_fp32_out, kiln_out)
+    return kiln_out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -414,10 +323,98 @@ def parse_rows(text):
     return rows
 
 
+def prepare_net(nets, net_name, batch, args, progress):
+    """The net's prototxt and weights (written once per net), the row's input and file names."""
+    info = nets.get(net_name)
+    if info is None:
+        prototxt = os.path.abspath(find_prototxt(args.models_dir, net_name))
+        info = {"prototxt": prototxt,
+                "weights_path": os.path.join(args.out, "%s.caffemodel" % net_name)}
+        nets[net_name] = info
+        if args.weights_from == "numpy":
+            progress.step("writing seeded weights %s" % info["weights_path"])
+            info["weights_note"] = make_numpy_weights(prototxt, info["weights_path"], args.seed,
+                                                      device=args.torch_device)
+            progress.note(info["weights_note"] or "weights written")
+    netdef = ct.load_net(info["prototxt"], batch=batch)
+    if len(netdef.inputs) != 1:
+        raise ValueError("nets with %d inputs are not supported" % len(netdef.inputs))
+    row_dir = os.path.join(args.out, "%s_b%d" % (net_name, batch))
+    os.makedirs(row_dir, exist_ok=True)
+    net = dict(info, netdef=netdef, input=netdef.inputs[0][0], input_shape=netdef.inputs[0][1],
+               output_blob=netdef.last_top, x_path=os.path.join(row_dir, "input.npy"))
+    net["x"] = make_input(net["x_path"], net["input_shape"])
+    return info, net, row_dir
+
+
+def run_row(row, nets, torch_fp32, args, kiln, extra, variants, progress):
+    """One (net, batch, precision): Kiln's variants, PyTorch, the comparisons. Failures of a
+    part are recorded in the row under their own keys; anything else raises to the caller."""
+    net_name, batch, precision = row["net"], row["batch"], row["precision"]
+    info, net, row_dir = prepare_net(nets, net_name, batch, args, progress)
+    row.update(model=net["prototxt"], input=net["input"], input_shape=net["input_shape"],
+               output_blob=net["output_blob"], weights_from=args.weights_from,
+               kiln_variants=list(variants))
+    net["out_paths"] = {v: os.path.join(row_dir, "kiln_%s_%s.npy" % (precision, v))
+                        for v in variants}
+
+    # 1. Kiln: the output on the input (and, with --weights-from kiln, the weights), the timing.
+    for variant in variants:
+        kiln_run(kiln, variant, row, net, args, extra, progress)
+        kiln_time(kiln, variant, row, net, args, extra, progress)
+
+    # 2. PyTorch, on the weights file Kiln read.
+    if not os.path.exists(info["weights_path"]):
+        raise RuntimeError("no weights file for PyTorch either")
+    if "weights" not in info:
+        progress.step("reading %s" % info["weights_path"])
+        info["weights"] = ct.load_caffemodel(info["weights_path"])
+    progress.step("PyTorch eager + CUDA graph" if args.torch_device == "cuda"
+                  else "PyTorch eager (CPU dry run)")
+    compile_mode = None if args.no_compile else args.compile_mode
+    if compile_mode is None:
+        row["compile_skipped"] = True
+    try:
+        result = torch_row(net["netdef"], info["weights"], net["x"], precision,
+                           net["output_blob"], args.iterations, args.warmup, args.torch_device,
+                           compile_mode=compile_mode, step=progress.step)
+    except Exception as e:  # noqa: BLE001
+        row["torch_error"] = "%s: %s" % (type(e).__name__, e)
+        row["torch_traceback"] = traceback.format_exc()
+        progress.note("PyTorch failed: %s" % row["torch_error"])
+        result = {}
+    finally:
+        gc.collect()
+        if args.torch_device == "cuda":
+            torch.cuda.empty_cache()
+    torch_out = result.pop("torch_out", None)
+    row.update(result)
+    if row.get("compile_error"):
+        progress.note("torch.compile failed: %s" % row["compile_error"])
+    if precision == "fp32" and torch_out is not None:
+        torch_fp32[(net_name, batch)] = torch_out
+
+    # 3. Agreement: each Kiln variant against PyTorch eager, and the two variants.
+    outputs = {v: compare_outputs(row, v, net["out_paths"][v], torch_out,
+                                  torch_fp32.get((net_name, batch))) for v in variants}
+    if outputs.get("fused") is not None and outputs.get("unfused") is not None:
+        row["kiln_fused_vs_unfused_rel_l2"] = rel_l2(outputs["fused"], outputs["unfused"])
+    progress.note(
+        "kiln unfused %s ms, fused %s ms; eager %s, graph %s, compile %s ms%s; rel L2 unfused "
+        "%s, fused %s, compile %s" % (
+            fmt(row.get("kiln_unfused_ms"), "%.3f"), fmt(row.get("kiln_fused_ms"), "%.3f"),
+            fmt(row.get("eager_ms"), "%.3f"), fmt(row.get("graph_ms"), "%.3f"),
+            fmt(row.get("compile_ms"), "%.3f"),
+            " (compiled in %.1f s)" % row["compile_s"] if row.get("compile_s") else "",
+            fmt(row.get("kiln_unfused_rel_l2"), "%.2e"), fmt(row.get("kiln_fused_rel_l2"), "%.2e"),
+            fmt(row.get("compile_vs_eager_rel_l2"), "%.2e")))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kiln", required=True, help="the kiln CLI binary")
-    parser.add_argument("--models-dir", required=True, help="folder of the deploy prototxts")
+    parser.add_argument("--kiln", help="the kiln CLI binary (required unless --report-only)")
+    parser.add_argument("--models-dir",
+                        help="folder of the deploy prototxts (required unless --report-only)")
     parser.add_argument("--out", required=True, help="folder for weights, inputs, outputs, JSON")
     parser.add_argument("--rows", default=DEFAULT_ROWS, help="NET:BATCH,... (default %(default)s)")
     parser.add_argument("--precisions", default="fp32,tf32,fp16")
@@ -430,19 +427,44 @@ def main():
     parser.add_argument("--seed", type=int, default=1, help="weight seed")
     parser.add_argument("--layout", help="passed to kiln as --layout (nchw|nhwc|auto)")
     parser.add_argument("--kiln-args", default="",
-                        help="extra flags for both kiln commands, one shell-quoted string")
+                        help="extra flags for every kiln command, one shell-quoted string "
+                             "(an --optimize there is dropped: --kiln-variants sets it)")
+    parser.add_argument("--kiln-variants", default=",".join(VARIANTS),
+                        help="which Kiln plans to run: unfused (--optimize off), fused "
+                             "(--optimize on) or both (default %(default)s)")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="skip the torch.compile column (compilation takes ~1 min a row)")
+    parser.add_argument("--compile-mode", default="default",
+                        help="torch.compile mode: default (Inductor), reduce-overhead, "
+                             "max-autotune, ... (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per kiln command")
+    parser.add_argument("--heartbeat", type=float, default=60,
+                        help="seconds between 'still running' lines during one long step")
     parser.add_argument("--torch-device", default="cuda", choices=("cuda", "cpu"),
                         help="cpu only for dry runs of this script on a machine without a GPU")
     parser.add_argument("--kiln-device", default="cuda",
                         help="kiln's --device (cuda; cpu for dry runs)")
     parser.add_argument("--append", action="store_true",
                         help="merge with rows already in OUT/graph_bench.json")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: the tables (and --perf-md) from OUT/graph_bench.json")
     args = parser.parse_args()
+    if args.report_only:
+        return report_only(args)
+    if not args.kiln or not args.models_dir:
+        parser.error("--kiln and --models-dir are required (unless --report-only)")
 
     os.makedirs(args.out, exist_ok=True)
     kiln = os.path.abspath(args.kiln)
-    extra = shlex.split(args.kiln_args) + (["--layout", args.layout] if args.layout else [])
+    extra, dropped = without_optimize_flag(shlex.split(args.kiln_args))
+    if dropped:
+        log("--kiln-args: dropped %s (the unfused and fused variants set --optimize)"
+            % " ".join(dropped))
+    extra += ["--layout", args.layout] if args.layout else []
+    variants = [v.strip() for v in args.kiln_variants.split(",") if v.strip()]
+    if not variants or any(v not in VARIANTS for v in variants):
+        raise SystemExit("--kiln-variants: a list of %s" % ", ".join(VARIANTS))
+    variants = [v for v in VARIANTS if v in variants]  # unfused first: it saves kiln's weights
     precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
     plan = [(net, batch, p) for net, batch in parse_rows(args.rows) for p in precisions]
     if args.torch_device == "cuda" and not torch.cuda.is_available():
@@ -451,8 +473,16 @@ def main():
     env = environment()
     rc, out, err, _ = run_command([kiln, "version"], 60)
     env["kiln_version"] = (out or err).strip().splitlines()[0] if (out or err).strip() else "?"
-    log("GPU %s, PyTorch %s, cuDNN %s, kiln %s" % (env.get("gpu"), env["torch"],
-                                                   env.get("cudnn"), env["kiln_version"]))
+    log("GPU %s, PyTorch %s, cuDNN %s, Triton %s, kiln %s; %d rows, Kiln %s, torch.compile %s"
+        % (env.get("gpu"), env["torch"], env.get("cudnn"), env.get("triton"),
+           env["kiln_version"], len(plan), "+".join(variants),
+           "skipped" if args.no_compile else "mode " + args.compile_mode))
+    weights_note = ("seeded random weights from caffe_torch.random_weights, seed %d, output "
+                    "layer scaled to RMS 2" % args.seed if args.weights_from == "numpy"
+                    else "Kiln's --fill-seed %d fillers" % args.seed)
+    settings = {"iterations": args.iterations, "warmup": args.warmup,
+                "compile_mode": None if args.no_compile else args.compile_mode,
+                "kiln_variants": variants, "weights_note": weights_note}
     json_path = os.path.join(args.out, "graph_bench.json")
     previous = []
     if args.append and os.path.exists(json_path):
@@ -467,151 +497,54 @@ def main():
         keys = {(r["net"], r["batch"], r["precision"]) for r in rows}
         merged = [r for r in previous if (r["net"], r["batch"], r["precision"]) not in keys] + rows
         with open(json_path, "w", encoding="utf-8") as f:
-            json.dump({"environment": env, "argv": sys.argv, "rows": merged}, f, indent=1)
+            json.dump({"environment": env, "argv": sys.argv, "settings": settings,
+                       "rows": merged}, f, indent=1)
         return merged
 
-    for index, (net_name, batch, precision) in enumerate(plan):
-        row = {"net": net_name, "batch": batch, "precision": precision}
-        rows.append(row)
-        where = "row %d/%d %s b%d %s" % (index + 1, len(plan), net_name, batch, precision)
-        try:
-            info = nets.get(net_name)
-            if info is None:
-                prototxt = os.path.abspath(find_prototxt(args.models_dir, net_name))
-                info = {"prototxt": prototxt,
-                        "weights_path": os.path.join(args.out, "%s.caffemodel" % net_name)}
-                nets[net_name] = info
-                if args.weights_from == "numpy":
-                    log("%s: writing seeded weights %s" % (where, info["weights_path"]))
-                    info["weights_note"] = make_numpy_weights(
-                        prototxt, info["weights_path"], args.seed, device=args.torch_device)
-                    log("%s: %s" % (where, info["weights_note"] or "weights written"))
-            prototxt = info["prototxt"]
-            netdef = ct.load_net(prototxt, batch=batch)
-            if len(netdef.inputs) != 1:
-                raise ValueError("nets with %d inputs are not supported" % len(netdef.inputs))
-            input_name, input_shape = netdef.inputs[0]
-            out_blob = netdef.last_top
-            row.update(model=prototxt, input=input_name, input_shape=input_shape,
-                       output_blob=out_blob, weights_from=args.weights_from)
-            row_dir = os.path.join(args.out, "%s_b%d" % (net_name, batch))
-            os.makedirs(row_dir, exist_ok=True)
-            x_path = os.path.join(row_dir, "input.npy")
-            x = make_input(x_path, input_shape)
-
-            # 1. Kiln's output on the input (and, with --weights-from kiln, the weights).
-            kiln_out_path = os.path.join(row_dir, "kiln_%s.npy" % precision)
-            if os.path.exists(kiln_out_path):
-                os.remove(kiln_out_path)
-            cmd = [kiln, "run", "--model", prototxt]
-            if args.weights_from == "kiln" and not os.path.exists(info["weights_path"]):
-                cmd += ["--fill-seed", str(args.seed), "--save-weights", info["weights_path"]]
-            else:
-                cmd += ["--weights", info["weights_path"]]
-            cmd += ["--input-shape", "%s=%s" % (input_name, ",".join(map(str, input_shape))),
-                    "--input", "%s=%s" % (input_name, x_path),
-                    "--output", "%s=%s" % (out_blob, kiln_out_path),
-                    "--device", args.kiln_device, "--precision", precision] + extra
-            log("%s: kiln run" % where)
-            rc, out, err, seconds = run_command(cmd, args.timeout)
-            row["kiln_run_cmd"] = " ".join(shlex.quote(c) for c in cmd)
-            row["kiln_run_s"] = round(seconds, 2)
-            if rc != 0 or not os.path.exists(kiln_out_path):
-                row["kiln_run_error"] = "rc %d: %s" % (rc, tail(err or out))
-                log("%s: kiln run failed: %s" % (where, tail(err or out, 2)))
-
-            # 2. Kiln's timing.
-            cmd = [kiln, "time", "--model", prototxt, "--weights", info["weights_path"],
-                   "--batch", str(batch), "--precision", precision, "--device", args.kiln_device,
-                   "--iterations", str(args.iterations), "--json"] + extra
-            if not os.path.exists(info["weights_path"]):
-                row["kiln_time_error"] = "no weights file (kiln run did not write it)"
-            else:
-                log("%s: kiln time" % where)
-                rc, out, err, seconds = run_command(cmd, args.timeout)
-                row["kiln_time_cmd"] = " ".join(shlex.quote(c) for c in cmd)
-                row["kiln_time_s"] = round(seconds, 2)
-                report = parse_json_object(out) if rc == 0 else None
-                if report is None:
-                    row["kiln_time_error"] = "rc %d: %s" % (rc, tail(err or out))
-                    log("%s: kiln time failed: %s" % (where, tail(err or out, 2)))
-                else:
-                    row["kiln"] = report
-                    row["kiln_ms"] = number(report, "forward_ms")
-                    row["kiln_images_per_s"] = number(report, "images_per_s") or (
-                        batch * 1000.0 / row["kiln_ms"] if row["kiln_ms"] else None)
-                    row["kiln_total_bytes"] = number(report, "memory", "total_bytes")
-                    for key in ("layout", "device", "backend", "cuda_graph"):
-                        if key in report:
-                            row["kiln_" + key] = report[key]
-                    if number(report, "batch") not in (None, batch):
-                        row["kiln_time_error"] = "kiln timed batch %s" % report.get("batch")
-
-            # 3. PyTorch, on the weights file Kiln read.
-            if not os.path.exists(info["weights_path"]):
-                raise RuntimeError("no weights file for PyTorch either")
-            if "weights" not in info:
-                log("%s: reading %s" % (where, info["weights_path"]))
-                info["weights"] = ct.load_caffemodel(info["weights_path"])
-            log("%s: PyTorch eager + CUDA graph" % where)
+    with Progress(len(plan), heartbeat_s=args.heartbeat) as progress:
+        for index, (net_name, batch, precision) in enumerate(plan):
+            row = {"net": net_name, "batch": batch, "precision": precision}
+            rows.append(row)
+            progress.start_row(index + 1, "%s b%d %s" % (net_name, batch, precision))
             try:
-                result = torch_row(netdef, info["weights"], x, precision, out_blob,
-                                   args.iterations, args.warmup, args.torch_device)
-            except Exception as e:  # noqa: BLE001
-                row["torch_error"] = "%s: %s" % (type(e).__name__, e)
-                row["torch_traceback"] = traceback.format_exc()
-                log("%s: PyTorch failed: %s" % (where, row["torch_error"]))
-                result = {}
-            finally:
-                gc.collect()
-                if args.torch_device == "cuda":
-                    torch.cuda.empty_cache()
-            torch_out = result.pop("torch_out", None)
-            row.update(result)
-            if precision == "fp32" and torch_out is not None:
-                torch_fp32[(net_name, batch)] = torch_out
-
-            # 4. Agreement.
-            if torch_out is not None and os.path.exists(kiln_out_path):
-                kiln_out = np.load(kiln_out_path)
-                if kiln_out.size != torch_out.size:
-                    row["compare_error"] = "kiln output %s, PyTorch %s" % (kiln_out.shape,
-                                                                          torch_out.shape)
-                else:
-                    if kiln_out.shape != torch_out.shape:
-                        row["compare_note"] = "shapes %s (kiln) vs %s (torch), same size" % (
-                            kiln_out.shape, torch_out.shape)
-                    row["rel_l2"] = rel_l2(torch_out, kiln_out)
-                    row["max_abs_diff"] = float(np.max(np.abs(
-                        torch_out.reshape(-1).astype(np.float64)
-                        - kiln_out.reshape(-1).astype(np.float64))))
-                    row["kiln_out_rms"] = float(np.sqrt(np.mean(
-                        kiln_out.astype(np.float64) ** 2)))
-                    if (net_name, batch) in torch_fp32:
-                        row["kiln_vs_torch_fp32_rel_l2"] = rel_l2(torch_fp32[(net_name, batch)],
-                                                                  kiln_out)
-            log("%s: kiln %s ms, eager %s ms, graph %s ms, rel L2 %s" % (
-                where, fmt(row.get("kiln_ms"), "%.3f"), fmt(row.get("eager_ms"), "%.3f"),
-                fmt(row.get("graph_ms"), "%.3f"), fmt(row.get("rel_l2"), "%.2e")))
-        except Exception as e:  # noqa: BLE001  (one bad row must not lose the others)
-            row["error"] = "%s: %s" % (type(e).__name__, e)
-            row["traceback"] = traceback.format_exc()
-            log("%s: FAILED: %s" % (where, row["error"]))
-        save()
+                run_row(row, nets, torch_fp32, args, kiln, extra, variants, progress)
+            except Exception as e:  # noqa: BLE001  (one bad row must not lose the others)
+                row["error"] = "%s: %s" % (type(e).__name__, e)
+                row["traceback"] = traceback.format_exc()
+                progress.note("FAILED: %s" % row["error"])
+            progress.end_row()
+            save()
 
     merged = save()
-    weights_note = ("seeded random weights from caffe_torch.random_weights, seed %d, output "
-                    "layer scaled to RMS 2" % args.seed if args.weights_from == "numpy"
-                    else "Kiln's --fill-seed %d fillers" % args.seed)
-    table, notes = markdown_table(merged)
-    if args.perf_md:
-        write_perf_md(args.perf_md, env, args, table, notes, weights_note)
-        log("wrote the graph-bench section of %s" % args.perf_md)
-    log("results in %s" % json_path)
-    print("", flush=True)
-    print(table, flush=True)
-    if notes:
-        print("\n" + "\n".join(notes), flush=True)
+    write_reports(merged, env, sys.argv, settings, args.out, args.perf_md)
+
+
+def write_reports(rows, env, argv, settings, out_dir, perf_md=None):
+    """OUT/graph_bench.md, the --perf-md section, and the tables at the end of the log."""
+    if perf_md:
+        replace_section(perf_md, perf_section(
+            env, argv, settings.get("iterations"), settings.get("warmup"),
+            settings.get("compile_mode"), settings.get("weights_note", "?"), rows))
+        log("wrote the graph-bench section of %s" % perf_md)
+    markdown_path = os.path.join(out_dir, "graph_bench.md")
+    if not os.access(out_dir, os.W_OK):  # --report-only on a folder fetched read-only
+        markdown_path = None
+    log("results in %s%s" % (os.path.join(out_dir, "graph_bench.json"),
+                             " and " + markdown_path if markdown_path else ""))
+    print_report(rows, markdown_path)
+
+
+def report_only(args):
+    """--report-only: the tables and the --perf-md section again from OUT/graph_bench.json (e.g.
+    the one tools/gpu_check.sh brings back), with the environment, command and settings of the
+    run that wrote it."""
+    json_path = os.path.join(args.out, "graph_bench.json")
+    with open(json_path, encoding="utf-8") as f:
+        data = json.load(f)
+    settings = data.get("settings") or {"iterations": args.iterations, "warmup": args.warmup,
+                                        "compile_mode": args.compile_mode}
+    write_reports(data.get("rows", []), data.get("environment", {}), data.get("argv", sys.argv),
+                  settings, args.out, args.perf_md)
 
 
 if __name__ == "__main__":

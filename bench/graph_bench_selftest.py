@@ -12,19 +12,19 @@ It checks, without a GPU, Caffe or protobuf:
 * the Caffe-specific layer semantics (pooling rounding and divisors, LRN, BatchNorm statistics
   and the BN+Scale fusion, Eltwise, Crop, Slice, Power, Reshape, Deconvolution, the in-place ReLU
   aliasing rule) against small numpy references;
-* graph_bench.py end to end on the CPU against a stand-in `kiln` script (--torch-device cpu);
-  with --kiln PATH, also against a real kiln binary on the CPU (outputs must agree).
+* graph_bench.py's tables, summary and progress lines, its torch.compile column with a stand-in
+  compiler and its error paths, and the script end to end on the CPU against a stand-in `kiln`
+  script (--torch-device cpu), both Kiln variants (--optimize off/on); with --kiln PATH, also
+  against a real kiln binary on the CPU (outputs must agree). Those checks are in
+  graph_bench_selftest_driver.py.
 Exits non-zero on the first failure.
 """
 
 import argparse
-import json
 import math
 import os
 import struct
-import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 
@@ -35,6 +35,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import caffe_torch as ct  # noqa: E402
+import graph_bench_selftest_driver as driver  # noqa: E402
 
 DEFAULT_MODELS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "models", "caffe"))
 _checks = [0]
@@ -457,120 +458,6 @@ def test_semantics():
             "IP transpose, Reshape, Scale alone, Softmax")
 
 
-# ------------------------------------------------------------------------------------------------
-# graph_bench.py end to end on the CPU, with a stand-in kiln
-# ------------------------------------------------------------------------------------------------
-
-FAKE_KILN = r'''#!%(python)s
-# A stand-in for the kiln CLI: `run` computes the output with caffe_torch, `time` prints JSON.
-import json, sys, time
-import numpy as np
-sys.path.insert(0, %(here)r)
-import caffe_torch as ct
-
-def flags(argv):
-    out = {}
-    i = 0
-    while i < len(argv):
-        out.setdefault(argv[i][2:], []).append(argv[i + 1])
-        i += 2
-    return out
-
-cmd, rest = sys.argv[1], sys.argv[2:]
-if cmd == "version":
-    print("kiln fake 0.0"); sys.exit(0)
-switches = [a for a in rest if a == "--json"]
-f = flags([a for a in rest if a != "--json"])
-if cmd == "run":
-    name, dims = f["input-shape"][0].split("=")
-    netdef = ct.load_net(f["model"][0], input_shapes={name: [int(d) for d in dims.split(",")]})
-    weights = ct.load_caffemodel(f["weights"][0])
-    blob, path = f["output"][0].split("=")
-    x = np.load(f["input"][0].split("=")[1])
-    import torch
-    with torch.inference_mode():
-        y = ct.CaffeNet(netdef, weights, outputs=[blob]).eval()(torch.from_numpy(x))
-    np.save(path, y.numpy() + np.float32(1e-6))
-    print("%%s -> %%s" %% (blob, path))
-elif cmd == "time":
-    print("kiln time: some log line first")
-    batch = int(f["batch"][0])
-    print(json.dumps({"model": f["model"][0], "batch": batch, "precision": f["precision"][0],
-                      "layout": "nchw", "device": "fake", "iterations": 3, "forward_ms": 1.5,
-                      "images_per_s": batch / 1.5e-3,
-                      "memory": {"weights_bytes": 1, "activations_bytes": 2,
-                                 "workspace_bytes": 3, "total_bytes": 3 << 20},
-                      "layers": [{"name": "conv1", "type": "Convolution", "ms": 0.5}]}))
-'''
-
-
-def test_driver(models_dir):
-    with tempfile.TemporaryDirectory() as tmp:
-        kiln = os.path.join(tmp, "kiln")
-        with open(kiln, "w") as f:
-            f.write(FAKE_KILN % {"here": HERE, "python": sys.executable})
-        os.chmod(kiln, 0o755)
-        md = os.path.join(tmp, "PERF.md")
-        with open(md, "w") as f:
-            f.write("# Perf\n\nbefore\n\n<!-- graph-bench:begin -->\nold\n<!-- graph-bench:end -->"
-                    "\n\nafter\n")
-        out = os.path.join(tmp, "out")
-        cmd = [sys.executable, os.path.join(HERE, "graph_bench.py"), "--kiln", kiln,
-               "--models-dir", models_dir, "--out", out, "--rows", "lenet:3,mtcnn_det2_rnet:2",
-               "--precisions", "fp32", "--iterations", "3", "--warmup", "1", "--perf-md", md,
-               "--torch-device", "cpu"]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        check(p.returncode == 0, "graph_bench dry run failed:\n%s\n%s" % (p.stdout, p.stderr))
-        with open(os.path.join(out, "graph_bench.json")) as f:
-            rows = json.load(f)["rows"]
-        check(len(rows) == 2, "two rows")
-        for row in rows:
-            check(row.get("kiln_ms") == 1.5, "kiln JSON parsed: %s" % row)
-            check(row.get("rel_l2") is not None and row["rel_l2"] < 1e-4,
-                  "rel L2 %s" % row.get("rel_l2"))
-            check(row.get("eager_ms", 0) > 0, "eager timed")
-        text = open(md).read()
-        check(text.count("<!-- graph-bench:begin -->") == 1 and "old\n" not in text
-              and text.startswith("# Perf") and text.rstrip().endswith("after"),
-              "PERF.md section replaced in place")
-        table = p.stdout[p.stdout.rindex("| net |"):]
-        # A second run with a failing kiln keeps going and records the failure.
-        with open(kiln, "w") as f:
-            f.write("#!/bin/sh\necho 'kiln: unknown flag --precision' >&2\nexit 1\n")
-        cmd[cmd.index("--rows") + 1] = "lenet:3"
-        p = subprocess.run(cmd + ["--append"], capture_output=True, text=True, timeout=600)
-        check(p.returncode == 0, "graph_bench with a failing kiln must not crash:\n" + p.stderr)
-        with open(os.path.join(out, "graph_bench.json")) as f:
-            rows = json.load(f)["rows"]
-        check(len(rows) == 2 and any("kiln_time_error" in r for r in rows),
-              "failure recorded, other row kept")
-        check("FAIL" in p.stdout and "unknown flag" in p.stdout, "failure shown in the table")
-    return "graph_bench.py dry run (CPU, stand-in kiln):\n" + textwrap.indent(table.strip(), "  ")
-
-
-def test_real_kiln(models_dir, kiln):
-    """graph_bench.py with a real kiln binary, both on the CPU: Kiln reads our caffemodels and
-    agrees with caffe_torch (this checks the encoder, and both engines, end to end)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "out")
-        cmd = [sys.executable, os.path.join(HERE, "graph_bench.py"), "--kiln", kiln,
-               "--models-dir", models_dir, "--out", out,
-               "--rows", "lenet:2,mtcnn_det2_rnet:2,resnet10_preact_cvgj:1",
-               "--precisions", "fp32", "--iterations", "2", "--warmup", "1",
-               "--torch-device", "cpu", "--kiln-device", "cpu"]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-        check(p.returncode == 0, "graph_bench with %s failed:\n%s" % (kiln, p.stderr))
-        with open(os.path.join(out, "graph_bench.json")) as f:
-            rows = json.load(f)["rows"]
-        for row in rows:
-            check(row.get("rel_l2") is not None and row["rel_l2"] < 1e-4,
-                  "%s: Kiln (CPU) vs caffe_torch rel L2 %s, errors %s" % (
-                      row["net"], row.get("rel_l2"),
-                      {k: v for k, v in row.items() if k.endswith("error")}))
-    return "real kiln on the CPU agrees with caffe_torch: " + ", ".join(
-        "%s %.1e" % (r["net"], r["rel_l2"]) for r in rows)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models-dir", default=DEFAULT_MODELS)
@@ -583,16 +470,18 @@ def main():
              ("semantics", test_semantics), ("real weights", lambda: test_real_weights(
                  args.models_dir)),
              ("models", lambda: test_models(args.models_dir, args.quick)),
-             ("driver", lambda: test_driver(args.models_dir))]
+             ("report", driver.test_report),
+             ("compile column", lambda: driver.test_compile_column(args.models_dir)),
+             ("driver", lambda: driver.test_driver(args.models_dir))]
     if args.kiln:
-        steps.append(("real kiln", lambda: test_real_kiln(args.models_dir,
-                                                          os.path.abspath(args.kiln))))
+        steps.append(("real kiln", lambda: driver.test_real_kiln(args.models_dir,
+                                                                 os.path.abspath(args.kiln))))
     for name, fn in steps:
         t = time.time()
         summary = fn()
         print("ok  %s [%.1fs]" % (summary, time.time() - t), flush=True)
     print("graph_bench_selftest: all %d checks passed in %.1fs (torch %s, numpy %s)"
-          % (_checks[0], time.time() - start, torch.__version__, np.__version__), flush=True)
+          % (_checks[0] + driver.checks[0], time.time() - start, torch.__version__, np.__version__), flush=True)
 
 
 if __name__ == "__main__":
