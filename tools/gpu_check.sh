@@ -98,7 +98,7 @@ if [ "$what" = graph ]; then
     PYTHONUNBUFFERED=1 run graph_bench python3 bench/graph_bench.py --kiln "$bin/tools/kiln" \
       --models-dir .gpu/models --out /tmp/graph_bench \
       --kiln-args "--algo measure --tuning-file /tmp/graph_bench/tuning.txt" ${KILN_BENCH_ARGS:-}
-    cp /tmp/graph_bench/graph_bench.json "$out/" 2>/dev/null
+    cp /tmp/graph_bench/graph_bench.json /tmp/graph_bench/graph_bench.md "$out/" 2>/dev/null
   fi
   cat "$out/nvidia_smi.log"
   for k in cuda_test graph_nn_test graph_tensor_test network_test primitives_test conv_test; do
@@ -107,7 +107,7 @@ if [ "$what" = graph ]; then
   grep -E "^network |^threads" "$out/network_test.log"
   cat "$out/compile_fp32.log" "$out/compile_fp16.log" | grep -v "^\["
   cat "$out/kiln_run_auto.log"
-  [ -f "$out/graph_bench.log" ] && tail -25 "$out/graph_bench.log"
+  [ -f "$out/graph_bench.log" ] && tail -30 "$out/graph_bench.log"
   for k in cuda_test graph_nn_test graph_tensor_test network_test primitives_test conv_test \
     compile_fp32 compile_fp16 kiln_run_auto graph_bench; do
     [ -n "${result[$k]+x}" ] && printf '%-18s exit %s\n' "$k" "${result[$k]}"
