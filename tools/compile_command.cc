@@ -96,8 +96,10 @@ absl::Status Compile(int argc, char** argv) {
                       "], \"in_place\": ", rows[i].in_place ? "true" : "false", "}");
     }
     absl::StrAppend(&out, "], \"naive_activation_bytes\": ", naive,
-                    ", \"planned_activation_bytes\": ", plan->activations_bytes(),
-                    ", \"workspace_bytes\": ", plan->workspace_bytes(),
+                    ", \"planned_activation_bytes\": ", plan->planned_activation_bytes(),
+                    ", \"arena_bytes\": ", plan->activations_bytes(),
+                    ", \"workspace_bytes\": ", plan->largest_step_workspace(),
+                    ", \"separate_workspace_bytes\": ", plan->workspace_bytes(),
                     ", \"weights_bytes\": ", plan->weights_bytes(), ", \"not_fused\": [");
     for (size_t i = 0; i < plan->remarks().size(); ++i) {
       const PassRemark& r = plan->remarks()[i];
@@ -121,11 +123,15 @@ absl::Status Compile(int argc, char** argv) {
                 rows[i].in_place ? "  (in place)" : "");
   }
   std::printf(
-      "activations: %.1f MiB planned, %.1f MiB as Caffe allocates them (%.2fx less); "
-      "workspace %.1f MiB; weights %.1f MiB\n",
-      plan->activations_bytes() / 1048576.0, naive / 1048576.0,
-      plan->activations_bytes() > 0 ? static_cast<double>(naive) / plan->activations_bytes() : 0.0,
-      plan->workspace_bytes() / 1048576.0, plan->weights_bytes() / 1048576.0);
+      "activations: %.1f MiB planned, %.1f MiB as Caffe allocates them (%.2fx less); largest "
+      "step workspace %.1f MiB; arena with the step workspaces %.1f MiB; weights %.1f MiB\n",
+      plan->planned_activation_bytes() / 1048576.0, naive / 1048576.0,
+      plan->planned_activation_bytes() > 0
+          ? static_cast<double>(naive) / plan->planned_activation_bytes()
+          : 0.0,
+      plan->largest_step_workspace() / 1048576.0,
+      (plan->activations_bytes() + plan->workspace_bytes()) / 1048576.0,
+      plan->weights_bytes() / 1048576.0);
   if (line.Has("why-not-fused")) {
     std::printf("not fused (%zu):\n", plan->remarks().size());
     for (const PassRemark& r : plan->remarks()) {

@@ -85,10 +85,11 @@ def main():
                    ok)] + checks_for(name, report)
         failed += sum(1 for _, passed in checks if not passed)
         rows.append((name, "%s %s: %d steps, %d layers, fused kernels %d, naive %.1f MiB, "
-                     "planned %.1f MiB, workspace %.1f MiB; %s" % (
+                     "planned %.1f MiB, largest step workspace %.1f MiB, arena %.1f MiB; %s" % (
                          report["backend"], report["precision"], report["steps"], layers,
                          sum(1 for k in report["kernels"] if len(k["layers"]) > 1),
                          naive / 2**20, planned / 2**20, report["workspace_bytes"] / 2**20,
+                         report.get("arena_bytes", 0) / 2**20,
                          "; ".join("%s %s" % (d, "ok" if p else "FAILED") for d, p in checks))))
     for name, text in rows:
         print("compile %-36s %s" % (name, text))

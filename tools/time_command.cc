@@ -152,8 +152,10 @@ absl::Status Time(int argc, char** argv) {
             : "",
         ", \"memory\": {\"weights_bytes\": ", plan->weights_bytes(),
         ", \"activations_bytes\": ", plan->activations_bytes(),
-        ", \"workspace_bytes\": ", plan->workspace_bytes(), ", \"total_bytes\": ", total_bytes,
-        "}, \"layers\": [");
+        ", \"workspace_bytes\": ", plan->workspace_bytes(),
+        ", \"planned_activation_bytes\": ", plan->planned_activation_bytes(),
+        ", \"largest_step_workspace_bytes\": ", plan->largest_step_workspace(),
+        ", \"total_bytes\": ", total_bytes, "}, \"layers\": [");
     for (size_t i = 0; i < layer_order.size(); ++i) {
       const LayerTime& t = layers[layer_order[i]];
       absl::StrAppend(&out, i ? ", " : "", "{\"name\": ", JsonString(t.name),
@@ -191,9 +193,11 @@ absl::Status Time(int argc, char** argv) {
     std::printf("(no CUDA graph: %s)\n", context->graph_capture_problem().c_str());
   }
   std::printf(
-      "device memory: weights %.1f MiB, activations %.1f MiB, workspace %.1f MiB, "
-      "total %.1f MiB on %s\n",
+      "device memory: weights %.1f MiB, activations with the step workspaces %.1f MiB "
+      "(activations alone %.1f MiB, largest step workspace %.1f MiB), separate workspace "
+      "%.1f MiB, total %.1f MiB on %s\n",
       plan->weights_bytes() / 1048576.0, plan->activations_bytes() / 1048576.0,
+      plan->planned_activation_bytes() / 1048576.0, plan->largest_step_workspace() / 1048576.0,
       plan->workspace_bytes() / 1048576.0, total_bytes / 1048576.0, device.c_str());
   return absl::OkStatus();
 }

@@ -292,11 +292,31 @@ class PlanBuilder {
     for (const auto& [name, b] : plan->outputs_) {
       if (BufferRequest* r = request(b)) r->last_step = end;
     }
+    // What the activations alone need, reported beside Caffe's allocation.
+    plan->planned_activation_bytes_ =
+        PlanMemory(requests, options.reuse_activation_memory).arena_bytes;
+    // Each step's workspace lives only during its step, so it can take the bytes of activations
+    // that are dead then: one arena whose peak is the largest (live activations + workspace)
+    // over the steps, as a caching allocator would reach, instead of the sum of the two peaks.
+    std::vector<int> workspace_step;
+    if (options.workspace_in_activation_arena) {
+      for (int s = 0; s < end; ++s) {
+        const PlanStep& step = plan->steps_[s];
+        if (step.is_view || step.workspace_bytes == 0) continue;
+        requests.push_back({static_cast<int64_t>(step.workspace_bytes), s, s});
+        workspace_step.push_back(s);
+      }
+    }
     MemoryPlan memory = PlanMemory(requests, options.reuse_activation_memory);
-    for (size_t r = 0; r < requests.size(); ++r) {
+    for (size_t r = 0; r < request_buffer.size(); ++r) {
       plan->buffers_[request_buffer[r]].offset = memory.offsets[r];
     }
+    for (size_t w = 0; w < workspace_step.size(); ++w) {
+      plan->steps_[workspace_step[w]].workspace_offset = memory.offsets[request_buffer.size() + w];
+    }
     plan->activations_bytes_ = memory.arena_bytes;
+    plan->largest_step_workspace_ = plan->workspace_bytes_;
+    if (options.workspace_in_activation_arena) plan->workspace_bytes_ = 0;
     if (kernel_options.tuning != nullptr && kernel_options.measure_algorithms &&
         !options.tuning_file.empty() && tuning.dirty()) {
       KILN_RETURN_IF_ERROR(Annotate(tuning.Save(options.tuning_file), "compile"));

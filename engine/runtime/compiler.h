@@ -61,6 +61,10 @@ struct CompileOptions {
   bool reuse_activation_memory = true;
   // Debug switch: let an element-wise step write its output over an input that dies there.
   bool in_place = true;
+  // Place each step's workspace in the activation arena, live during that step only (peak
+  // memory is then the largest live set plus its step's workspace); false: one separate
+  // workspace arena shared by all steps, sized by the largest.
+  bool workspace_in_activation_arena = true;
   // Run the inference rewrites (passes/inference_passes.h) before anything else: Dropout
   // removed, BatchNorm folded, convolution epilogues fused. Off by default in the library, so a
   // plan's steps are the caller's nodes; the CLI turns it on.

@@ -44,6 +44,9 @@ struct PlanStep {
   // The kernel may write output 0 over this input (Kernel::InPlaceInput), and
   bool in_place = false;  // the planner let it: output 0 shares that input's bytes.
   int in_place_input = -1;
+  // Where this step's workspace starts in the activation arena (CompileOptions::
+  // workspace_in_activation_arena); -1: the shared workspace arena.
+  int64_t workspace_offset = -1;
 };
 
 class ExecutionPlan {
@@ -79,8 +82,15 @@ class ExecutionPlan {
   // Constant nodes and the buffer each is uploaded into.
   const std::vector<std::pair<const Node*, int>>& weights() const { return weights_; }
   int64_t weights_bytes() const { return weights_bytes_; }
+  // The activation arena (with the steps' workspaces when they are planned into it).
   int64_t activations_bytes() const { return activations_bytes_; }
+  // The separate workspace arena (0 when each step's workspace is in the activation arena).
   int64_t workspace_bytes() const { return workspace_bytes_; }
+  // What the activations alone need, planned (no workspaces): the number compared with
+  // Caffe's allocation.
+  int64_t planned_activation_bytes() const { return planned_activation_bytes_; }
+  // The largest workspace one step uses.
+  int64_t largest_step_workspace() const { return largest_step_workspace_; }
 
   // The rewrites the optimizer declined, with reasons (empty when it did not run).
   const std::vector<PassRemark>& remarks() const { return remarks_; }
@@ -99,6 +109,7 @@ class ExecutionPlan {
   std::map<std::string, int> inputs_, outputs_;
   std::vector<std::pair<const Node*, int>> weights_;
   int64_t weights_bytes_ = 0, activations_bytes_ = 0, workspace_bytes_ = 0;
+  int64_t planned_activation_bytes_ = 0, largest_step_workspace_ = 0;
   std::vector<PassRemark> remarks_;
 };
 

@@ -87,8 +87,13 @@ absl::Status ExecutionContext::RunStepsEagerly(DeviceTimer* timer) {
       KernelArgs args;
       for (int b : step.inputs) args.inputs.push_back({Address(b), plan_.buffers()[b].type});
       for (int b : step.outputs) args.outputs.push_back({Address(b), plan_.buffers()[b].type});
-      args.workspace = workspace_;
-      args.workspace_bytes = static_cast<size_t>(plan_.workspace_bytes());
+      if (step.workspace_offset >= 0) {
+        args.workspace = static_cast<char*>(activations_) + step.workspace_offset;
+        args.workspace_bytes = step.workspace_bytes;
+      } else {
+        args.workspace = workspace_;
+        args.workspace_bytes = static_cast<size_t>(plan_.workspace_bytes());
+      }
       args.stream = device_->stream();
       args.blas_handle = device_->blas_handle();
       args.resources = &resources_;

@@ -111,6 +111,20 @@ void ExpectNoLiveOverlap(const ExecutionPlan& plan, const std::string& context) 
     for (int b : plan.steps()[s].outputs) touch(b, s);
   }
   for (const auto& [name, b] : plan.outputs()) touch(b, end);
+  // A step's workspace in the arena shares no byte with a buffer live at that step.
+  for (int s = 0; s < end; ++s) {
+    const PlanStep& step = plan.steps()[s];
+    if (step.workspace_offset < 0) continue;
+    const int64_t w0 = step.workspace_offset,
+                  w1 = step.workspace_offset + static_cast<int64_t>(step.workspace_bytes);
+    EXPECT_LE(w1, plan.activations_bytes()) << context;
+    for (const auto& [root, range] : live) {
+      if (range.first > s || range.second < s) continue;
+      const BufferAssignment& a = plan.buffers()[root];
+      EXPECT_FALSE(a.offset < w1 && w0 < a.offset + a.bytes)
+          << context << ": step " << s << "'s workspace overlaps live buffer " << root;
+    }
+  }
   for (auto i = live.begin(); i != live.end(); ++i) {
     for (auto j = std::next(i); j != live.end(); ++j) {
       const bool same_time =
@@ -126,7 +140,7 @@ void ExpectNoLiveOverlap(const ExecutionPlan& plan, const std::string& context) 
 }
 
 TEST(MemoryPlanTest, RandomGraphsNeverShareLiveBytesAndComputeTheSameAsUnsharedMemory) {
-  int in_place_steps = 0, fused_nodes = 0;
+  int in_place_steps = 0, fused_nodes = 0, arena_workspaces = 0;
   for (uint32_t seed = 1; seed <= 60; ++seed) {
     auto graph = RandomGraph(seed);
     const std::string context = "seed " + std::to_string(seed);
@@ -155,6 +169,7 @@ TEST(MemoryPlanTest, RandomGraphsNeverShareLiveBytesAndComputeTheSameAsUnsharedM
       ExpectNoLiveOverlap(**plan, context);
       for (const PlanStep& s : (*plan)->steps()) {
         in_place_steps += s.in_place ? 1 : 0;
+        arena_workspaces += s.workspace_offset >= 0 ? 1 : 0;
         fused_nodes += s.node->origins().size() > 1 ? 1 : 0;
       }
       EXPECT_LE((*plan)->activations_bytes(), (*oracle_plan)->activations_bytes()) << context;
@@ -175,6 +190,7 @@ TEST(MemoryPlanTest, RandomGraphsNeverShareLiveBytesAndComputeTheSameAsUnsharedM
   }
   // The random graphs must exercise what is tested.
   EXPECT_GT(in_place_steps, 50);
+  EXPECT_GT(arena_workspaces, 50);
   EXPECT_GT(fused_nodes, 10);
 }
 

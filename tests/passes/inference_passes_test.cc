@@ -264,7 +264,8 @@ TEST(PlaceConcatInputsTest, ProducersWriteIntoTheConcatOutput) {
       concats_running += s.node->op() == "Concat" && !s.is_view ? 1 : 0;
     }
     EXPECT_EQ(concats_running, 0) << (*placed_plan)->ToString();
-    EXPECT_LT((*placed_plan)->activations_bytes(), (*original_plan)->activations_bytes());
+    EXPECT_LT((*placed_plan)->planned_activation_bytes(),
+              (*original_plan)->planned_activation_bytes());
     EXPECT_LE(WorstRelativeL2(RunOn(*placed, inputs, BackendChoice::kReference),
                               RunOn(*graph, inputs, BackendChoice::kReference)),
               1e-7);
