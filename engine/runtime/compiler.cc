@@ -401,6 +401,13 @@ class PlanBuilder {
           !(plan.buffers_[step.inputs[i]].type == o.type)) {
         continue;
       }
+      // Another input in the same bytes (a convolution reading x with x as its residual too)
+      // would be read where the step already wrote.
+      bool shared = false;
+      for (size_t j = 0; j < step.inputs.size(); ++j) {
+        shared = shared || (static_cast<int>(j) != i && plan.RootBuffer(step.inputs[j]) == in_root);
+      }
+      if (shared) continue;
       o.alias_of = in_root;
       step.in_place = true;
       auto later = last_read.find(out);

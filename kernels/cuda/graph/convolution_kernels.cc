@@ -2,8 +2,13 @@
 //
 // Convolution is the forward direction of its ConvProblem; Deconvolution is the backward-data
 // direction of the convolution whose output is the deconvolution's input (Caffe's definition),
-// so both share one problem builder and one algorithm choice. The bias is a broadcast add after
-// the convolution.
+// so both share one problem builder and one algorithm choice.
+//
+// The epilogue (bias; for a fused Convolution also the residual and the ReLU of
+// passes/fuse_conv_epilogue): the residual enters through the convolution's own blend
+// (y = conv + 1 * y, with y holding the residual: the planner writes the output over the residual
+// when the residual dies here, else it is copied into y first); bias and ReLU are then one
+// per-feature affine pass over y. Without a ReLU the bias stays one broadcast add.
 //
 // Algorithm choice, at plan time:
 //   heuristic  the primitive library's order (GetConvolutionAlgorithms) within the workspace limit.
@@ -22,6 +27,8 @@
 #include "kernels/cuda/convolution.h"
 #include "kernels/cuda/graph/graph_kernel.h"
 #include "kernels/cuda/graph/graph_kernels.h"
+#include "kernels/cuda/primitive_call.h"
+#include "kernels/cuda/primitive_launch.h"
 #include "kernels/cuda/tensor_ops.h"
 #include "kernels/tuning_cache.h"
 #include "ops/convolution_params.h"
@@ -210,33 +217,112 @@ absl::StatusOr<dnn::ConvAlgoPerf> ChooseAlgorithm(const ConvSetup& s, const Node
   return algos.front();
 }
 
+// What runs after the convolution's products.
+struct Epilogue {
+  bool bias = false, residual = false, relu = false;
+  float slope = 0;
+  dnn::TensorDescriptor bias_d, out_d, residual_d;
+  // A 16-bit bias is converted to packed f32 (the affine pass's parameter type) in the
+  // workspace, after the convolution's own bytes.
+  bool stage_bias = false;
+  dnn::TensorDescriptor bias_f32_d;
+  size_t bias_offset = 0;
+  int64_t channels = 0;
+};
+
+absl::StatusOr<Epilogue> EpilogueOf(const Node& node, size_t conv_workspace) {
+  Epilogue e;
+  const TensorType& out = node.output_types()[0];
+  e.bias = node.num_inputs() > 2;
+  e.residual = node.num_inputs() > 3;
+  e.relu = node.attrs().count("activation") && node.GetString("activation") == "relu";
+  e.slope = e.relu ? static_cast<float>(node.GetFloat("negative_slope")) : 0.0f;
+  e.channels = out.dim(1);
+  KILN_ASSIGN_OR_RETURN(e.out_d, cuda_graph::DescriptorOf(out));
+  if (e.residual) {
+    KILN_ASSIGN_OR_RETURN(e.residual_d, cuda_graph::DescriptorOf(node.input(3).type()));
+  }
+  if (e.bias) {
+    std::vector<int64_t> dims(out.rank(), 1), strides(out.rank(), 1);
+    dims[1] = out.dim(1);
+    const TensorType& b = node.input(2).type();
+    strides[1] = b.rank() == 1 ? b.stride(0) : 1;
+    KILN_ASSIGN_OR_RETURN(e.bias_d, dnn::TensorDescriptor::Create(b.dtype(), dims, strides));
+    e.stage_bias = e.relu && (b.dtype() != DataType::kF32 || strides[1] != 1);
+    if (e.stage_bias) {
+      std::vector<int64_t> packed(out.rank(), 1);
+      KILN_ASSIGN_OR_RETURN(e.bias_f32_d,
+                            dnn::TensorDescriptor::Create(DataType::kF32, dims, packed));
+      e.bias_offset = (conv_workspace + 255) / 256 * 256;
+    }
+  }
+  return e;
+}
+
+absl::Status RunEpilogue(const Epilogue& e, dnn::Handle& handle, const KernelArgs& a) {
+  void* out = a.outputs[0].data;
+  if (!e.relu) {
+    return e.bias ? dnn::AddTensor(handle, 1.0f, e.bias_d, a.inputs[2].data, 1.0f, e.out_d, out)
+                  : absl::OkStatus();
+  }
+  const float* bias = nullptr;
+  if (e.bias && e.stage_bias) {
+    void* staged = static_cast<char*>(a.workspace) + e.bias_offset;
+    KILN_RETURN_IF_ERROR(
+        dnn::TransformTensor(handle, 1.0f, e.bias_d, a.inputs[2].data, 0.0f, e.bias_f32_d, staged));
+    bias = static_cast<const float*>(staged);
+  } else if (e.bias) {
+    bias = static_cast<const float*>(a.inputs[2].data);
+  }
+  KILN_ASSIGN_OR_RETURN(const cuda_graph::IdentityParams* id,
+                        cuda_graph::IdentityFor(a, e.channels));
+  namespace in = dnn::internal;
+  // y = act(1 * (y - 0) + bias), per output channel, in place.
+  cuda::ElementwiseCall c =
+      in::ElementwiseOver(cuda::ElementwiseOp::kAffine, e.out_d, out, 1.0f, 0.0f);
+  in::AddInput(c, in::OperandOf(e.out_d, out));
+  for (int d = 0; d < e.out_d.rank(); ++d) c.feature_strides[d] = d == 1 ? 1 : 0;
+  c.params[0] = id->ones();
+  c.params[1] = id->zeros();
+  c.params[2] = bias != nullptr ? bias : id->zeros();
+  c.params[3] = id->zeros();
+  c.affine_activation = true;
+  c.act.kind = dnn::kActRelu;
+  c.act.coef = e.slope;
+  return in::LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), "cuda Convolution");
+}
+
 absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
                                                               const KernelOptions& options) {
   KILN_ASSIGN_OR_RETURN(ConvSetup s, SetupOf(node, options));
   KILN_ASSIGN_OR_RETURN(dnn::ConvAlgoPerf perf, ChooseAlgorithm(s, node, options));
-  const bool bias = node.num_inputs() > 2;
-  dnn::TensorDescriptor bias_d, out_d;
-  if (bias) {
-    const TensorType& out = node.output_types()[0];
-    std::vector<int64_t> dims(out.rank(), 1), strides(out.rank(), 1);
-    dims[1] = out.dim(1);
-    const TensorType& b = node.input(2).type();
-    KILN_ASSIGN_OR_RETURN(bias_d, dnn::TensorDescriptor::Create(b.dtype(), dims, strides));
-    KILN_ASSIGN_OR_RETURN(out_d, cuda_graph::DescriptorOf(out));
-  }
+  KILN_ASSIGN_OR_RETURN(Epilogue e, EpilogueOf(node, perf.workspace_bytes));
   cuda_graph::PreparedKernel k;
-  k.workspace_bytes = perf.workspace_bytes;
+  const size_t conv_workspace = perf.workspace_bytes;
+  k.workspace_bytes =
+      e.stage_bias ? e.bias_offset + static_cast<size_t>(e.channels) * 4 : conv_workspace;
   k.description = absl::StrCat("algo=", dnn::ConvAlgoName(perf.algo),
-                               s.problem.math == dnn::MathMode::kTf32 ? " tf32" : "");
+                               s.problem.math == dnn::MathMode::kTf32 ? " tf32" : "",
+                               e.residual ? " +residual" : "", e.relu ? " +relu" : "");
+  // The output may take the residual's bytes: the blend reads each element before the same
+  // launch writes it.
+  if (e.residual) k.in_place_input = 3;
   const dnn::ConvAlgo algo = perf.algo;
-  k.run = [s, algo, bias, bias_d, out_d](dnn::Handle& handle, const KernelArgs& a) {
+  k.run = [s, algo, e, conv_workspace](dnn::Handle& handle, const KernelArgs& a) {
     void* in = a.inputs[0].data;
     void* out = a.outputs[0].data;
+    float beta = 0.0f;
+    if (e.residual) {
+      if (a.inputs[3].data != out) {
+        KILN_RETURN_IF_ERROR(
+            dnn::TransformTensor(handle, 1.0f, e.residual_d, a.inputs[3].data, 0.0f, e.out_d, out));
+      }
+      beta = 1.0f;
+    }
     KILN_RETURN_IF_ERROR(dnn::RunConvolution(
-        handle, s.direction, s.problem, algo, 1.0f, 0.0f, s.x_is_output ? out : in,
-        a.inputs[1].data, s.x_is_output ? in : out, a.workspace, a.workspace_bytes));
-    if (!bias) return absl::OkStatus();
-    return dnn::AddTensor(handle, 1.0f, bias_d, a.inputs[2].data, 1.0f, out_d, out);
+        handle, s.direction, s.problem, algo, 1.0f, beta, s.x_is_output ? out : in,
+        a.inputs[1].data, s.x_is_output ? in : out, a.workspace, conv_workspace));
+    return RunEpilogue(e, handle, a);
   };
   return k;
 }

@@ -2,6 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <memory>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 
@@ -109,6 +113,36 @@ absl::Status RegisterGraphKernel(KernelRegistry& registry, const std::string& op
     return std::unique_ptr<Kernel>(new PrimitiveKernel(name, std::move(prepared)));
   };
   return registry.Register(std::move(f));
+}
+
+absl::StatusOr<std::unique_ptr<IdentityParams>> IdentityParams::Create(int64_t count) {
+  std::vector<float> host(2 * count, 0.0f);
+  std::fill(host.begin(), host.begin() + count, 1.0f);
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, host.size() * sizeof(float));
+  if (e == cudaSuccess) {
+    e = cudaMemcpy(p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice);
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (p != nullptr) cudaFree(p);
+    const std::string what =
+        absl::StrCat("cuda identity parameters (", count, " features): ", cudaGetErrorString(e));
+    return e == cudaErrorMemoryAllocation ? absl::ResourceExhaustedError(what)
+                                          : absl::InternalError(what);
+  }
+  return std::unique_ptr<IdentityParams>(new IdentityParams(static_cast<float*>(p), count));
+}
+
+IdentityParams::~IdentityParams() { cudaFree(data_); }
+
+absl::StatusOr<const IdentityParams*> IdentityFor(const KernelArgs& a, int64_t count) {
+  if (a.resources == nullptr) {
+    return absl::FailedPreconditionError("cuda identity parameters: run without context resources");
+  }
+  return a.resources->GetOrCreate<IdentityParams>(
+      absl::StrCat("batchnorm.identity.", count),
+      [count]() { return IdentityParams::Create(count); });
 }
 
 }  // namespace cuda_graph

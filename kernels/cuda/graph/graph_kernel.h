@@ -9,6 +9,7 @@
 #define KILN_KERNELS_CUDA_GRAPH_GRAPH_KERNEL_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -55,6 +56,26 @@ absl::Status RegisterGraphKernel(KernelRegistry& registry, const std::string& op
                                  const std::string& layout, const std::string& algorithm,
                                  CheckFn check, PrepareFn prepare, int priority = 0,
                                  bool check_dtypes = true);
+
+// `count` f32 ones followed by `count` zeros in device memory, owned by one context: the
+// identity parameters of the per-feature affine kernel (BatchNorm, Scale, the convolution's
+// bias + ReLU pass).
+class IdentityParams {
+ public:
+  static absl::StatusOr<std::unique_ptr<IdentityParams>> Create(int64_t count);
+  ~IdentityParams();
+  IdentityParams(const IdentityParams&) = delete;
+  IdentityParams& operator=(const IdentityParams&) = delete;
+  const float* ones() const { return data_; }
+  const float* zeros() const { return data_ + count_; }
+
+ private:
+  IdentityParams(float* data, int64_t count) : data_(data), count_(count) {}
+  float* data_;
+  int64_t count_;
+};
+// The running context's identity parameters for `count` features, made on first use.
+absl::StatusOr<const IdentityParams*> IdentityFor(const KernelArgs& a, int64_t count);
 
 // The number of streaming multiprocessors of the current device (1 when it cannot be read).
 int CurrentDeviceMultiprocessors();

@@ -33,6 +33,8 @@ namespace kiln {
 namespace {
 
 using cuda_graph::DescriptorOf;
+using cuda_graph::IdentityFor;
+using cuda_graph::IdentityParams;
 using cuda_graph::PreparedKernel;
 
 bool OutputIsEmpty(const Node& node) { return node.output_types()[0].num_elements() == 0; }
@@ -47,49 +49,6 @@ PreparedKernel NothingToDo() {
 
 // Workspace slices start on 256-byte boundaries, as the workspace itself does.
 size_t AlignUp(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
-// `count` f32 ones followed by `count` zeros in device memory, owned by one context.
-class IdentityParams {
- public:
-  static absl::StatusOr<std::unique_ptr<IdentityParams>> Create(int64_t count) {
-    std::vector<float> host(2 * count, 0.0f);
-    std::fill(host.begin(), host.begin() + count, 1.0f);
-    void* p = nullptr;
-    cudaError_t e = cudaMalloc(&p, host.size() * sizeof(float));
-    if (e == cudaSuccess) {
-      e = cudaMemcpy(p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice);
-    }
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      if (p != nullptr) cudaFree(p);
-      const std::string what = absl::StrCat("cuda BatchNorm/Scale: identity parameters (", count,
-                                            " features): ", cudaGetErrorString(e));
-      return e == cudaErrorMemoryAllocation ? absl::ResourceExhaustedError(what)
-                                            : absl::InternalError(what);
-    }
-    return std::unique_ptr<IdentityParams>(new IdentityParams(static_cast<float*>(p), count));
-  }
-  ~IdentityParams() { cudaFree(data_); }
-  IdentityParams(const IdentityParams&) = delete;
-  IdentityParams& operator=(const IdentityParams&) = delete;
-
-  const float* ones() const { return data_; }
-  const float* zeros() const { return data_ + count_; }
-
- private:
-  IdentityParams(float* data, int64_t count) : data_(data), count_(count) {}
-  float* data_;
-  int64_t count_;
-};
-
-absl::StatusOr<const IdentityParams*> IdentityFor(const KernelArgs& a, int64_t count) {
-  if (a.resources == nullptr) {
-    return absl::FailedPreconditionError("cuda BatchNorm/Scale: run without context resources");
-  }
-  return a.resources->GetOrCreate<IdentityParams>(
-      absl::StrCat("batchnorm.identity.", count),
-      [count]() { return IdentityParams::Create(count); });
-}
 
 // ---- BatchNorm ----
 
