@@ -95,6 +95,7 @@ class Rewriter {
           inputs.push_back(v);
         }
         KILN_ASSIGN_OR_RETURN(Node * added, out_->AddNode(n->op(), n->name(), inputs, n->attrs()));
+        out_->SetOrigins(added, n->origins());  // what earlier rewrites fused into it
         for (int k = 0; k < n->num_outputs(); ++k) plain_[n->output(k)] = added->output(k);
       }
     }

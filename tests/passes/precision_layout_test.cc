@@ -86,6 +86,17 @@ TEST(PrecisionLayoutTest, SixteenBitChannelsLastPlan) {
   }
 }
 
+// A node that stands for fused layers keeps them through the rewrite (kiln time and compile
+// report by them).
+TEST(PrecisionLayoutTest, KeepsWhatFusedNodesStandFor) {
+  auto graph = SmallNet();
+  graph->SetOrigins(graph->FindNode("conv"), {"conv", "bn", "scale", "relu"});
+  auto rewritten = ApplyPrecisionAndLayout(*graph, {DataType::kF16, true});
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ((*rewritten)->FindNode("conv")->origins(),
+            (std::vector<std::string>{"conv", "bn", "scale", "relu"}));
+}
+
 TEST(PrecisionLayoutTest, NothingAskedNothingChanged) {
   auto graph = SmallNet();
   auto rewritten = ApplyPrecisionAndLayout(*graph, {DataType::kF32, false});
