@@ -85,14 +85,7 @@ absl::Status CheckBias(const InferContext& ctx, int64_t k) {
 
 // The fused epilogue a compiler pass may give a Convolution: y = act(conv + bias + residual).
 absl::Status CheckEpilogue(const InferContext& ctx, const TensorType& y) {
-  const std::string& act = ctx.GetString("activation");
-  if (act != "none" && act != "relu") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("activation '", act, "': use \"none\" or \"relu\""));
-  }
-  if (act == "none" && ctx.GetFloat("negative_slope") != 0) {
-    return absl::InvalidArgumentError("negative_slope needs activation \"relu\"");
-  }
+  KILN_RETURN_IF_ERROR(CheckFusedActivation(ctx));
   if (ctx.num_inputs() < 4) return absl::OkStatus();
   const TensorType& r = ctx.input(3);
   if (r.dtype() != y.dtype() || r.dims() != y.dims()) {

@@ -55,16 +55,7 @@ absl::StatusOr<std::vector<TensorType>> InferScaleLike(const InferContext& ctx) 
   if (ctx.num_inputs() == 3 && ctx.input(1).dims() != ctx.input(2).dims()) {
     return absl::InvalidArgumentError("scale and bias must have the same shape");
   }
-  if (ctx.attrs().count("activation")) {
-    const std::string& act = ctx.GetString("activation");
-    if (act != "none" && act != "relu") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("activation '", act, "': use \"none\" or \"relu\""));
-    }
-    if (act == "none" && ctx.GetFloat("negative_slope") != 0) {
-      return absl::InvalidArgumentError("negative_slope needs activation \"relu\"");
-    }
-  }
+  KILN_RETURN_IF_ERROR(CheckFusedActivation(ctx));
   return std::vector<TensorType>{OutputLike(x, x.dims())};
 }
 

@@ -41,6 +41,19 @@ TensorType OutputLike(const TensorType& like, const std::vector<int64_t>& dims) 
   return *t;
 }
 
+absl::Status CheckFusedActivation(const InferContext& ctx) {
+  if (!ctx.attrs().count("activation")) return absl::OkStatus();
+  const std::string& act = ctx.GetString("activation");
+  if (act != "none" && act != "relu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("activation '", act, "': use \"none\" or \"relu\""));
+  }
+  if (act == "none" && ctx.GetFloat("negative_slope") != 0) {
+    return absl::InvalidArgumentError("negative_slope needs activation \"relu\"");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RequireFloat(const TensorType& t, const std::string& what) {
   if (IsFloatingPoint(t.dtype())) return absl::OkStatus();
   return absl::InvalidArgumentError(

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/ir/tensor_type.h"
+#include "ops/op_def.h"
 
 namespace kiln {
 
@@ -29,6 +30,10 @@ absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank, const std::string& wha
 TensorType OutputLike(const TensorType& like, const std::vector<int64_t>& dims);
 
 // InvalidArgument unless `t` is f32, f16 or bf16.
+// The fused-activation attributes a pass may give an op ("activation": "none" or "relu",
+// "negative_slope" only with "relu"); OK when the op declares none.
+absl::Status CheckFusedActivation(const InferContext& ctx);
+
 absl::Status RequireFloat(const TensorType& t, const std::string& what);
 
 // InvalidArgument unless `t` has exactly `dims`.

@@ -190,7 +190,7 @@ absl::StatusOr<std::vector<TensorType>> InferConvert(const InferContext& ctx) {
   KILN_RETURN_IF_ERROR(RequireFloat(x, "input"));
   const std::string& layout = ctx.GetString("layout");
   Layout order = x.IsChannelsLast() && (x.rank() == 4 || x.rank() == 5) ? Layout::kChannelsLast
-                                                                          : Layout::kRowMajor;
+                                                                        : Layout::kRowMajor;
   if (layout == "channels_last") {
     if (x.rank() != 4 && x.rank() != 5) {
       return absl::InvalidArgumentError(

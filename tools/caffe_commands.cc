@@ -113,6 +113,19 @@ absl::Status LoadModel(const CommandLine& line, CaffeImportOptions options, Load
   return absl::OkStatus();
 }
 
+absl::Status ApplyFillSeedFlag(const CommandLine& line, CaffeImportOptions& options) {
+  if (!line.Has("fill-seed")) return absl::OkStatus();
+  if (line.Has("weights")) {
+    return absl::InvalidArgumentError("give --weights or --fill-seed, not both");
+  }
+  int64_t seed = 0;
+  if (!absl::SimpleAtoi(line.Get("fill-seed"), &seed) || seed < 1) {
+    return absl::InvalidArgumentError("--fill-seed: expected a positive integer");
+  }
+  options.fill_seed = static_cast<uint64_t>(seed);
+  return absl::OkStatus();
+}
+
 absl::Status ApplyBatchFlag(const CommandLine& line, CaffeImportOptions& options) {
   if (!line.Has("batch")) return absl::OkStatus();
   int64_t batch = 0;

@@ -26,6 +26,9 @@ const std::set<std::string>& CommonModelFlags();
 absl::Status ParseCommonOptions(const CommandLine& line, CaffeImportOptions& options);
 // Reads --model (and --weights) and imports the net with `options`.
 absl::Status LoadModel(const CommandLine& line, CaffeImportOptions options, LoadedModel& out);
+// --fill-seed S (when given, a positive integer) into `options`; InvalidArgument when it comes
+// with --weights.
+absl::Status ApplyFillSeedFlag(const CommandLine& line, CaffeImportOptions& options);
 // --batch N (when given): reads the net's structure once and sets dim 0 of every input's shape
 // in `options` to N.
 absl::Status ApplyBatchFlag(const CommandLine& line, CaffeImportOptions& options);

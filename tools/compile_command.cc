@@ -49,16 +49,7 @@ absl::Status Compile(int argc, char** argv) {
                         CommandLine::Parse(argc, argv, 2, flags, {"json", "why-not-fused"}));
   CaffeImportOptions options;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
-  if (line.Has("weights") && line.Has("fill-seed")) {
-    return absl::InvalidArgumentError("give --weights or --fill-seed, not both");
-  }
-  if (line.Has("fill-seed")) {
-    int64_t seed = 0;
-    if (!absl::SimpleAtoi(line.Get("fill-seed"), &seed) || seed < 1) {
-      return absl::InvalidArgumentError("--fill-seed: expected a positive integer");
-    }
-    options.fill_seed = static_cast<uint64_t>(seed);
-  }
+  KILN_RETURN_IF_ERROR(ApplyFillSeedFlag(line, options));
   CompileOptions compile;
   KILN_RETURN_IF_ERROR(ParsePlanFlags(line, compile));
   KILN_RETURN_IF_ERROR(ApplyBatchFlag(line, options));
@@ -132,17 +123,20 @@ absl::Status Compile(int argc, char** argv) {
       plan->largest_step_workspace() / 1048576.0,
       (plan->activations_bytes() + plan->workspace_bytes()) / 1048576.0,
       plan->weights_bytes() / 1048576.0);
-  if (line.Has("why-not-fused")) {
-    std::printf("not fused (%zu):\n", plan->remarks().size());
-    for (const PassRemark& r : plan->remarks()) {
-      std::printf("  %-20s %s -> %s: %s\n", r.pass.c_str(), r.producer.c_str(), r.consumer.c_str(),
-                  r.reason.c_str());
-    }
-  }
+  if (line.Has("why-not-fused")) PrintDeclinedRewrites(*plan);
   return absl::OkStatus();
 }
 
 }  // namespace
+
+void PrintDeclinedRewrites(const ExecutionPlan& plan) {
+  std::printf("%zu rewrites declined (%s plan):\n", plan.remarks().size(),
+              std::string(BackendName(plan.backend())).c_str());
+  for (const PassRemark& r : plan.remarks()) {
+    std::printf("  %-20s %s -> %s: %s\n", r.pass.c_str(), r.producer.c_str(), r.consumer.c_str(),
+                r.reason.c_str());
+  }
+}
 
 int CompileCommand(int argc, char** argv) {
   absl::Status status = Compile(argc, argv);

@@ -17,6 +17,7 @@
 #include "kernels/all_kernels.h"
 #include "proto/caffe_io.h"
 #include "tools/caffe_commands.h"
+#include "tools/compile_command.h"
 #include "tools/plan_flags.h"
 
 namespace kiln {
@@ -187,13 +188,7 @@ absl::Status Dump(int argc, char** argv) {
   }
   CaffeImportOptions options;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
-  if (line.Has("fill-seed")) {
-    int64_t seed = 0;
-    if (!absl::SimpleAtoi(line.Get("fill-seed"), &seed) || seed < 1) {
-      return absl::InvalidArgumentError("--fill-seed: expected a positive integer");
-    }
-    options.fill_seed = static_cast<uint64_t>(seed);
-  }
+  KILN_RETURN_IF_ERROR(ApplyFillSeedFlag(line, options));
   CompileOptions compile;
   KILN_RETURN_IF_ERROR(ParsePlanFlags(line, compile));
   KILN_RETURN_IF_ERROR(ApplyBatchFlag(line, options));
@@ -204,14 +199,7 @@ absl::Status Dump(int argc, char** argv) {
   if (line.Has("dot")) KILN_RETURN_IF_ERROR(WriteText(line.Get("dot"), PlanToDot(*plan, index)));
   if (line.Has("svg")) KILN_RETURN_IF_ERROR(RenderSvg(PlanToDot(*plan, index), line.Get("svg")));
   if (line.Has("memory")) KILN_RETURN_IF_ERROR(WriteText(line.Get("memory"), MemoryToSvg(*plan)));
-  if (line.Has("why-not-fused")) {
-    std::printf("%zu rewrites declined (%s plan):\n", plan->remarks().size(),
-                std::string(BackendName(plan->backend())).c_str());
-    for (const PassRemark& r : plan->remarks()) {
-      std::printf("  %-20s %s -> %s: %s\n", r.pass.c_str(), r.producer.c_str(), r.consumer.c_str(),
-                  r.reason.c_str());
-    }
-  }
+  if (line.Has("why-not-fused")) PrintDeclinedRewrites(*plan);
   return absl::OkStatus();
 }
 
