@@ -1,6 +1,7 @@
 #include "ops/all_ops.h"
 
 #include "engine/status_macros.h"
+#include "ops/gradients/all_gradients.h"
 
 namespace kiln {
 
@@ -16,7 +17,9 @@ absl::Status RegisterAllOps(OpRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterTensorOps(registry));
   KILN_RETURN_IF_ERROR(RegisterEltwiseOps(registry));
   KILN_RETURN_IF_ERROR(RegisterLossOps(registry));
-  return absl::OkStatus();
+  KILN_RETURN_IF_ERROR(RegisterGradientOps(registry));
+  // Last: the gradient builders attach to the ops registered above.
+  return RegisterAllGradients(registry);
 }
 
 const OpRegistry& DefaultOpRegistry() {

@@ -15,9 +15,10 @@ absl::Status RegisterActivationOps(OpRegistry& registry);     // ReLU, PReLU, Si
 absl::Status RegisterScaleOps(OpRegistry& registry);          // Scale, Bias
 absl::Status RegisterSoftmaxOps(OpRegistry& registry);        // Softmax
 absl::Status RegisterInnerProductOps(OpRegistry& registry);   // InnerProduct
-absl::Status RegisterTensorOps(OpRegistry& registry);   // Concat, Slice, Flatten, Reshape, ...
-absl::Status RegisterEltwiseOps(OpRegistry& registry);  // Eltwise
-absl::Status RegisterLossOps(OpRegistry& registry);     // SoftmaxWithLoss, Accuracy, ...
+absl::Status RegisterTensorOps(OpRegistry& registry);    // Concat, Slice, Flatten, Reshape, ...
+absl::Status RegisterEltwiseOps(OpRegistry& registry);   // Eltwise
+absl::Status RegisterLossOps(OpRegistry& registry);      // SoftmaxWithLoss, Accuracy, ...
+absl::Status RegisterGradientOps(OpRegistry& registry);  // the backward ops (gradient_ops.cc)
 
 // Registers every family above.
 absl::Status RegisterAllOps(OpRegistry& registry);

@@ -51,10 +51,13 @@ class InferContext {
 // Returns the output types, one per output; the count may depend on attributes (Slice, Split).
 using InferTypesFn = std::function<absl::StatusOr<std::vector<TensorType>>(const InferContext&)>;
 
-// Builds the gradient of a node's inputs from the gradients of its outputs, as graph nodes.
-// Declared now on every differentiable op; the training issue provides the functions.
+struct GradientRequest;  // ops/gradients/gradient_request.h
+
+// Builds the gradients of a node's inputs from the gradients of its outputs, as graph nodes
+// added through `builder`: one Value per input, a null Value (node == nullptr) for an input that
+// gets none. Set for every differentiable op by ops/gradients/ (OpRegistry::SetGradient).
 using GradientFn = std::function<absl::StatusOr<std::vector<Value>>(
-    GraphBuilder& builder, const Node& node, const std::vector<Value>& output_gradients)>;
+    GraphBuilder& builder, const GradientRequest& request)>;
 
 struct OpDef {
   std::string name;    // "Convolution"
@@ -64,7 +67,7 @@ struct OpDef {
   int max_inputs = 1;  // -1: variadic.
   std::vector<AttrDef> attrs;
   InferTypesFn infer_types;
-  // True when gradients flow through this op; `gradient` stays empty until training lands.
+  // True when gradients flow through this op (its `gradient` builds them).
   bool differentiable = false;
   GradientFn gradient;
   // Which inputs may hold learnable weights (Convolution's filter and bias, ...).

@@ -25,6 +25,15 @@ absl::Status OpRegistry::Register(OpDef def) {
   return absl::OkStatus();
 }
 
+absl::Status OpRegistry::SetGradient(absl::string_view name, GradientFn gradient) {
+  auto it = defs_.find(name);
+  if (it == defs_.end()) {
+    return absl::NotFoundError(absl::StrCat("OpRegistry: no op '", name, "' to give a gradient"));
+  }
+  it->second->gradient = std::move(gradient);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<const OpDef*> OpRegistry::Find(absl::string_view name) const {
   auto it = defs_.find(name);
   if (it == defs_.end()) return absl::NotFoundError(absl::StrCat("unknown op '", name, "'"));

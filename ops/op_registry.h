@@ -18,6 +18,9 @@ class OpRegistry {
   // Adds `def`; AlreadyExists when the name is taken, InvalidArgument when it is incomplete.
   absl::Status Register(OpDef def);
 
+  // Gives the op `name` its gradient builder (ops/gradients/); NotFound for an unknown op.
+  absl::Status SetGradient(absl::string_view name, GradientFn gradient);
+
   // The OpDef named `name`, or NotFound.
   absl::StatusOr<const OpDef*> Find(absl::string_view name) const;
 

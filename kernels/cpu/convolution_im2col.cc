@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/im2col.h"
 #include "ops/convolution_params.h"
 
 namespace kiln {
@@ -50,7 +51,8 @@ class Im2colConvolution : public Kernel {
     const int64_t g = params_.group, cg = c_ / g, kg = k_ / g, rows = cg * r_ * s_, cols = p_ * q_;
     for (int64_t n = 0; n < n_; ++n) {
       for (int64_t grp = 0; grp < g; ++grp) {
-        Im2col(x + (n * c_ + grp * cg) * h_ * w_, cg, col);
+        Im2col(Im2colShape::Of(params_, cg, h_, w_, r_, s_, p_, q_),
+               x + (n * c_ + grp * cg) * h_ * w_, col);
         float* yg = y + (n * k_ + grp * kg) * cols;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kg),
                     static_cast<int>(cols), static_cast<int>(rows), 1.0f, filter + grp * kg * rows,
@@ -78,32 +80,6 @@ class Im2colConvolution : public Kernel {
   }
 
  private:
-  // Row (c, r, s) of `col` holds the input value each output pixel sees through tap (r, s).
-  void Im2col(const float* x, int64_t channels, float* col) const {
-    const int64_t sh = params_.stride[0], sw = params_.stride[1];
-    const int64_t ph = params_.pad[0], pw = params_.pad[1];
-    const int64_t dh = params_.dilation[0], dw = params_.dilation[1];
-    for (int64_t c = 0; c < channels; ++c) {
-      for (int64_t r = 0; r < r_; ++r) {
-        for (int64_t s = 0; s < s_; ++s) {
-          float* row = col + ((c * r_ + r) * s_ + s) * p_ * q_;
-          for (int64_t p = 0; p < p_; ++p) {
-            const int64_t ih = p * sh - ph + r * dh;
-            if (ih < 0 || ih >= h_) {
-              std::memset(row + p * q_, 0, sizeof(float) * q_);
-              continue;
-            }
-            const float* xrow = x + (c * h_ + ih) * w_;
-            for (int64_t q = 0; q < q_; ++q) {
-              const int64_t iw = q * sw - pw + s * dw;
-              row[p * q_ + q] = (iw >= 0 && iw < w_) ? xrow[iw] : 0.0f;
-            }
-          }
-        }
-      }
-    }
-  }
-
   ConvolutionParams params_;
   int64_t n_, c_, h_, w_, k_, p_, q_, r_, s_;
   bool has_bias_, has_residual_, relu_;

@@ -1,5 +1,5 @@
-// The fast CPU path: f32 Convolution (2-d, im2col + GEMM) and InnerProduct (GEMM) through
-// OpenBLAS, which threads the GEMMs itself.
+// The fast CPU path: f32 Convolution (2-d, im2col + GEMM) and InnerProduct (GEMM), forward and
+// backward, through OpenBLAS, which threads the GEMMs itself.
 #ifndef KILN_KERNELS_CPU_CPU_KERNELS_H_
 #define KILN_KERNELS_CPU_CPU_KERNELS_H_
 
@@ -10,10 +10,13 @@ namespace kiln {
 
 absl::Status RegisterCpuConvolution(KernelRegistry& registry);
 absl::Status RegisterCpuInnerProduct(KernelRegistry& registry);
+// The backward GEMMs of both (gradients_gemm.cc).
+absl::Status RegisterCpuGradients(KernelRegistry& registry);
 
 inline absl::Status RegisterCpuKernels(KernelRegistry& registry) {
   absl::Status s = RegisterCpuConvolution(registry);
-  return s.ok() ? RegisterCpuInnerProduct(registry) : s;
+  if (s.ok()) s = RegisterCpuInnerProduct(registry);
+  return s.ok() ? RegisterCpuGradients(registry) : s;
 }
 
 }  // namespace kiln

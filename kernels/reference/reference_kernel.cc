@@ -129,6 +129,10 @@ absl::Status RegisterReferenceKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReferenceTensor(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceEltwise(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceLoss(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceConvGradients(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferencePointwiseGradients(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceWindowGradients(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceLossGradients(registry));
   return absl::OkStatus();
 }
 

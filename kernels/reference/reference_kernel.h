@@ -40,6 +40,11 @@ absl::Status RegisterReferenceInnerProduct(KernelRegistry& registry);
 absl::Status RegisterReferenceTensor(KernelRegistry& registry);
 absl::Status RegisterReferenceEltwise(KernelRegistry& registry);
 absl::Status RegisterReferenceLoss(KernelRegistry& registry);
+// The backward ops (ops/gradient_ops.cc).
+absl::Status RegisterReferenceConvGradients(KernelRegistry& registry);
+absl::Status RegisterReferencePointwiseGradients(KernelRegistry& registry);
+absl::Status RegisterReferenceWindowGradients(KernelRegistry& registry);
+absl::Status RegisterReferenceLossGradients(KernelRegistry& registry);
 
 // All of the above.
 absl::Status RegisterReferenceKernels(KernelRegistry& registry);

@@ -260,20 +260,65 @@ TEST(PooledSizeTest, MatchesCaffeFormulaExhaustively) {
 }
 
 TEST(OpRegistryTest, EveryOpHasInferenceAndASummary) {
-  const std::vector<std::string> expected = {
-      "AbsVal",        "Accuracy",     "BatchNorm",   "Bias",
-      "ClippedReLU",   "Concat",       "Constant",    "ContrastiveLoss", "Convert",
-      "Convolution",   "Crop",         "Deconvolution", "Dropout",
-      "ELU",           "Eltwise",      "EuclideanLoss", "Flatten",
-      "InnerProduct",  "LRN",          "PReLU",       "Parameter",
-      "Pooling",       "Power",        "ReLU",        "Reshape",
-      "Scale",         "Sigmoid",      "SigmoidCrossEntropyLoss", "Slice",
-      "Softmax",       "SoftmaxWithLoss", "Split",    "TanH"};
+  const std::vector<std::string> expected = {"AbsVal",
+                                             "Accuracy",
+                                             "ActivationGradient",
+                                             "BatchNorm",
+                                             "BatchNormGradient",
+                                             "Bias",
+                                             "BiasGradient",
+                                             "ClippedReLU",
+                                             "Concat",
+                                             "Constant",
+                                             "ContrastiveLoss",
+                                             "ContrastiveLossGradient",
+                                             "Convert",
+                                             "Convolution",
+                                             "ConvolutionBackwardData",
+                                             "ConvolutionBackwardFilter",
+                                             "Crop",
+                                             "CropGradient",
+                                             "Deconvolution",
+                                             "Dropout",
+                                             "DropoutGradient",
+                                             "ELU",
+                                             "Eltwise",
+                                             "EltwiseMaxGradient",
+                                             "EuclideanLoss",
+                                             "EuclideanLossGradient",
+                                             "Flatten",
+                                             "InnerProduct",
+                                             "InnerProductBackwardData",
+                                             "InnerProductBackwardFilter",
+                                             "LRN",
+                                             "LRNGradient",
+                                             "PReLU",
+                                             "PReLUGradient",
+                                             "Parameter",
+                                             "Pooling",
+                                             "PoolingGradient",
+                                             "Power",
+                                             "ReLU",
+                                             "Reshape",
+                                             "Scale",
+                                             "ScaleParamGradient",
+                                             "Sigmoid",
+                                             "SigmoidCrossEntropyLoss",
+                                             "SigmoidCrossEntropyLossGradient",
+                                             "Slice",
+                                             "Softmax",
+                                             "SoftmaxGradient",
+                                             "SoftmaxWithLoss",
+                                             "SoftmaxWithLossGradient",
+                                             "Split",
+                                             "TanH"};
   std::vector<std::string> names;
   for (const OpDef* d : DefaultOpRegistry().All()) {
     names.push_back(d->name);
     EXPECT_TRUE(static_cast<bool>(d->infer_types)) << d->name;
     EXPECT_FALSE(d->summary.empty()) << d->name;
+    // Every differentiable op can be trained through: ops/gradients/ gave it a builder.
+    EXPECT_EQ(d->differentiable, static_cast<bool>(d->gradient)) << d->name;
   }
   EXPECT_EQ(names, expected);
 }
@@ -298,8 +343,7 @@ TEST(ConvertInferenceTest, DtypeAndLayout) {
   ASSERT_TRUE(to_f16.ok()) << to_f16.status();
   EXPECT_EQ((*to_f16)[0].type().ToString(), "f16[2,3,4,5]");
   auto nhwc = b.Op("Convert", {x},
-                   {{"dtype", std::string("bf16")}, {"layout", std::string("channels_last")}},
-                   "b");
+                   {{"dtype", std::string("bf16")}, {"layout", std::string("channels_last")}}, "b");
   ASSERT_TRUE(nhwc.ok()) << nhwc.status();
   EXPECT_EQ((*nhwc)[0].type().dtype(), DataType::kBF16);
   EXPECT_TRUE((*nhwc)[0].type().IsChannelsLast());

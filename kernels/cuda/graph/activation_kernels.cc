@@ -1,6 +1,6 @@
-// Element-wise activations, PReLU and Dropout as graph kernels over the primitive library's
-// activation calls (kernels/cuda/activation.h): one element-wise pass each, any dtype of
-// f32/f16/bf16 and any strides (16-byte accesses when every operand is dense).
+// Element-wise activations, PReLU and Dropout, forward and backward, as graph kernels over the
+// primitive library's activation calls (kernels/cuda/activation.h): one element-wise pass each, any
+// dtype of f32/f16/bf16 and any strides (16-byte accesses when every operand is dense).
 //
 // Everything the node decides is turned into descriptors by one Plan* function per op, which the
 // check runs too: a node the kernel cannot serve is refused at kernel selection with the reason,
@@ -33,8 +33,10 @@ PreparedKernel NothingToDo() {
   return k;
 }
 
+// The activation of a forward node, or the one an ActivationGradient node differentiates.
 absl::StatusOr<dnn::ActivationDescriptor> ActivationOf(const Node& node) {
-  const std::string& op = node.op();
+  const std::string& op =
+      node.op() == "ActivationGradient" ? node.GetString("activation") : node.op();
   if (op == "ReLU") {
     return dnn::ActivationDescriptor::Create(dnn::ActivationMode::kRelu,
                                              node.GetFloat("negative_slope"));
@@ -208,9 +210,87 @@ absl::StatusOr<PreparedKernel> PrepareDropout(const Node& node, const KernelOpti
   return k;
 }
 
+// ---- ActivationGradient(saved, dy), PReLUGradient(x, slope, dy), DropoutGradient(dy) ----
+
+// The saved tensor (the forward input or output, whichever the formula reads: ops/gradients/
+// pointwise_gradients.cc) is passed as both x and y.
+absl::StatusOr<PreparedKernel> PrepareActivationGradient(const Node& node, const KernelOptions&) {
+  if (OutputIsEmpty(node)) return NothingToDo();
+  KILN_ASSIGN_OR_RETURN(dnn::ActivationDescriptor act, ActivationOf(node));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor sd, DescriptorOf(node.input(0).type()));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, DescriptorOf(node.input(1).type()));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd, DescriptorOf(node.output_types()[0]));
+  PreparedKernel k;
+  k.description = act.ToString() + " backward";
+  k.in_place_input = 1;  // dx may take dy's bytes: element-wise.
+  k.run = [act, sd, dyd, dxd](dnn::Handle& handle, const KernelArgs& a) {
+    return dnn::ActivationBackward(handle, act, 1.0f, sd, a.inputs[0].data, dyd, a.inputs[1].data,
+                                   sd, a.inputs[0].data, 0.0f, dxd, a.outputs[0].data);
+  };
+  return k;
+}
+
+absl::Status CheckActivationGradient(const Node& node) {
+  if (OutputIsEmpty(node)) return absl::OkStatus();
+  return ActivationOf(node).status();
+}
+
+absl::StatusOr<PreparedKernel> PreparePReluGradient(const Node& node, const KernelOptions&) {
+  if (OutputIsEmpty(node)) return NothingToDo();
+  KILN_ASSIGN_OR_RETURN(PReluPlan p, PlanPRelu(node));
+  if (p.slope.dtype != DataType::kF32 || node.output_types()[1].dtype() != DataType::kF32) {
+    return absl::UnimplementedError("cuda PReLUGradient: the slope and its gradient must be f32");
+  }
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, DescriptorOf(node.input(2).type()));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd, DescriptorOf(node.output_types()[0]));
+  PreparedKernel k;
+  k.workspace_bytes = dnn::PReluBackwardWorkspaceSize(p.xd, p.slope);
+  k.description = "prelu backward";
+  dnn::TensorDescriptor dslope = p.slope;
+  dslope.strides = std::vector<int64_t>(dslope.rank(), 1);  // the gradient is packed
+  k.run = [p, dyd, dxd, dslope](dnn::Handle& handle, const KernelArgs& a) {
+    return dnn::PReluBackward(handle, p.xd, a.inputs[0].data, dyd, a.inputs[2].data, p.slope,
+                              a.inputs[1].data, 1.0f, 0.0f, dxd, a.outputs[0].data, 1.0f, 0.0f,
+                              a.outputs[1].data, a.workspace, a.workspace_bytes);
+  };
+  return k;
+}
+
+absl::Status CheckPReluGradient(const Node& node) {
+  if (OutputIsEmpty(node)) return absl::OkStatus();
+  return PlanPRelu(node).status();
+}
+
+absl::StatusOr<PreparedKernel> PrepareDropoutGradient(const Node& node, const KernelOptions&) {
+  if (OutputIsEmpty(node)) return NothingToDo();
+  if (node.num_inputs() > 1) {
+    return absl::UnimplementedError("cuda DropoutGradient: a seed offset input");
+  }
+  KILN_ASSIGN_OR_RETURN(dnn::DropoutDescriptor dropout,
+                        dnn::DropoutDescriptor::Create(node.GetFloat("ratio"),
+                                                       static_cast<uint64_t>(node.GetInt("seed"))));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, DescriptorOf(node.input(0).type()));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd, DescriptorOf(node.output_types()[0]));
+  PreparedKernel k;
+  k.description = absl::StrCat("ratio ", dropout.ratio, " seed ", dropout.seed, " backward");
+  k.in_place_input = 0;
+  k.run = [dropout, dyd, dxd](dnn::Handle& handle, const KernelArgs& a) {
+    return dnn::DropoutBackward(handle, dropout, 1.0f, dyd, a.inputs[0].data, 0.0f, dxd,
+                                a.outputs[0].data);
+  };
+  return k;
+}
+
 }  // namespace
 
 absl::Status RegisterCudaActivationKernels(KernelRegistry& registry) {
+  using cuda_graph::RegisterGraphKernel;
+  KILN_RETURN_IF_ERROR(RegisterGraphKernel(registry, "ActivationGradient", "any", "dnn_activation",
+                                           CheckActivationGradient, PrepareActivationGradient));
+  KILN_RETURN_IF_ERROR(RegisterGraphKernel(registry, "PReLUGradient", "any", "dnn_prelu",
+                                           CheckPReluGradient, PreparePReluGradient));
+  KILN_RETURN_IF_ERROR(RegisterGraphKernel(registry, "DropoutGradient", "any", "dnn_dropout",
+                                           nullptr, PrepareDropoutGradient));
   for (const char* op : {"ReLU", "Sigmoid", "TanH", "ELU", "ClippedReLU", "AbsVal", "Power"}) {
     KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, op, "any", "dnn_activation",
                                                          CheckActivation, PrepareActivation));

@@ -1,4 +1,5 @@
-// Convolution and Deconvolution as graph kernels over the convolution primitives.
+// Convolution, Deconvolution and the convolution's two backward ops as graph kernels over the
+// convolution primitives.
 //
 // Convolution is the forward direction of its ConvProblem; Deconvolution is the backward-data
 // direction of the convolution whose output is the deconvolution's input (Caffe's definition),
@@ -41,18 +42,50 @@ namespace {
 // beyond it the faster algorithms gain little and the memory is better left to activations.
 constexpr int64_t kHeuristicWorkspaceCap = int64_t{256} << 20;
 
+// Which of a node's values plays a role of the convolution: input i, or kOutput.
+constexpr int kOutput = -1;
+
 struct ConvSetup {
   dnn::ConvDirection direction = dnn::ConvDirection::kForward;
   dnn::ConvProblem problem;
-  // Which of the node's values play the convolution's x and y (the filter is always input 1).
-  bool x_is_output = false;  // Deconvolution: the problem's x is the node's output.
+  // Where the problem's x, w and y are among the node's values:
+  //   Convolution                x = in0, w = in1, y = out (forward)
+  //   Deconvolution              x = out, w = in1, y = in0 (backward data of the convolution
+  //   ConvolutionBackwardData    x = out, w = in1, y = in0  from the output to the input)
+  //   ConvolutionBackwardFilter  x = in0, w = out, y = in1 (backward filter)
+  int x_at = 0, w_at = 1, y_at = kOutput;
 };
 
+const TensorType& TypeAt(const Node& node, int at) {
+  return at == kOutput ? node.output_types()[0] : node.input(at).type();
+}
+
+void* DataAt(const KernelArgs& a, int at) {
+  return at == kOutput ? a.outputs[0].data : a.inputs[at].data;
+}
+
+// The primitive's error prefix (a literal: the problem keeps the pointer).
+const char* WhereOf(const Node& node) {
+  if (node.op() == "Deconvolution") return "cuda Deconvolution";
+  if (node.op() == "ConvolutionBackwardData") return "cuda ConvolutionBackwardData";
+  if (node.op() == "ConvolutionBackwardFilter") return "cuda ConvolutionBackwardFilter";
+  return "cuda Convolution";
+}
+
 absl::StatusOr<ConvSetup> SetupOf(const Node& node, const KernelOptions& options) {
-  const bool deconv = node.op() == "Deconvolution";
-  const TensorType& in = node.input(0).type();
-  const TensorType& w = node.input(1).type();
-  const TensorType& out = node.output_types()[0];
+  ConvSetup setup;
+  if (node.op() == "Deconvolution" || node.op() == "ConvolutionBackwardData") {
+    setup.direction = dnn::ConvDirection::kBackwardData;
+    setup.x_at = kOutput;
+    setup.y_at = 0;
+  } else if (node.op() == "ConvolutionBackwardFilter") {
+    setup.direction = dnn::ConvDirection::kBackwardFilter;
+    setup.w_at = kOutput;
+    setup.y_at = 1;
+  }
+  const TensorType& in = TypeAt(node, setup.x_at);
+  const TensorType& w = TypeAt(node, setup.w_at);
+  const TensorType& out = TypeAt(node, setup.y_at);
   const int nd = in.rank() - 2;
   if (nd != 2 && nd != 3) return absl::UnimplementedError("2-d and 3-d convolutions only");
   KILN_ASSIGN_OR_RETURN(ConvolutionParams params, ConvolutionParams::FromAttrs(node.attrs(), nd));
@@ -81,12 +114,7 @@ absl::StatusOr<ConvSetup> SetupOf(const Node& node, const KernelOptions& options
                             params.flip_filter ? dnn::ConvolutionMode::kConvolution
                                                : dnn::ConvolutionMode::kCrossCorrelation,
                             math));
-  ConvSetup setup;
-  setup.x_is_output = deconv;
-  setup.direction = deconv ? dnn::ConvDirection::kBackwardData : dnn::ConvDirection::kForward;
-  KILN_ASSIGN_OR_RETURN(setup.problem,
-                        dnn::MakeConvProblem(deconv ? outd : ind, wd, conv, deconv ? ind : outd,
-                                             deconv ? "cuda Deconvolution" : "cuda Convolution"));
+  KILN_ASSIGN_OR_RETURN(setup.problem, dnn::MakeConvProblem(ind, wd, conv, outd, WhereOf(node)));
   return setup;
 }
 
@@ -129,9 +157,9 @@ absl::StatusOr<void*> RandomDeviceBuffer(DataType dtype, int64_t elements, uint3
 // yet at compile time; the timing depends only on shapes, strides and dtypes).
 absl::StatusOr<dnn::ConvAlgoPerf> Measure(const ConvSetup& s, const Node& node,
                                           size_t workspace_limit) {
-  const TensorType& x = s.x_is_output ? node.output_types()[0] : node.input(0).type();
-  const TensorType& w = node.input(1).type();
-  const TensorType& y = s.x_is_output ? node.input(0).type() : node.output_types()[0];
+  const TensorType& x = TypeAt(node, s.x_at);
+  const TensorType& w = TypeAt(node, s.w_at);
+  const TensorType& y = TypeAt(node, s.y_at);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<dnn::Handle> handle, dnn::Handle::Create());
   void* buffers[3] = {nullptr, nullptr, nullptr};
   auto release = [&] {
@@ -309,7 +337,6 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
   if (e.residual) k.in_place_input = 3;
   const dnn::ConvAlgo algo = perf.algo;
   k.run = [s, algo, e, conv_workspace](dnn::Handle& handle, const KernelArgs& a) {
-    void* in = a.inputs[0].data;
     void* out = a.outputs[0].data;
     float beta = 0.0f;
     if (e.residual) {
@@ -319,9 +346,9 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
       }
       beta = 1.0f;
     }
-    KILN_RETURN_IF_ERROR(dnn::RunConvolution(
-        handle, s.direction, s.problem, algo, 1.0f, beta, s.x_is_output ? out : in,
-        a.inputs[1].data, s.x_is_output ? in : out, a.workspace, conv_workspace));
+    KILN_RETURN_IF_ERROR(dnn::RunConvolution(handle, s.direction, s.problem, algo, 1.0f, beta,
+                                             DataAt(a, s.x_at), DataAt(a, s.w_at),
+                                             DataAt(a, s.y_at), a.workspace, conv_workspace));
     return RunEpilogue(e, handle, a);
   };
   return k;
@@ -332,7 +359,8 @@ absl::Status CheckConvolution(const Node& node) { return SetupOf(node, KernelOpt
 }  // namespace
 
 absl::Status RegisterCudaConvolutionKernels(KernelRegistry& registry) {
-  for (const char* op : {"Convolution", "Deconvolution"}) {
+  for (const char* op :
+       {"Convolution", "Deconvolution", "ConvolutionBackwardData", "ConvolutionBackwardFilter"}) {
     KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, op, "any", "dnn_conv",
                                                          CheckConvolution, PrepareConvolution));
   }

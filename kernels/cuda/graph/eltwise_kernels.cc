@@ -67,9 +67,40 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareEltwise(const Node& node, cons
   return k;
 }
 
+// EltwiseMaxGradient(x_0..x_{n-1}, dy) -> dx_which: dy where input `which` holds the first
+// maximum (the primitive's max backward, which decides as the forward pass does).
+absl::StatusOr<cuda_graph::PreparedKernel> PrepareEltwiseMaxGradient(const Node& node,
+                                                                     const KernelOptions&) {
+  const int n = node.num_inputs() - 1;
+  if (n > kMaxPerPass) {
+    return absl::UnimplementedError(
+        absl::StrCat("cuda EltwiseMaxGradient: ", n, " inputs (at most ", kMaxPerPass, ")"));
+  }
+  const int which = static_cast<int>(node.GetInt("which"));
+  std::vector<dnn::TensorDescriptor> xds;
+  for (int i = 0; i < n; ++i) {
+    KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor d, cuda_graph::DescriptorOf(node.input(i).type()));
+    xds.push_back(d);
+  }
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, cuda_graph::DescriptorOf(node.input(n).type()));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd,
+                        cuda_graph::DescriptorOf(node.output_types()[0]));
+  cuda_graph::PreparedKernel k;
+  k.run = [n, which, xds, dyd, dxd](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+    if (dxd.ElementCount() == 0) return absl::OkStatus();
+    std::vector<const void*> xs;
+    for (int i = 0; i < n; ++i) xs.push_back(a.inputs[i].data);
+    return dnn::EltwiseBackward(handle, dnn::EltwiseOp::kMax, {}, which, 1.0f, xds, xs, dyd,
+                                a.inputs[n].data, 0.0f, dxd, a.outputs[0].data);
+  };
+  return k;
+}
+
 }  // namespace
 
 absl::Status RegisterCudaEltwiseKernels(KernelRegistry& registry) {
+  KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(
+      registry, "EltwiseMaxGradient", "any", "dnn_eltwise", nullptr, PrepareEltwiseMaxGradient));
   return cuda_graph::RegisterGraphKernel(registry, "Eltwise", "any", "dnn_eltwise", nullptr,
                                          PrepareEltwise);
 }

@@ -8,23 +8,25 @@
 
 namespace kiln {
 
-// Convolution and Deconvolution (on backward data), with algorithm choice.
+// Convolution and Deconvolution (on backward data), with algorithm choice, and the
+// convolution's backward data and filter.
 absl::Status RegisterCudaConvolutionKernels(KernelRegistry& registry);
-// InnerProduct on cuBLAS, any axis.
+// InnerProduct on cuBLAS, any axis, and its two backward products.
 absl::Status RegisterCudaInnerProductKernels(KernelRegistry& registry);
-// ReLU, Sigmoid, TanH, ELU, ClippedReLU, Power, AbsVal, PReLU, Dropout.
+// ReLU, Sigmoid, TanH, ELU, ClippedReLU, Power, AbsVal, PReLU, Dropout, and their gradients.
 absl::Status RegisterCudaActivationKernels(KernelRegistry& registry);
-// Pooling and LRN.
+// Pooling and LRN, and their gradients.
 absl::Status RegisterCudaPoolingKernels(KernelRegistry& registry);
-// BatchNorm, Scale, Bias.
+// BatchNorm, Scale, Bias; BatchNormGradient, BiasGradient, ScaleParamGradient.
 absl::Status RegisterCudaNormalizationKernels(KernelRegistry& registry);
-// Softmax.
+// Softmax and SoftmaxGradient.
 absl::Status RegisterCudaSoftmaxKernels(KernelRegistry& registry);
-// Concat, Slice, Split, Crop, Flatten, Reshape, Convert.
+// Concat, Slice, Split, Crop, Flatten, Reshape, Convert; CropGradient.
 absl::Status RegisterCudaTensorKernels(KernelRegistry& registry);
-// Eltwise.
+// Eltwise and EltwiseMaxGradient.
 absl::Status RegisterCudaEltwiseKernels(KernelRegistry& registry);
-// SoftmaxWithLoss, EuclideanLoss, SigmoidCrossEntropyLoss, ContrastiveLoss, Accuracy.
+// SoftmaxWithLoss, EuclideanLoss, SigmoidCrossEntropyLoss, ContrastiveLoss, Accuracy, and the
+// four losses' gradients.
 absl::Status RegisterCudaLossKernels(KernelRegistry& registry);
 
 // All of the above.

@@ -1,8 +1,8 @@
-// The losses and Accuracy as graph kernels. SoftmaxWithLoss runs on the primitive (softmax and
-// the normalized loss in f32); the others on the small deterministic reductions of
-// loss_kernels.cu. Every input that is not packed row-major (an NHWC score map, say) is first
-// transformed into a packed copy in the workspace, which is what the reductions index. A loss is
-// one value of the scores' dtype; 16-bit plans get it rounded from the f32/double result.
+// The losses (forward and backward) and Accuracy as graph kernels. SoftmaxWithLoss runs on the
+// primitive (softmax and the normalized loss in f32); the others on the small deterministic
+// reductions of loss_kernels.cu. Every input that is not packed row-major (an NHWC score map, say)
+// is first transformed into a packed copy in the workspace, which is what the reductions index. A
+// loss is one value of the scores' dtype; 16-bit plans get it rounded from the f32/double result.
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "kernels/cuda/graph/graph_kernel.h"
@@ -88,7 +88,8 @@ struct PackedInputs {
 
 absl::Status CheckLoss(const Node& node) {
   // Labels (input 1 of SoftmaxWithLoss/Accuracy) may be i32; everything else is float data.
-  const bool labels = node.op() == "SoftmaxWithLoss" || node.op() == "Accuracy";
+  const bool labels = node.op() == "SoftmaxWithLoss" || node.op() == "Accuracy" ||
+                      node.op() == "SoftmaxWithLossGradient";
   KILN_RETURN_IF_ERROR(cuda_graph::RequireFloatData(node, labels ? 1 : -1));
   return PackedInputs::For(node).status();
 }
@@ -206,9 +207,148 @@ absl::StatusOr<PreparedKernel> PrepareReduction(const Node& node, const KernelOp
   return k;
 }
 
+// ---- The losses' gradients ----
+
+// SoftmaxWithLossGradient(logits, labels) -> dlogits: the primitive's forward for the
+// probabilities (into the workspace), then its backward with the loss weight.
+absl::StatusOr<PreparedKernel> PrepareSoftmaxWithLossGradient(const Node& node,
+                                                              const KernelOptions& options) {
+  // The forward's checks (label dtype, axis) apply unchanged.
+  KILN_RETURN_IF_ERROR(PrepareSoftmaxWithLoss(node, options).status());
+  const TensorType& x = node.input(0).type();
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(node.GetInt("axis"), x.rank(), "axis"));
+  KILN_ASSIGN_OR_RETURN(PackedInputs in, PackedInputs::For(node));
+  dnn::SoftmaxLossDescriptor loss;
+  loss.axis = axis;
+  const auto& ignore = node.GetInts("ignore_label");
+  loss.has_ignore_label = !ignore.empty();
+  loss.ignore_label = ignore.empty() ? -1 : ignore[0];
+  const std::string& mode = node.GetString("normalization");
+  loss.normalization = mode == "full"         ? dnn::LossNormalization::kFull
+                       : mode == "valid"      ? dnn::LossNormalization::kValid
+                       : mode == "batch_size" ? dnn::LossNormalization::kBatchSize
+                                              : dnn::LossNormalization::kNone;
+  loss.loss_weight = node.GetFloat("loss_weight");
+  std::vector<int64_t> label_dims = x.dims();
+  label_dims[axis] = 1;
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor labeld,
+                        dnn::TensorDescriptor::Create(node.input(1).type().dtype(), label_dims,
+                                                      RowMajorStrides(label_dims)));
+  KILN_ASSIGN_OR_RETURN(
+      dnn::TensorDescriptor probd,
+      dnn::TensorDescriptor::Create(x.dtype(), x.dims(), RowMajorStrides(x.dims())));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd, DescriptorOf(node.output_types()[0]));
+  // The forward's workspace layout (PrepareSoftmaxWithLoss): repacked inputs, probabilities, loss;
+  // the backward's scratch after it.
+  const size_t prob_at = in.bytes;
+  const size_t loss_at =
+      prob_at + AlignUp(static_cast<size_t>(x.num_elements()) * DataTypeSize(x.dtype()));
+  const size_t scratch_at = loss_at + kAlign;
+  PreparedKernel k;
+  k.workspace_bytes = scratch_at + AlignUp(dnn::kSoftmaxLossWorkspaceBytes);
+  k.description = absl::StrCat("loss_weight ", loss.loss_weight);
+  k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+    KILN_ASSIGN_OR_RETURN(std::vector<cuda::LossOperand> ops, in.Bind(handle, a));
+    char* ws = static_cast<char*>(a.workspace);
+    KILN_RETURN_IF_ERROR(dnn::SoftmaxLossForward(handle, loss, in.packed[0], ops[0].data, labeld,
+                                                 ops[1].data, probd, ws + prob_at, ws + loss_at));
+    return dnn::SoftmaxLossBackward(handle, loss, probd, ws + prob_at, labeld, ops[1].data, 1.0f,
+                                    0.0f, dxd, a.outputs[0].data, ws + scratch_at,
+                                    dnn::kSoftmaxLossWorkspaceBytes);
+  };
+  return k;
+}
+
+// Euclidean, sigmoid cross-entropy and contrastive gradients on the one-block kernels of
+// loss_kernels.cu, written packed (into the workspace first when an output is not packed).
+absl::StatusOr<PreparedKernel> PrepareLossGradient(const Node& node, const KernelOptions&) {
+  KILN_ASSIGN_OR_RETURN(PackedInputs in, PackedInputs::For(node));
+  const std::string op = node.op();
+  const TensorType& x = node.input(0).type();
+  const int64_t count = x.num_elements();
+  const int64_t rows = x.rank() > 0 ? x.dim(0) : 1;
+  const int64_t width = rows > 0 ? count / rows : 0;
+  const double weight = node.GetFloat("loss_weight");
+  bool has_ignore = false;
+  int64_t ignore = 0;
+  cuda::LossNormalizer normalizer = cuda::LossNormalizer::kBatchSize;
+  if (op == "SigmoidCrossEntropyLossGradient") {
+    const auto& list = node.GetInts("ignore_label");
+    has_ignore = !list.empty();
+    ignore = has_ignore ? list[0] : 0;
+    const std::string& mode = node.GetString("normalization");
+    normalizer = mode == "full"         ? cuda::LossNormalizer::kFull
+                 : mode == "valid"      ? cuda::LossNormalizer::kValid
+                 : mode == "batch_size" ? cuda::LossNormalizer::kBatchSize
+                                        : cuda::LossNormalizer::kNone;
+  }
+  const bool contrastive = op == "ContrastiveLossGradient";
+  const double margin = contrastive ? node.GetFloat("margin") : 0.0;
+  const bool legacy = contrastive && node.GetBool("legacy_version");
+  // Each output: written in place when packed, else staged packed and transformed.
+  struct Out {
+    bool staged = false;
+    size_t at = 0;
+    cuda::LossStorage storage;
+    dnn::TensorDescriptor packed, given;
+  };
+  std::vector<Out> outs;
+  size_t bytes = in.bytes;
+  for (const TensorType& t : node.output_types()) {
+    Out o;
+    KILN_ASSIGN_OR_RETURN(o.storage, StorageOf(t.dtype()));
+    KILN_ASSIGN_OR_RETURN(o.packed, DescriptorOf(t.Contiguous()));
+    KILN_ASSIGN_OR_RETURN(o.given, DescriptorOf(t));
+    o.staged = !t.IsContiguous();
+    o.at = bytes;
+    if (o.staged) bytes += AlignUp(static_cast<size_t>(t.Contiguous().span_bytes()));
+    outs.push_back(o);
+  }
+  PreparedKernel k;
+  k.workspace_bytes = bytes;
+  k.description = absl::StrCat("loss_weight ", weight);
+  const std::string where = absl::StrCat("cuda ", op);
+  k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+    KILN_ASSIGN_OR_RETURN(std::vector<cuda::LossOperand> ops, in.Bind(handle, a));
+    std::vector<cuda::LossOperand> out;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      void* p = outs[i].staged ? static_cast<char*>(a.workspace) + outs[i].at : a.outputs[i].data;
+      out.push_back({p, outs[i].storage});
+    }
+    void* s = a.stream;
+    int error = 0;
+    if (op == "EuclideanLossGradient") {
+      error = cuda::LaunchEuclideanLossGradient(ops[0], ops[1], count, rows, weight, out[0], s);
+    } else if (op == "SigmoidCrossEntropyLossGradient") {
+      error = cuda::LaunchSigmoidCrossEntropyLossGradient(ops[0], ops[1], count, rows, has_ignore,
+                                                          ignore, normalizer, weight, out[0], s);
+    } else {
+      error = cuda::LaunchContrastiveLossGradient(ops[0], ops[1], ops[2], rows, width, margin,
+                                                  legacy, weight, out[0], out[1], s);
+    }
+    KILN_RETURN_IF_ERROR(Launched(error, where.c_str()));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (!outs[i].staged) continue;
+      KILN_RETURN_IF_ERROR(dnn::TransformTensor(handle, 1.0f, outs[i].packed, out[i].data, 0.0f,
+                                                outs[i].given, a.outputs[i].data));
+    }
+    return absl::OkStatus();
+  };
+  return k;
+}
+
 }  // namespace
 
 absl::Status RegisterCudaLossKernels(KernelRegistry& registry) {
+  KILN_RETURN_IF_ERROR(RegisterGraphKernel(registry, "SoftmaxWithLossGradient", "any",
+                                           "dnn_softmax_loss", CheckLoss,
+                                           PrepareSoftmaxWithLossGradient, 0,
+                                           /*check_dtypes=*/false));
+  for (const char* op :
+       {"EuclideanLossGradient", "SigmoidCrossEntropyLossGradient", "ContrastiveLossGradient"}) {
+    KILN_RETURN_IF_ERROR(RegisterGraphKernel(registry, op, "any", "block_elementwise", CheckLoss,
+                                             PrepareLossGradient, 0, /*check_dtypes=*/false));
+  }
   using cuda_graph::RegisterGraphKernel;
   KILN_RETURN_IF_ERROR(RegisterGraphKernel(registry, "SoftmaxWithLoss", "any", "dnn_softmax_loss",
                                            CheckLoss, PrepareSoftmaxWithLoss, 0,

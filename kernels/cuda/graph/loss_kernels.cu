@@ -64,8 +64,7 @@ __device__ void BlockSum2(double& a, double& b) {
 
 __global__ void __launch_bounds__(kThreads)
     AccuracyKernel(LossOperand scores, LossOperand labels, int64_t outer, int64_t classes,
-                   int64_t inner, int64_t top_k, bool has_ignore, int64_t ignore,
-                   LossOperand out) {
+                   int64_t inner, int64_t top_k, bool has_ignore, int64_t ignore, LossOperand out) {
   double correct = 0, count = 0;
   bool bad = false;
   for (int64_t p = threadIdx.x; p < outer * inner; p += kThreads) {
@@ -102,9 +101,9 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 __global__ void __launch_bounds__(kThreads)
-    SigmoidCrossEntropyKernel(LossOperand logits, LossOperand targets, int64_t count,
-                              int64_t rows, bool has_ignore, int64_t ignore,
-                              LossNormalizer normalizer, LossOperand out) {
+    SigmoidCrossEntropyKernel(LossOperand logits, LossOperand targets, int64_t count, int64_t rows,
+                              bool has_ignore, int64_t ignore, LossNormalizer normalizer,
+                              LossOperand out) {
   double sum = 0, valid = 0;
   for (int64_t e = threadIdx.x; e < count; e += kThreads) {
     const double t = Load(targets, e);
@@ -148,6 +147,81 @@ __global__ void __launch_bounds__(kThreads)
 
 int LastError() { return static_cast<int>(cudaGetLastError()); }
 
+__device__ __forceinline__ void StoreAt(LossOperand o, int64_t i, double v) {
+  void* p = const_cast<void*>(o.data);
+  switch (o.type) {
+    case LossStorage::kF16:
+      static_cast<__half*>(p)[i] = __float2half_rn(static_cast<float>(v));
+      break;
+    case LossStorage::kBF16:
+      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(static_cast<float>(v));
+      break;
+    default:
+      static_cast<float*>(p)[i] = static_cast<float>(v);
+  }
+}
+
+// ---- Gradients: one block, element-wise after any count the normalizer needs ----
+
+__global__ void __launch_bounds__(kThreads)
+    EuclideanGradientKernel(LossOperand a, LossOperand b, int64_t count, double scale,
+                            LossOperand da) {
+  for (int64_t i = threadIdx.x; i < count; i += kThreads) {
+    StoreAt(da, i, scale * (Load(a, i) - Load(b, i)));
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    SigmoidCrossEntropyGradientKernel(LossOperand logits, LossOperand targets, int64_t count,
+                                      int64_t rows, bool has_ignore, int64_t ignore_label,
+                                      LossNormalizer normalizer, double weight, LossOperand dx) {
+  double valid = 0, unused = 0;
+  for (int64_t i = threadIdx.x; i < count; i += kThreads) {
+    valid += !(has_ignore && Load(targets, i) == static_cast<double>(ignore_label));
+  }
+  BlockSum2(valid, unused);
+  double n = normalizer == LossNormalizer::kFull        ? static_cast<double>(count)
+             : normalizer == LossNormalizer::kValid     ? valid
+             : normalizer == LossNormalizer::kBatchSize ? static_cast<double>(rows)
+                                                        : 1.0;
+  const double scale = weight / (n < 1.0 ? 1.0 : n);
+  for (int64_t i = threadIdx.x; i < count; i += kThreads) {
+    const double t = Load(targets, i);
+    const bool ignored = has_ignore && t == static_cast<double>(ignore_label);
+    StoreAt(dx, i, ignored ? 0.0 : scale * (1.0 / (1.0 + exp(-Load(logits, i))) - t));
+  }
+}
+
+// One row at a time: the block sums the row's squared distance, then writes both gradients.
+__global__ void __launch_bounds__(kThreads)
+    ContrastiveGradientKernel(LossOperand a, LossOperand b, LossOperand similar, int64_t rows,
+                              int64_t width, double margin, bool legacy, double weight,
+                              LossOperand da, LossOperand db) {
+  const double w = weight / static_cast<double>(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    double d2 = 0, unused = 0;
+    for (int64_t j = threadIdx.x; j < width; j += kThreads) {
+      const double d = Load(a, r * width + j) - Load(b, r * width + j);
+      d2 += d * d;
+    }
+    BlockSum2(d2, unused);
+    double factor = 0;
+    if (Load(similar, r) != 0.0) {
+      factor = w;
+    } else if (legacy) {
+      factor = margin - d2 > 0 ? -w : 0.0;
+    } else {
+      const double d = sqrt(d2);
+      factor = margin - d > 0 ? -w * (margin - d) / (d + 1e-4) : 0.0;
+    }
+    for (int64_t j = threadIdx.x; j < width; j += kThreads) {
+      const double g = factor * (Load(a, r * width + j) - Load(b, r * width + j));
+      StoreAt(da, r * width + j, g);
+      StoreAt(db, r * width + j, -g);
+    }
+  }
+}
+
 }  // namespace
 
 int LaunchAccuracy(LossOperand scores, LossOperand labels, int64_t outer, int64_t classes,
@@ -177,6 +251,30 @@ int LaunchContrastiveLoss(LossOperand a, LossOperand b, LossOperand similar, int
                           void* stream) {
   ContrastiveKernel<<<1, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       a, b, similar, rows, width, margin, legacy, out);
+  return LastError();
+}
+
+int LaunchEuclideanLossGradient(LossOperand a, LossOperand b, int64_t count, int64_t rows,
+                                double weight, LossOperand da, void* stream) {
+  EuclideanGradientKernel<<<1, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      a, b, count, weight / static_cast<double>(rows > 0 ? rows : 1), da);
+  return LastError();
+}
+
+int LaunchSigmoidCrossEntropyLossGradient(LossOperand logits, LossOperand targets, int64_t count,
+                                          int64_t rows, bool has_ignore, int64_t ignore_label,
+                                          LossNormalizer normalizer, double weight, LossOperand dx,
+                                          void* stream) {
+  SigmoidCrossEntropyGradientKernel<<<1, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      logits, targets, count, rows, has_ignore, ignore_label, normalizer, weight, dx);
+  return LastError();
+}
+
+int LaunchContrastiveLossGradient(LossOperand a, LossOperand b, LossOperand similar, int64_t rows,
+                                  int64_t width, double margin, bool legacy, double weight,
+                                  LossOperand da, LossOperand db, void* stream) {
+  ContrastiveGradientKernel<<<1, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      a, b, similar, rows, width, margin, legacy, weight, da, db);
   return LastError();
 }
 

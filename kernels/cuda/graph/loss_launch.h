@@ -38,6 +38,19 @@ int LaunchSigmoidCrossEntropyLoss(LossOperand logits, LossOperand targets, int64
 int LaunchContrastiveLoss(LossOperand a, LossOperand b, LossOperand similar, int64_t rows,
                           int64_t width, double margin, bool legacy, LossOperand out, void* stream);
 
+// The gradients, each scaled by `weight` (the loss_weight) over the forward's normalizer, written
+// packed in `out`'s storage: d/da of the Euclidean loss; d/dlogits of the sigmoid cross-entropy;
+// both inputs' gradients of the contrastive loss.
+int LaunchEuclideanLossGradient(LossOperand a, LossOperand b, int64_t count, int64_t rows,
+                                double weight, LossOperand da, void* stream);
+int LaunchSigmoidCrossEntropyLossGradient(LossOperand logits, LossOperand targets, int64_t count,
+                                          int64_t rows, bool has_ignore, int64_t ignore_label,
+                                          LossNormalizer normalizer, double weight, LossOperand dx,
+                                          void* stream);
+int LaunchContrastiveLossGradient(LossOperand a, LossOperand b, LossOperand similar, int64_t rows,
+                                  int64_t width, double margin, bool legacy, double weight,
+                                  LossOperand da, LossOperand db, void* stream);
+
 }  // namespace cuda
 }  // namespace kiln
 

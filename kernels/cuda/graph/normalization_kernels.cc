@@ -1,4 +1,4 @@
-// BatchNorm, Scale and Bias as graph kernels over the primitive library
+// BatchNorm, Scale and Bias, forward and backward, as graph kernels over the primitive library
 // (kernels/cuda/normalization.h and the element-wise kernel behind kernels/cuda/tensor_ops.h):
 // any dtype of f32/f16/bf16 data, any strides.
 //
@@ -299,9 +299,148 @@ absl::StatusOr<PreparedKernel> PrepareAffine(const Node& node, const KernelOptio
   return k;
 }
 
+// ---- BatchNormGradient(x, dy, mean, variance, scale_factor?) -> dx ----
+
+// Batch statistics: the primitive's backward with identity scale (its dscale/dbias land in the
+// workspace, unused). Stored statistics are constants, so dx = dy / sqrt(var s + eps): the
+// inference transform of dy with a zero mean, run by the inference primitive itself.
+absl::StatusOr<PreparedKernel> PrepareBatchNormGradient(const Node& node, const KernelOptions&) {
+  if (OutputIsEmpty(node)) return NothingToDo();
+  BatchNormPlan p;
+  p.mode = node.GetString("mode") == "per_activation" ? dnn::BatchNormMode::kPerActivation
+                                                      : dnn::BatchNormMode::kSpatial;
+  p.stored_stats = node.GetBool("use_global_stats");
+  p.has_factor = node.num_inputs() > 4;
+  p.eps = node.GetFloat("eps");
+  KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(node.input(0).type()));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, DescriptorOf(node.input(1).type()));
+  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
+  std::vector<int64_t> dims(p.xd.rank(), 1);
+  dims[1] = p.xd.dims[1];
+  if (p.mode == dnn::BatchNormMode::kPerActivation) {
+    for (int i = 2; i < p.xd.rank(); ++i) dims[i] = p.xd.dims[i];
+  }
+  KILN_ASSIGN_OR_RETURN(p.pd,
+                        dnn::TensorDescriptor::Create(DataType::kF32, dims, RowMajorStrides(dims)));
+  p.features = p.pd.ElementCount();
+  p.primitive_bytes = AlignUp(dnn::BatchNormWorkspaceSize(p.mode, p.xd));
+  p.workspace_bytes = p.primitive_bytes;
+  size_t scratch = 0;  // dscale and dbias of the batch-statistics backward
+  if (p.stored_stats) {
+    KILN_RETURN_IF_ERROR(PlanStaging(node.input(3).type(), p.var, p.workspace_bytes));
+    if (p.has_factor) {
+      KILN_RETURN_IF_ERROR(PlanStaging(node.input(4).type(), p.factor, p.workspace_bytes));
+    }
+  } else {
+    scratch = p.workspace_bytes;
+    p.workspace_bytes += 2 * AlignUp(p.features * sizeof(float));
+  }
+  PreparedKernel k;
+  k.workspace_bytes = p.workspace_bytes;
+  k.description = p.stored_stats ? "stored statistics backward" : "batch statistics backward";
+  k.run = [p, dyd, scratch](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+    KILN_ASSIGN_OR_RETURN(const IdentityParams* id, IdentityFor(a, p.features));
+    if (p.stored_stats) {
+      KILN_ASSIGN_OR_RETURN(const void* var, StatisticOf(handle, a, 3, p.var));
+      const void* factor = nullptr;
+      if (p.has_factor) {
+        KILN_ASSIGN_OR_RETURN(factor, StatisticOf(handle, a, 4, p.factor));
+      }
+      return dnn::BatchNormForwardInference(
+          handle, p.mode, 1.0f, 0.0f, dyd, a.inputs[1].data, p.yd, a.outputs[0].data, p.pd,
+          id->ones(), id->zeros(), id->zeros(), var, p.eps, factor, a.workspace, p.primitive_bytes);
+    }
+    char* ws = static_cast<char*>(a.workspace);
+    return dnn::BatchNormBackward(handle, p.mode, 1.0f, 0.0f, 1.0f, 0.0f, p.xd, a.inputs[0].data,
+                                  dyd, a.inputs[1].data, p.yd, a.outputs[0].data, p.pd, id->ones(),
+                                  ws + scratch, ws + scratch + AlignUp(p.features * sizeof(float)),
+                                  p.eps, nullptr, nullptr, a.workspace, p.primitive_bytes);
+  };
+  return k;
+}
+
+// ---- BiasGradient(dy) and ScaleParamGradient(x, dy) ----
+
+// Σ dy (times x for a scale) over the dims the parameter broadcasts along, as the primitive's
+// deterministic reduction into packed f32; a parameter gradient of another type or layout is
+// reduced into the workspace and converted. The product x·dy goes to the workspace first.
+absl::StatusOr<PreparedKernel> PrepareParamGradient(const Node& node, const KernelOptions&) {
+  const bool scale = node.op() == "ScaleParamGradient";
+  const TensorType& dy = node.input(scale ? 1 : 0).type();
+  const TensorType& dparam = node.output_types()[0];
+  if (dparam.num_elements() == 0) return NothingToDo();
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, DescriptorOf(dy));
+  KILN_RETURN_IF_ERROR(
+      BroadcastParams::Create(dy, dparam, node.GetInt("axis"), node.GetInt("num_axes")).status());
+  // The parameter seen with dy's rank (1 on the axes it is broadcast along), packed f32.
+  std::vector<int64_t> dims(dy.rank(), 1);
+  const bool scalar = dparam.rank() == 0 || (node.GetInt("num_axes") == 0);
+  if (!scalar) {
+    KILN_ASSIGN_OR_RETURN(int first, NormalizeAxis(node.GetInt("axis"), dy.rank(), "axis"));
+    for (int i = 0; i < dparam.rank(); ++i) dims[first + i] = dparam.dim(i);
+  }
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor reduced,
+                        dnn::TensorDescriptor::Create(DataType::kF32, dims, RowMajorStrides(dims)));
+  // The gradient is dense (OutputLike): only its dtype may differ from the reduction's f32.
+  if (!dparam.IsContiguous()) {
+    return absl::UnimplementedError(
+        absl::StrCat("cuda ", node.op(), ": strided output ", dparam.ToString()));
+  }
+  dnn::TensorDescriptor out = reduced;
+  out.dtype = dparam.dtype();
+  const bool convert = dparam.dtype() != DataType::kF32;
+  // Workspace: [product x·dy (dense, dy's dtype)] [reduced f32] [reduction scratch].
+  size_t at = 0;
+  size_t product_at = 0, reduced_at = 0;
+  dnn::TensorDescriptor productd;
+  if (scale) {
+    KILN_ASSIGN_OR_RETURN(productd, DescriptorOf(dy.Contiguous().WithDataType(DataType::kF32)));
+    product_at = at;
+    at += AlignUp(dy.num_elements() * sizeof(float));
+  }
+  if (convert) {
+    reduced_at = at;
+    at += AlignUp(reduced.ElementCount() * sizeof(float));
+  }
+  const size_t reduce_at = at;
+  const size_t reduce_bytes = dnn::ReduceTensorSumWorkspaceSize(scale ? productd : dyd, reduced);
+  PreparedKernel k;
+  k.workspace_bytes = at + reduce_bytes;
+  k.description = scale ? "sum of x*dy" : "sum of dy";
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, DescriptorOf(node.input(0).type()));
+  k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+    namespace in = dnn::internal;
+    char* ws = static_cast<char*>(a.workspace);
+    const void* source = a.inputs[scale ? 1 : 0].data;
+    dnn::TensorDescriptor sourced = dyd;
+    if (scale) {
+      cuda::ElementwiseCall mul = in::ElementwiseOver(cuda::ElementwiseOp::kEltwiseProd, productd,
+                                                      ws + product_at, 1.0f, 0.0f);
+      in::AddInput(mul, in::OperandOf(xd, a.inputs[0].data));
+      in::AddInput(mul, in::OperandOf(dyd, a.inputs[1].data));
+      KILN_RETURN_IF_ERROR(in::LaunchStatus(cuda::LaunchElementwise(mul, handle.stream()),
+                                            "cuda ScaleParamGradient"));
+      source = ws + product_at;
+      sourced = productd;
+    }
+    void* target = convert ? ws + reduced_at : a.outputs[0].data;
+    KILN_RETURN_IF_ERROR(dnn::ReduceTensorSum(handle, 1.0f, sourced, source, 0.0f, reduced, target,
+                                              ws + reduce_at, reduce_bytes));
+    if (!convert) return absl::OkStatus();
+    return dnn::TransformTensor(handle, 1.0f, reduced, target, 0.0f, out, a.outputs[0].data);
+  };
+  return k;
+}
+
 }  // namespace
 
 absl::Status RegisterCudaNormalizationKernels(KernelRegistry& registry) {
+  KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(
+      registry, "BatchNormGradient", "any", "dnn_batchnorm", nullptr, PrepareBatchNormGradient));
+  for (const char* op : {"BiasGradient", "ScaleParamGradient"}) {
+    KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, op, "any", "dnn_reduce", nullptr,
+                                                         PrepareParamGradient));
+  }
   KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(
       registry, "BatchNorm", "any", "dnn_batchnorm", CheckBatchNorm, PrepareBatchNorm));
   for (const char* op : {"Scale", "Bias"}) {

@@ -1,5 +1,6 @@
-// Pooling and LRN as graph kernels over the primitive library (kernels/cuda/pooling.h,
-// kernels/cuda/normalization.h): any dtype of f32/f16/bf16 and any strides.
+// Pooling and LRN, forward and backward, as graph kernels over the primitive library
+// (kernels/cuda/pooling.h, kernels/cuda/normalization.h): any dtype of f32/f16/bf16 and any
+// strides.
 //
 // The ops allow a little more than the primitives take, so the plan functions below reshape the
 // problem (never the data) where that gives the same result: 1-d pooling runs as 2-d pooling
@@ -16,8 +17,11 @@
 // extent, so its divisor is always n^2, and Caffe's power layer adds 1, not k:
 // y = x (1 + alpha/n^2 Σ x^2)^-beta, the sum over the zero-padded window, which is the
 // primitive's within-channel formula.
+#include <cuda_runtime_api.h>
+
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
+#include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/graph/graph_kernel.h"
 #include "kernels/cuda/graph/graph_kernels.h"
 #include "kernels/cuda/normalization.h"
@@ -60,12 +64,15 @@ struct PoolingPlan {
   std::string note;  // how the problem was reshaped, for plan dumps
 };
 
+// The pooling of x to y (Pooling: input 0 to the output; PoolingGradient: input 0 to input 1).
 absl::StatusOr<PoolingPlan> PlanPooling(const Node& node) {
   const TensorType& x = node.input(0).type();
+  const bool backward = node.op() == "PoolingGradient";
   KILN_ASSIGN_OR_RETURN(PoolingParams params, PoolingParams::Create(node.attrs(), x));
   PoolingPlan p;
   KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(x));
-  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
+  KILN_ASSIGN_OR_RETURN(p.yd,
+                        DescriptorOf(backward ? node.input(1).type() : node.output_types()[0]));
   std::vector<int64_t> window = params.kernel, stride = params.stride, pad = params.pad;
   if (p.xd.rank() == 3) {
     // The primitive pools 2 or 3 spatial dims; a unit dim with a unit window in front of the
@@ -164,6 +171,7 @@ absl::Status FoldSpatialDims(dnn::TensorDescriptor& xd, dnn::TensorDescriptor& y
       "cuda LRN: ", xd.ToString(), " has more than 3 spatial dims that its strides cannot fold"));
 }
 
+// LRN of x to y (LRN: input 0 to the output; LRNGradient: input 0 to dy, input 1, of y's shape).
 absl::StatusOr<LrnPlan> PlanLrn(const Node& node) {
   const std::string& region = node.GetString("region");
   if (region != "across_channels" && region != "within_channel") {
@@ -180,7 +188,8 @@ absl::StatusOr<LrnPlan> PlanLrn(const Node& node) {
   }
   p.lrn = *lrn;
   KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(node.input(0).type()));
-  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
+  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.op() == "LRNGradient" ? node.input(1).type()
+                                                                      : node.output_types()[0]));
   if (across && p.xd.rank() == 2) {
     // The primitive wants a spatial dim; [N, C] is [N, C, 1].
     KILN_ASSIGN_OR_RETURN(p.xd, WithUnitDim(p.xd, 2));
@@ -211,9 +220,61 @@ absl::StatusOr<PreparedKernel> PrepareLrn(const Node& node, const KernelOptions&
   return k;
 }
 
+// ---- PoolingGradient(x, y, dy) -> dx, LRNGradient(x, dy) -> dx ----
+
+absl::StatusOr<PreparedKernel> PreparePoolingGradient(const Node& node, const KernelOptions&) {
+  if (OutputIsEmpty(node)) return NothingToDo();
+  KILN_ASSIGN_OR_RETURN(PoolingPlan p, PlanPooling(node));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd, DescriptorOf(node.output_types()[0]));
+  // Caffe's clip pools a shorter view of x (PlanPooling): the rows past it get no gradient, so
+  // the whole of dx is zeroed first and the view's gradient written into it.
+  const bool view = p.xd.dims != dxd.dims;
+  dnn::TensorDescriptor dx_view = dxd;
+  dx_view.dims = p.xd.dims;
+  const size_t dx_bytes = static_cast<size_t>(node.output_types()[0].span_bytes());
+  PreparedKernel k;
+  k.description = p.pool.ToString() + p.note;
+  k.run = [p, dx_view, view, dx_bytes](dnn::Handle& handle, const KernelArgs& a) {
+    if (view) {
+      KILN_CUDA_RETURN_IF_ERROR(
+          cudaMemsetAsync(a.outputs[0].data, 0, dx_bytes, static_cast<cudaStream_t>(a.stream)));
+    }
+    return dnn::PoolingBackward(handle, p.pool, 1.0f, p.yd, a.inputs[1].data, p.yd,
+                                a.inputs[2].data, p.xd, a.inputs[0].data, 0.0f, dx_view,
+                                a.outputs[0].data);
+  };
+  return k;
+}
+
+absl::StatusOr<PreparedKernel> PrepareLrnGradient(const Node& node, const KernelOptions&) {
+  if (OutputIsEmpty(node)) return NothingToDo();
+  KILN_ASSIGN_OR_RETURN(LrnPlan p, PlanLrn(node));
+  // dx has x's shape: [N, C] gets the unit dim x got.
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd, DescriptorOf(node.output_types()[0]));
+  if (dxd.rank() == 2) {
+    KILN_ASSIGN_OR_RETURN(dxd, WithUnitDim(dxd, 2));
+  }
+  if (dxd.rank() != p.xd.rank()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "cuda LRNGradient: ", node.input(0).type().ToString(), " has more than 3 spatial dims"));
+  }
+  PreparedKernel k;
+  k.description = p.lrn.ToString();
+  // y's values are recomputed from x by the primitive: dy stands in for it (same shape).
+  k.run = [p, dxd](dnn::Handle& handle, const KernelArgs& a) {
+    return dnn::LrnBackward(handle, p.lrn, 1.0f, p.yd, a.inputs[1].data, p.yd, a.inputs[1].data,
+                            p.xd, a.inputs[0].data, 0.0f, dxd, a.outputs[0].data);
+  };
+  return k;
+}
+
 }  // namespace
 
 absl::Status RegisterCudaPoolingKernels(KernelRegistry& registry) {
+  KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(
+      registry, "PoolingGradient", "any", "dnn_pooling", CheckPooling, PreparePoolingGradient));
+  KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, "LRNGradient", "any", "dnn_lrn",
+                                                       CheckLrn, PrepareLrnGradient));
   KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, "Pooling", "any", "dnn_pooling",
                                                        CheckPooling, PreparePooling));
   return cuda_graph::RegisterGraphKernel(registry, "LRN", "any", "dnn_lrn", CheckLrn, PrepareLrn);

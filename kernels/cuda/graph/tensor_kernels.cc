@@ -2,8 +2,11 @@
 // transforms (Crop reads a strided sub-region view of x), Convert as one transform between any
 // dtypes and orders, and Flatten/Reshape as views when the input is dense row-major (the planner
 // then gives the output the input's bytes and nothing runs) or as one transform otherwise.
+#include <cuda_runtime_api.h>
+
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
+#include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/graph/graph_kernel.h"
 #include "kernels/cuda/graph/graph_kernels.h"
 #include "kernels/cuda/tensor_ops.h"
@@ -98,6 +101,39 @@ absl::StatusOr<PreparedKernel> PrepareCrop(const Node& node, const KernelOptions
   return k;
 }
 
+// CropGradient(dy) -> dx: dx zeroed, then dy copied into the region the crop read (a view of
+// dx with its own strides, starting at the offsets).
+absl::StatusOr<PreparedKernel> PrepareCropGradient(const Node& node, const KernelOptions&) {
+  const TensorType& dy = node.input(0).type();
+  const TensorType& dx = node.output_types()[0];
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(node.GetInt("axis"), dx.rank(), "axis"));
+  const std::vector<int64_t>& offsets = node.GetInts("offset");
+  int64_t start = 0;
+  for (int d = axis; d < dx.rank(); ++d) {
+    const int64_t off = offsets.empty() ? 0 : offsets.size() == 1 ? offsets[0] : offsets[d - axis];
+    if (off < 0 || off + dy.dim(d) > dx.dim(d)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cuda CropGradient: offset ", off, " on axis ", d, " runs past the input"));
+    }
+    start += off * dx.stride(d);
+  }
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor view,
+                        dnn::TensorDescriptor::Create(dx.dtype(), dy.dims(), dx.strides()));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, DescriptorOf(dy));
+  const int64_t start_bytes = start * static_cast<int64_t>(DataTypeSize(dx.dtype()));
+  const size_t dx_bytes = static_cast<size_t>(dx.span_bytes());
+  PreparedKernel k;
+  k.run = [view, dyd, start_bytes, dx_bytes](dnn::Handle& handle, const KernelArgs& a) {
+    if (dx_bytes == 0) return absl::OkStatus();
+    KILN_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(a.outputs[0].data, 0, dx_bytes, static_cast<cudaStream_t>(a.stream)));
+    if (dyd.ElementCount() == 0) return absl::OkStatus();
+    char* base = static_cast<char*>(a.outputs[0].data) + start_bytes;
+    return dnn::TransformTensor(handle, 1.0f, dyd, a.inputs[0].data, 0.0f, view, base);
+  };
+  return k;
+}
+
 // Flatten, Reshape and Convert: a view when only the dims change over dense row-major bytes;
 // otherwise one transform. For Flatten/Reshape the row-major element order is what is kept: x
 // (any strides) is transformed into a row-major tensor of x's dims written over the output's
@@ -146,6 +182,8 @@ absl::Status RegisterCudaTensorKernels(KernelRegistry& registry) {
       RegisterGraphKernel(registry, "Split", "any", "dnn_transform", nullptr, PrepareSplit));
   KILN_RETURN_IF_ERROR(
       RegisterGraphKernel(registry, "Crop", "any", "dnn_transform", nullptr, PrepareCrop));
+  KILN_RETURN_IF_ERROR(RegisterGraphKernel(registry, "CropGradient", "any", "dnn_transform",
+                                           nullptr, PrepareCropGradient));
   for (const char* op : {"Flatten", "Reshape", "Convert"}) {
     KILN_RETURN_IF_ERROR(
         RegisterGraphKernel(registry, op, "any", "view_or_transform", nullptr, PrepareReshapeLike));
