@@ -3,6 +3,7 @@
 //   kiln ops       every registered op and, per backend, the kernels (dtype/layout/algorithm)
 //   kiln info      a Caffe model's layers, shapes and parameter counts (text or --json)
 //   kiln run       a forward pass of a Caffe model on .npy inputs
+//   kiln convert   IDX image/label files into a Caffe LMDB/LevelDB of Datum records
 #include <cstdio>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@
 #include "ops/all_ops.h"
 #include "tools/caffe_commands.h"
 #include "tools/compile_command.h"
+#include "tools/convert_command.h"
 #include "tools/dump_command.h"
 #include "tools/plan_flags.h"
 #include "tools/time_command.h"
@@ -70,6 +72,7 @@ int main(int argc, char** argv) {
   if (command == "time") return kiln::TimeCommand(argc, argv);
   if (command == "compile") return kiln::CompileCommand(argc, argv);
   if (command == "dump") return kiln::DumpCommand(argc, argv);
+  if (command == "convert") return kiln::ConvertCommand(argc, argv);
   std::fprintf(
       stderr,
       "usage: kiln <command>\n"
@@ -86,6 +89,8 @@ int main(int argc, char** argv) {
       "            [--why-not-fused] [plan flags]: the steps, fused layers, memory\n"
       "  dump      --model F [--svg G.svg] [--dot G.dot] [--memory M.svg] [--why-not-fused]\n"
       "            [--batch N] [plan flags]: the fused graph and the arena over time\n"
+      "  convert   --images I --labels L --out DIR [--backend lmdb|leveldb] [--overwrite]:\n"
+      "            IDX files (MNIST, Fashion-MNIST; .gz too) into a Caffe Datum database\n"
       "plan flags (run, time, compile, dump):\n%s",
       kiln::PlanFlagsUsage());
   return 2;
