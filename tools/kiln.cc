@@ -4,6 +4,8 @@
 //   kiln info      a Caffe model's layers, shapes and parameter counts (text or --json)
 //   kiln run       a forward pass of a Caffe model on .npy inputs
 //   kiln convert   IDX image/label files into a Caffe LMDB/LevelDB of Datum records
+//   kiln train     a Caffe solver's training (caffe train)
+//   kiln test      a trained net's TEST phase over its data layers (caffe test)
 #include <cstdio>
 #include <map>
 #include <set>
@@ -19,6 +21,7 @@
 #include "tools/dump_command.h"
 #include "tools/plan_flags.h"
 #include "tools/time_command.h"
+#include "tools/train_command.h"
 #include "tools/version.h"
 
 namespace {
@@ -73,6 +76,8 @@ int main(int argc, char** argv) {
   if (command == "compile") return kiln::CompileCommand(argc, argv);
   if (command == "dump") return kiln::DumpCommand(argc, argv);
   if (command == "convert") return kiln::ConvertCommand(argc, argv);
+  if (command == "train") return kiln::TrainCommand(argc, argv);
+  if (command == "test") return kiln::TestCommand(argc, argv);
   std::fprintf(
       stderr,
       "usage: kiln <command>\n"
@@ -91,7 +96,10 @@ int main(int argc, char** argv) {
       "            [--batch N] [plan flags]: the fused graph and the arena over time\n"
       "  convert   --images I --labels L --out DIR [--backend lmdb|leveldb] [--overwrite]:\n"
       "            IDX files (MNIST, Fashion-MNIST; .gz too) into a Caffe Datum database\n"
-      "plan flags (run, time, compile, dump):\n%s",
+      "  train     --solver F [--weights W | --snapshot S.solverstate] [--iterations N]\n"
+      "            [--curve C.svg] [--data-seed N] [plan flags]: Caffe's solvers\n"
+      "  test      --model F --weights W [--iterations N] [plan flags]: mean test outputs\n"
+      "plan flags (run, time, compile, dump, train, test):\n%s",
       kiln::PlanFlagsUsage());
   return 2;
 }

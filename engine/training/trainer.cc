@@ -1,0 +1,542 @@
+#include "engine/training/trainer.h"
+
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "data/batch_source.h"
+#include "engine/runtime/executor.h"
+#include "engine/status_macros.h"
+#include "engine/training/training_graph.h"
+#include "kernels/all_kernels.h"
+#include "kernels/cuda/solver_update.h"
+#include "kernels/dnn/solver_update.h"
+#include "ops/all_ops.h"
+#include "proto/blob_convert.h"
+#include "proto/caffe_io.h"
+#include "proto/net_state.h"
+#include "proto/solver_state.h"
+#include "proto/upgrade.h"
+
+namespace kiln {
+
+namespace {
+
+absl::StatusOr<dnn::SolverType> SolverTypeOf(const std::string& type) {
+  if (type == "SGD") return dnn::SolverType::kSgd;
+  if (type == "Nesterov") return dnn::SolverType::kNesterov;
+  if (type == "AdaGrad") return dnn::SolverType::kAdaGrad;
+  if (type == "RMSProp") return dnn::SolverType::kRmsProp;
+  if (type == "AdaDelta") return dnn::SolverType::kAdaDelta;
+  if (type == "Adam") return dnn::SolverType::kAdam;
+  return absl::UnimplementedError(absl::StrCat("solver: type '", type, "'"));
+}
+
+int64_t BytesOf(const TensorType& t) { return t.span_bytes(); }
+
+}  // namespace
+
+// A compiled net, its context, the data sources feeding it and the device buffers of its data
+// inputs and outputs (the parameters and gradients belong to the Trainer).
+struct Trainer::Net {
+  TrainingGraph tg;
+  std::unique_ptr<ExecutionPlan> plan;
+  std::unique_ptr<ExecutionContext> ctx;
+  struct Source {
+    std::unique_ptr<BatchSource> source;
+    std::string data, label;  // graph input names of its tops ("" when absent)
+  };
+  std::vector<Source> sources;
+  std::map<std::string, void*> data_buffers;    // graph input -> device buffer
+  std::map<std::string, void*> output_buffers;  // graph output -> device buffer (no gradients)
+  int test_iter = 0;
+  Batch batch;
+
+  ~Net() {
+    if (ctx == nullptr) return;
+    for (auto& [name, p] : data_buffers) ctx->device().Free(p);
+    for (auto& [name, p] : output_buffers) ctx->device().Free(p);
+  }
+
+  // Reads one batch from every source into the data buffers.
+  absl::Status Feed() {
+    for (Source& s : sources) {
+      KILN_RETURN_IF_ERROR(s.source->Next(&batch));
+      if (!s.data.empty()) {
+        KILN_RETURN_IF_ERROR(ctx->device().CopyToDevice(data_buffers.at(s.data), batch.data.data(),
+                                                        batch.data.size() * sizeof(float)));
+      }
+      if (!s.label.empty()) {
+        KILN_RETURN_IF_ERROR(ctx->device().CopyToDevice(
+            data_buffers.at(s.label), batch.labels.data(), batch.labels.size() * sizeof(float)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // One scalar output's value (f32), read back to the host.
+  absl::StatusOr<double> ReadScalar(const std::string& name) {
+    const TensorType& t = plan->buffers()[plan->outputs().at(name)].type;
+    if (t.dtype() != DataType::kF32) {
+      return absl::InternalError(absl::StrCat("training: output '", name, "' is not f32"));
+    }
+    float v = 0;
+    KILN_RETURN_IF_ERROR(ctx->device().CopyToHost(&v, output_buffers.at(name), sizeof(float)));
+    return v;
+  }
+};
+
+namespace {
+
+// A data source path as the user wrote it, resolved: the working directory first (Caffe runs
+// from where it is started), then the solver's folder.
+std::string ResolveSource(const std::string& source, const std::string& solver_dir) {
+  namespace fs = std::filesystem;
+  if (source.empty() || fs::path(source).is_absolute() || fs::exists(source)) return source;
+  const fs::path beside = fs::path(solver_dir) / source;
+  return !solver_dir.empty() && fs::exists(beside) ? beside.string() : source;
+}
+
+absl::StatusOr<std::unique_ptr<Trainer::Net>> LoadNet(const SolverNet& spec, caffe::Phase phase,
+                                                      const TrainerOptions& options,
+                                                      uint64_t fill_seed, bool backward,
+                                                      const std::vector<std::string>* only) {
+  auto net = std::make_unique<Trainer::Net>();
+  net->test_iter = spec.test_iter;
+  caffe::NetParameter upgraded = spec.net;
+  KILN_RETURN_IF_ERROR(UpgradeNet(upgraded));
+  KILN_ASSIGN_OR_RETURN(caffe::NetParameter filtered, FilterNet(upgraded, spec.state));
+  CaffeImportOptions import;
+  import.phase = phase;
+  import.level = spec.state.level();
+  import.stages.assign(spec.state.stage().begin(), spec.state.stage().end());
+  import.weights = options.weights;
+  import.init = ParamInit::kFillers;
+  import.fill_seed = fill_seed;
+  for (const caffe::LayerParameter& layer : filtered.layer()) {
+    if (layer.type() != "Data") {
+      if (layer.type() == "ImageData" || layer.type() == "HDF5Data" ||
+          layer.type() == "MemoryData" || layer.type() == "WindowData") {
+        return absl::UnimplementedError(absl::StrCat(
+            "training: data layer '", layer.name(), "' of type ", layer.type(),
+            " (Kiln reads Data layers: LMDB or LevelDB of Datum records; see kiln convert)"));
+      }
+      continue;
+    }
+    caffe::LayerParameter resolved = layer;
+    resolved.mutable_data_param()->set_source(
+        ResolveSource(layer.data_param().source(), options.solver_dir));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
+                          BatchSource::OpenDataLayer(resolved, phase, "", options.data_seed));
+    const std::vector<int64_t> dims = source->data_dims();
+    if (layer.top_size() > 0) import.input_shapes[layer.top(0)] = dims;
+    if (layer.top_size() > 1) import.input_shapes[layer.top(1)] = {dims[0]};
+    Trainer::Net::Source s;
+    s.source = std::move(source);
+    s.data = layer.top_size() > 0 ? layer.top(0) : "";
+    s.label = layer.top_size() > 1 ? layer.top(1) : "";
+    net->sources.push_back(std::move(s));
+  }
+  KILN_ASSIGN_OR_RETURN(CaffeModel model, ImportCaffeNet(spec.net, import, DefaultOpRegistry()));
+  // The graph input names of the data tops (the blob name unless a node had it already).
+  for (Trainer::Net::Source& s : net->sources) {
+    for (const CaffeInput& in : model.inputs) {
+      if (in.name == s.data) s.data = in.node;
+      if (in.name == s.label) s.label = in.node;
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(net->tg, MakeTrainingGraph(std::move(model), backward, only));
+  for (const CaffeInput& in : net->tg.model.inputs) {
+    if (in.layer_type != "Data") {
+      return absl::UnimplementedError(absl::StrCat("training: input '", in.name, "' (layer '",
+                                                   in.layer, "', ", in.layer_type,
+                                                   ") has no data source"));
+    }
+  }
+  CompileOptions compile = options.compile;
+  compile.optimize = false;  // the inference rewrites (BatchNorm folding...) do not train
+  absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan =
+      Compile(*net->tg.model.graph, DefaultKernelRegistry(), compile);
+  if (!plan.ok()) {
+    return absl::Status(plan.status().code(),
+                        absl::StrCat(phase == caffe::TRAIN ? "TRAIN" : "TEST", " net (",
+                                     spec.origin, "): ", plan.status().message()));
+  }
+  net->plan = std::move(*plan);
+  KILN_ASSIGN_OR_RETURN(net->ctx, ExecutionContext::Create(*net->plan));
+  Device& device = net->ctx->device();
+  for (const Trainer::Net::Source& s : net->sources) {
+    for (const std::string& name : {s.data, s.label}) {
+      if (name.empty() || !net->plan->inputs().count(name)) continue;
+      const TensorType& t = net->plan->buffers()[net->plan->inputs().at(name)].type;
+      if (t.dtype() != DataType::kF32 || !t.IsContiguous()) {
+        return absl::InternalError(
+            absl::StrCat("training: data input '", name, "' is ", t.ToString()));
+      }
+      KILN_ASSIGN_OR_RETURN(net->data_buffers[name], device.Allocate(BytesOf(t)));
+    }
+  }
+  for (const auto& [name, buffer] : net->plan->outputs()) {
+    if (name.rfind("grad/", 0) == 0) continue;
+    KILN_ASSIGN_OR_RETURN(net->output_buffers[name],
+                          device.Allocate(BytesOf(net->plan->buffers()[buffer].type)));
+  }
+  return net;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const SolverConfig& solver,
+                                                         const TrainerOptions& options) {
+  std::unique_ptr<Trainer> t(new Trainer());
+  t->solver_ = solver;
+  const caffe::SolverParameter& p = solver.param;
+  KILN_ASSIGN_OR_RETURN(dnn::SolverType type, SolverTypeOf(p.type()));
+  t->history_count_ = dnn::HistoryCount(type);
+  const uint64_t fill_seed = p.random_seed() >= 0 ? static_cast<uint64_t>(p.random_seed()) : 1;
+  KILN_ASSIGN_OR_RETURN(t->train_,
+                        LoadNet(solver.train, caffe::TRAIN, options, fill_seed, true, nullptr));
+  std::vector<std::string> trained;
+  for (const TrainableParam& param : t->train_->tg.params) trained.push_back(param.node);
+  for (const SolverNet& test : solver.tests) {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Net> net,
+                          LoadNet(test, caffe::TEST, options, fill_seed, false, &trained));
+    t->tests_.push_back(std::move(net));
+  }
+  Device& device = t->train_->ctx->device();
+  const ExecutionPlan& plan = *t->train_->plan;
+  for (const TrainableParam& param : t->train_->tg.params) {
+    ParamState s;
+    s.count = param.initial.type().num_elements();
+    const int64_t bytes = s.count * static_cast<int64_t>(sizeof(float));
+    if (param.initial.type().dtype() != DataType::kF32 || !param.initial.type().IsContiguous()) {
+      return absl::InternalError(absl::StrCat("training: parameter '", param.node, "' is ",
+                                              param.initial.type().ToString()));
+    }
+    KILN_ASSIGN_OR_RETURN(s.value, device.Allocate(bytes));
+    KILN_RETURN_IF_ERROR(device.CopyToDevice(s.value, param.initial.data(), bytes));
+    KILN_ASSIGN_OR_RETURN(s.grad, device.Allocate(bytes));
+    KILN_RETURN_IF_ERROR(device.Fill(s.grad, 0, bytes));  // a parameter no loss reaches
+    if (p.iter_size() > 1) {
+      KILN_ASSIGN_OR_RETURN(s.accum, device.Allocate(bytes));
+      KILN_ASSIGN_OR_RETURN(s.scratch, device.Allocate(bytes));
+    }
+    for (int h = 0; h < t->history_count_; ++h) {
+      KILN_ASSIGN_OR_RETURN(s.history[h], device.Allocate(bytes));
+      KILN_RETURN_IF_ERROR(device.Fill(s.history[h], 0, bytes));
+    }
+    if (!param.gradient.empty()) {
+      const TensorType& g = plan.buffers()[plan.outputs().at(param.gradient)].type;
+      if (g.dtype() != DataType::kF32 || g.num_elements() != s.count) {
+        return absl::InternalError(
+            absl::StrCat("training: gradient of '", param.node, "' is ", g.ToString()));
+      }
+    }
+    t->state_.push_back(s);
+  }
+  if (device.kind() == DeviceKind::kCuda) {
+    KILN_ASSIGN_OR_RETURN(t->norm_scratch_, device.Allocate(sizeof(double)));
+  }
+  int64_t batch = 0;
+  for (const Net::Source& s : t->train_->sources) batch += s.source->data_dims()[0];
+  t->images_per_iteration_ = batch * std::max(1, p.iter_size());
+  t->backend_ = absl::StrCat(BackendName(plan.backend()), " (", device.Describe(), "), precision ",
+                             plan.precision(), ", layout ", plan.layout());
+  if (!plan.backend_reason().empty()) absl::StrAppend(&t->backend_, "; ", plan.backend_reason());
+  return t;
+}
+
+Trainer::~Trainer() {
+  tests_.clear();
+  if (train_ == nullptr || train_->ctx == nullptr) return;
+  Device& device = train_->ctx->device();
+  for (ParamState& s : state_) {
+    for (void* p : {s.value, s.grad, s.accum, s.scratch, s.history[0], s.history[1]}) {
+      if (p != nullptr) device.Free(p);
+    }
+  }
+  if (norm_scratch_ != nullptr) device.Free(norm_scratch_);
+}
+
+absl::Status Trainer::Step() {
+  Net& net = *train_;
+  Device& device = net.ctx->device();
+  const int iter_size = std::max(1, solver_.param.iter_size());
+  std::map<std::string, const void*> inputs;
+  for (const auto& [name, p] : net.data_buffers) inputs[name] = p;
+  std::map<std::string, void*> outputs = net.output_buffers;
+  for (size_t i = 0; i < state_.size(); ++i) {
+    const TrainableParam& param = net.tg.params[i];
+    inputs[param.input] = state_[i].value;
+    if (!param.gradient.empty()) outputs[param.gradient] = state_[i].grad;
+  }
+  double loss = 0;
+  for (int k = 0; k < iter_size; ++k) {
+    KILN_RETURN_IF_ERROR(net.Feed());
+    KILN_RETURN_IF_ERROR(net.ctx->RunOnDevice(inputs, outputs));
+    if (iter_size > 1) {
+      // accum += grad: an SGD step of rate -1 without momentum or decay adds the gradient to its
+      // "parameter" (its momentum buffer is scratch).
+      for (ParamState& s : state_) {
+        const int64_t bytes = s.count * static_cast<int64_t>(sizeof(float));
+        if (k == 0) KILN_RETURN_IF_ERROR(device.Fill(s.accum, 0, bytes));
+        dnn::SolverStep add;
+        add.local_rate = -1.0;
+        if (device.kind() == DeviceKind::kCuda) {
+          KILN_RETURN_IF_ERROR(dnn::SolverUpdateCuda(
+              add, s.count, static_cast<float*>(s.accum), static_cast<float*>(s.grad),
+              static_cast<float*>(s.scratch), nullptr, device.stream()));
+        } else {
+          KILN_RETURN_IF_ERROR(dnn::SolverUpdateHost(add, s.count, static_cast<float*>(s.accum),
+                                                     static_cast<float*>(s.grad),
+                                                     static_cast<float*>(s.scratch), nullptr));
+        }
+      }
+    }
+    for (const auto& [name, weight] : net.tg.losses) {
+      KILN_ASSIGN_OR_RETURN(double value, net.ReadScalar(name));
+      loss += weight * value;
+    }
+  }
+  last_loss_ = loss / iter_size;
+  const int window = std::max(1, solver_.param.average_loss());
+  recent_losses_.push_back(last_loss_);
+  if (static_cast<int>(recent_losses_.size()) > window)
+    recent_losses_.erase(recent_losses_.begin());
+  return Update();
+}
+
+double Trainer::smoothed_loss() const {
+  if (recent_losses_.empty()) return 0;
+  return std::accumulate(recent_losses_.begin(), recent_losses_.end(), 0.0) /
+         static_cast<double>(recent_losses_.size());
+}
+
+absl::Status Trainer::Update() {
+  const caffe::SolverParameter& p = solver_.param;
+  Device& device = train_->ctx->device();
+  const bool cuda = device.kind() == DeviceKind::kCuda;
+  const int iter_size = std::max(1, p.iter_size());
+  auto gradient_of = [&](ParamState& s) {
+    return static_cast<float*>(iter_size > 1 ? s.accum : s.grad);
+  };
+  double scale = 1.0 / iter_size;
+  if (p.clip_gradients() > 0) {
+    // Caffe clips the accumulated gradients by their global L2 norm, before anything else.
+    double sum = 0;
+    if (cuda) {
+      KILN_RETURN_IF_ERROR(device.Fill(norm_scratch_, 0, sizeof(double)));
+      for (ParamState& s : state_) {
+        KILN_RETURN_IF_ERROR(dnn::SumOfSquaresCuda(
+            s.count, gradient_of(s), static_cast<double*>(norm_scratch_), device.stream()));
+      }
+      KILN_RETURN_IF_ERROR(device.CopyToHost(&sum, norm_scratch_, sizeof(double)));
+    } else {
+      for (ParamState& s : state_) sum += dnn::SumOfSquaresHost(s.count, gradient_of(s));
+    }
+    const double norm = std::sqrt(sum);
+    if (norm > p.clip_gradients()) scale *= p.clip_gradients() / norm;
+  }
+  KILN_ASSIGN_OR_RETURN(dnn::SolverType type, SolverTypeOf(p.type()));
+  last_rate_ = solver_.LearningRate(iter_);
+  for (size_t i = 0; i < state_.size(); ++i) {
+    const TrainableParam& param = train_->tg.params[i];
+    ParamState& s = state_[i];
+    dnn::SolverStep step;
+    step.type = type;
+    step.local_rate = last_rate_ * param.lr_mult;
+    step.momentum = p.momentum();
+    step.momentum2 = p.momentum2();
+    step.delta = p.delta();
+    step.rms_decay = p.rms_decay();
+    step.regularization =
+        p.regularization_type() == "L1" ? dnn::Regularization::kL1 : dnn::Regularization::kL2;
+    step.local_decay = p.weight_decay() * param.decay_mult;
+    step.grad_scale = scale;
+    step.iter = iter_;
+    float* h1 = static_cast<float*>(s.history[1]);
+    absl::Status status =
+        cuda ? dnn::SolverUpdateCuda(step, s.count, static_cast<float*>(s.value), gradient_of(s),
+                                     static_cast<float*>(s.history[0]), h1, device.stream())
+             : dnn::SolverUpdateHost(step, s.count, static_cast<float*>(s.value), gradient_of(s),
+                                     static_cast<float*>(s.history[0]), h1);
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("update of '", param.node, "' (layer '",
+                                                      param.layer, "'): ", status.message()));
+    }
+  }
+  ++iter_;
+  return absl::OkStatus();
+}
+
+// test_iter batches through a TEST net: the mean of each scalar output (Caffe's test outputs).
+static absl::StatusOr<std::vector<NetOutput>> RunTestPasses(
+    Trainer::Net& net, std::map<std::string, const void*> inputs) {
+  for (const auto& [name, p] : net.data_buffers) inputs[name] = p;
+  std::vector<NetOutput> out;
+  std::map<std::string, double> weights;
+  for (const CaffeLayer& layer : net.tg.model.layers) {
+    for (const CaffeTop& top : layer.tops) weights[top.blob] = top.loss_weight;
+  }
+  for (const auto& [name, buffer] : net.plan->outputs()) {
+    if (net.plan->buffers()[buffer].type.num_elements() != 1) continue;  // scalars only
+    NetOutput o;
+    o.name = name;
+    o.loss_weight = weights.count(name) ? weights[name] : 0.0;
+    out.push_back(o);
+  }
+  const int iterations = std::max(1, net.test_iter);
+  for (int i = 0; i < iterations; ++i) {
+    KILN_RETURN_IF_ERROR(net.Feed());
+    KILN_RETURN_IF_ERROR(net.ctx->RunOnDevice(inputs, net.output_buffers));
+    for (NetOutput& o : out) {
+      KILN_ASSIGN_OR_RETURN(double v, net.ReadScalar(o.name));
+      o.value += v / iterations;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<NetOutput>> TestNet(const caffe::NetParameter& net, int iterations,
+                                               const TrainerOptions& options) {
+  SolverNet spec;
+  spec.net = net;
+  spec.state.set_phase(caffe::TEST);
+  spec.origin = "the model";
+  spec.test_iter = iterations;
+  const std::vector<std::string> none;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Trainer::Net> loaded,
+                        LoadNet(spec, caffe::TEST, options, 1, false, &none));
+  return RunTestPasses(*loaded, {});
+}
+
+absl::StatusOr<std::vector<NetOutput>> Trainer::Test(int index) {
+  if (index < 0 || index >= num_test_nets()) {
+    return absl::InvalidArgumentError(absl::StrCat("no TEST net ", index));
+  }
+  Net& net = *tests_[index];
+  KILN_RETURN_IF_ERROR(train_->ctx->device().Synchronize());
+  std::map<std::string, const void*> inputs;
+  std::map<std::string, size_t> by_node;
+  for (size_t i = 0; i < train_->tg.params.size(); ++i) by_node[train_->tg.params[i].node] = i;
+  for (const TrainableParam& param : net.tg.params) {
+    inputs[param.input] = state_[by_node.at(param.node)].value;
+  }
+  return RunTestPasses(net, inputs);
+}
+
+absl::StatusOr<caffe::NetParameter> Trainer::WeightsAsNet() const {
+  const Net& net = *train_;
+  Device& device = net.ctx->device();
+  KILN_RETURN_IF_ERROR(device.Synchronize());
+  std::map<std::string, size_t> trained;
+  for (size_t i = 0; i < net.tg.params.size(); ++i) trained[net.tg.params[i].node] = i;
+  caffe::NetParameter out;
+  out.set_name(net.tg.model.net.name());
+  for (const CaffeLayer& layer : net.tg.model.layers) {
+    if (layer.params.empty()) continue;
+    caffe::LayerParameter* l = out.add_layer();
+    l->set_name(layer.name);
+    l->set_type(layer.type);
+    for (int index : layer.params) {
+      const CaffeParam& param = net.tg.model.params[index];
+      auto t = trained.find(param.node);
+      if (t != trained.end()) {
+        HostTensor value = net.tg.params[t->second].initial.Clone();
+        KILN_RETURN_IF_ERROR(device.CopyToHost(value.data(), state_[t->second].value,
+                                               state_[t->second].count * sizeof(float)));
+        TensorToBlob(value, param.shape, *l->add_blobs());
+      } else {
+        TensorToBlob(net.tg.fixed.at(param.node), param.shape, *l->add_blobs());
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::pair<std::string, std::string>> Trainer::Snapshot(const std::string& prefix) {
+  const std::string model_path = absl::StrCat(prefix, "_iter_", iter_, ".caffemodel");
+  const std::string state_path = absl::StrCat(prefix, "_iter_", iter_, ".solverstate");
+  KILN_ASSIGN_OR_RETURN(caffe::NetParameter net, WeightsAsNet());
+  std::string bytes;
+  if (!net.SerializeToString(&bytes)) {
+    return absl::InternalError("snapshot: the weights could not be serialized");
+  }
+  KILN_RETURN_IF_ERROR(WriteFileBytes(model_path, bytes));
+  SolverStateData state;
+  state.iter = iter_;
+  state.learned_net = model_path;
+  int passed = 0;
+  while (passed < solver_.param.stepvalue_size() && iter_ >= solver_.param.stepvalue(passed)) {
+    ++passed;
+  }
+  state.current_step = passed;
+  Device& device = train_->ctx->device();
+  for (int h = 0; h < history_count_; ++h) {
+    for (size_t i = 0; i < state_.size(); ++i) {
+      std::vector<float> values(state_[i].count);
+      KILN_RETURN_IF_ERROR(
+          device.CopyToHost(values.data(), state_[i].history[h], values.size() * sizeof(float)));
+      state.history.push_back(std::move(values));
+      state.history_shapes.push_back(train_->tg.params[i].caffe_shape);
+    }
+  }
+  KILN_RETURN_IF_ERROR(WriteSolverState(state_path, state));
+  return std::make_pair(model_path, state_path);
+}
+
+absl::Status Trainer::Restore(const std::string& solverstate_path,
+                              const std::string& weights_path) {
+  KILN_ASSIGN_OR_RETURN(SolverStateData state, ReadSolverStateData(solverstate_path));
+  const size_t expected = state_.size() * static_cast<size_t>(history_count_);
+  if (state.history.size() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "restore: ", solverstate_path, " holds ", state.history.size(),
+        " history blobs; this net and solver (", solver_.param.type(), ") need ", expected));
+  }
+  Device& device = train_->ctx->device();
+  for (size_t k = 0; k < expected; ++k) {
+    const ParamState& s = state_[k % state_.size()];
+    if (static_cast<int64_t>(state.history[k].size()) != s.count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "restore: history blob ", k, " of ", solverstate_path, " holds ", state.history[k].size(),
+          " values, parameter '", train_->tg.params[k % state_.size()].node, "' has ", s.count));
+    }
+  }
+  for (size_t k = 0; k < expected; ++k) {
+    const ParamState& s = state_[k % state_.size()];
+    KILN_RETURN_IF_ERROR(device.CopyToDevice(s.history[k / state_.size()], state.history[k].data(),
+                                             s.count * sizeof(float)));
+  }
+  std::string path = weights_path.empty() ? state.learned_net : weights_path;
+  if (!weights_path.empty() || !std::filesystem::exists(path)) {
+    // Caffe stores the path as written when snapshotting; look beside the state file too.
+    const std::filesystem::path beside = std::filesystem::path(solverstate_path).parent_path() /
+                                         std::filesystem::path(path).filename();
+    if (weights_path.empty() && std::filesystem::exists(beside)) path = beside.string();
+  }
+  KILN_ASSIGN_OR_RETURN(caffe::NetParameter weights, ReadNetParameter(path));
+  KILN_RETURN_IF_ERROR(UpgradeNet(weights));
+  for (size_t i = 0; i < state_.size(); ++i) {
+    const TrainableParam& param = train_->tg.params[i];
+    const caffe::LayerParameter* layer = nullptr;
+    for (const caffe::LayerParameter& l : weights.layer()) {
+      if (l.name() == param.layer) layer = &l;
+    }
+    if (layer == nullptr || layer->blobs_size() <= param.index) {
+      return absl::NotFoundError(absl::StrCat("restore: ", path, " has no blob ", param.index,
+                                              " for layer '", param.layer, "'"));
+    }
+    HostTensor value = param.initial.Clone();
+    KILN_RETURN_IF_ERROR(BlobToTensor(
+        layer->blobs(param.index), param.caffe_shape,
+        absl::StrCat("restore: ", path, ": layer '", param.layer, "' blob ", param.index), value));
+    KILN_RETURN_IF_ERROR(
+        device.CopyToDevice(state_[i].value, value.data(), state_[i].count * sizeof(float)));
+  }
+  iter_ = state.iter;
+  return absl::OkStatus();
+}
+
+}  // namespace kiln

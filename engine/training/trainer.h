@@ -1,0 +1,112 @@
+// The Trainer: Caffe's Solver on Kiln's graph engine. It compiles the TRAIN net (forward and
+// backward as one plan) and each TEST net, owns the learnable parameters, their gradients and
+// the solver's history in device memory (the plans read and write them in place: no copies), feeds
+// the data layers from their databases (data/batch_source.h, read ahead on a thread), and applies
+// Caffe's update rules (kernels/dnn/solver_update.h) with its learning-rate schedule, weight decay,
+// lr/decay multipliers, iter_size accumulation and gradient clipping. Snapshots are a .caffemodel
+// and a .solverstate in Caffe's formats; Restore continues from one as Caffe's --snapshot does.
+#ifndef KILN_ENGINE_TRAINING_TRAINER_H_
+#define KILN_ENGINE_TRAINING_TRAINER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/runtime/compiler.h"
+#include "proto/solver.h"
+
+namespace kiln {
+
+struct TrainerOptions {
+  // Backend, precision, layout, algorithm choice of every plan (the CLI's flags). The inference
+  // rewrites are never run on training plans.
+  CompileOptions compile;
+  // Seeds the data order, crops and mirrors; the solver's random_seed (when >= 0) seeds fillers.
+  uint64_t data_seed = 1;
+  // Initial weights (Caffe's --weights: layers matched by name); null: the nets' fillers.
+  const caffe::NetParameter* weights = nullptr;
+  // Relative data sources are looked up from the working directory first (Caffe's rule), then
+  // from this folder (the solver file's).
+  std::string solver_dir;
+};
+
+// One output of a net (mean over the batches of a test pass), as Caffe reports it.
+struct NetOutput {
+  std::string name;
+  double value = 0;
+  double loss_weight = 0;  // non-zero for a loss
+};
+
+// Caffe's `caffe test`: the TEST phase of `net` with the weights of options.weights, for
+// `iterations` batches of its data layers; the mean of each scalar output.
+absl::StatusOr<std::vector<NetOutput>> TestNet(const caffe::NetParameter& net, int iterations,
+                                               const TrainerOptions& options);
+
+class Trainer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const SolverConfig& solver,
+                                                         const TrainerOptions& options);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // One solver iteration: iter_size forward/backward passes, then the update.
+  absl::Status Step();
+  // One pass of TEST net `net` over its test_iter batches, with the current parameters.
+  absl::StatusOr<std::vector<NetOutput>> Test(int net = 0);
+  int num_test_nets() const { return static_cast<int>(tests_.size()); }
+
+  int64_t iter() const { return iter_; }
+  // The weighted loss of the last iteration, and Caffe's smoothed loss (average_loss).
+  double last_loss() const { return last_loss_; }
+  double smoothed_loss() const;
+  // The learning rate the last update used.
+  double last_rate() const { return last_rate_; }
+  // Images one iteration consumes (batch x iter_size).
+  int64_t images_per_iteration() const { return images_per_iteration_; }
+  // "cuda (NVIDIA H100 ...), precision fp32" or "cpu (...)".
+  const std::string& backend_description() const { return backend_; }
+
+  // Writes <prefix>_iter_<N>.caffemodel and .solverstate; returns their paths.
+  absl::StatusOr<std::pair<std::string, std::string>> Snapshot(const std::string& prefix);
+  // Continues from a .solverstate (and the .caffemodel it names, unless `weights_path` is given).
+  absl::Status Restore(const std::string& solverstate_path, const std::string& weights_path = "");
+
+  // The current parameters as a Caffe net of the TRAIN net's layers (for --weights elsewhere).
+  absl::StatusOr<caffe::NetParameter> WeightsAsNet() const;
+
+  struct Net;  // a compiled net with its context, data sources and buffers
+
+ private:
+  Trainer() = default;
+  absl::Status Update();
+
+  SolverConfig solver_;
+  std::unique_ptr<Net> train_;
+  std::vector<std::unique_ptr<Net>> tests_;
+  // Per trained parameter: its bytes, gradient (bound as the plan's output), accumulator (iter_size
+  // > 1) and histories, all in the TRAIN context's device memory.
+  struct ParamState {
+    int64_t count = 0;
+    void* value = nullptr;
+    void* grad = nullptr;
+    void* accum = nullptr;
+    void* scratch = nullptr;  // the accumulating step's momentum buffer (iter_size > 1)
+    void* history[2] = {nullptr, nullptr};
+  };
+  std::vector<ParamState> state_;
+  int history_count_ = 1;
+  int64_t iter_ = 0;
+  double last_loss_ = 0, last_rate_ = 0;
+  std::vector<double> recent_losses_;
+  int64_t images_per_iteration_ = 0;
+  std::string backend_;
+  void* norm_scratch_ = nullptr;  // one double, for clip_gradients on CUDA
+};
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_TRAINING_TRAINER_H_

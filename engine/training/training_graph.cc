@@ -1,0 +1,82 @@
+#include "engine/training/training_graph.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "engine/training/backward.h"
+
+namespace kiln {
+
+absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_backward,
+                                                const std::vector<std::string>* only) {
+  TrainingGraph out;
+  Graph& graph = *model.graph;
+  std::set<std::string> wanted;
+  if (only != nullptr) wanted.insert(only->begin(), only->end());
+  std::vector<Value> wrt;
+  std::set<std::string> done;
+  for (const CaffeParam& p : model.params) {
+    if (done.count(p.node)) continue;  // a shared blob: one Constant, promoted once
+    done.insert(p.node);
+    Node* constant = graph.FindNode(p.node);
+    if (constant == nullptr || constant->constant() == nullptr) {
+      return absl::InternalError(absl::StrCat("training: parameter node '", p.node, "' of layer '",
+                                              p.layer, "' is not a Constant"));
+    }
+    const bool trained =
+        p.learnable && p.lr_mult != 0.0f && (only == nullptr || wanted.count(p.node) > 0);
+    if (!trained) {
+      out.fixed[p.node] = *constant->constant();
+      continue;
+    }
+    TrainableParam t;
+    t.node = p.node;
+    t.input = absl::StrCat("param/", p.node);
+    t.layer = p.layer;
+    t.index = p.index;
+    t.caffe_shape = p.shape;
+    t.lr_mult = p.lr_mult;
+    t.decay_mult = p.decay_mult;
+    t.initial = *constant->constant();
+    KILN_ASSIGN_OR_RETURN(Value input, graph.AddParameter(t.input, constant->output_types()[0]));
+    KILN_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(constant->output(0), input));
+    wrt.push_back(input);
+    out.params.push_back(std::move(t));
+  }
+  graph.RemoveDeadNodes();
+  for (const CaffeInput& in : model.inputs) out.data_inputs.push_back(in.name);
+
+  if (with_backward) {
+    std::vector<LossTerm> losses;
+    BackwardOptions options;
+    for (const CaffeLayer& layer : model.layers) {
+      for (const CaffeTop& top : layer.tops) {
+        if (top.loss_weight == 0.0f) continue;
+        losses.push_back({top.value, top.loss_weight});
+        out.losses.push_back({top.blob, top.loss_weight});
+      }
+    }
+    for (const caffe::LayerParameter& layer : model.net.layer()) {
+      if (layer.propagate_down_size() == 0) continue;
+      const CaffeLayer* record = model.FindLayer(layer.name());
+      if (record == nullptr || record->nodes.empty()) continue;
+      std::vector<bool> down(layer.propagate_down().begin(), layer.propagate_down().end());
+      options.propagate_down[record->nodes[0]] = down;
+    }
+    if (losses.empty()) {
+      return absl::InvalidArgumentError(
+          "training: the TRAIN net has no loss (no top with a non-zero loss_weight)");
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<Value> grads, BuildBackward(graph, losses, wrt, options));
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (grads[i].node == nullptr) continue;  // no loss depends on it: Caffe leaves it as is
+      out.params[i].gradient = absl::StrCat("grad/", out.params[i].node);
+      KILN_RETURN_IF_ERROR(graph.AddOutput(out.params[i].gradient, grads[i]));
+    }
+  }
+  out.model = std::move(model);
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,246 @@
+#include "tools/train_command.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/status_macros.h"
+#include "engine/training/trainer.h"
+#include "proto/caffe_io.h"
+#include "proto/solver.h"
+#include "tools/command_line.h"
+#include "tools/curve_svg.h"
+#include "tools/plan_flags.h"
+
+namespace kiln {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+volatile std::sig_atomic_t interrupted = 0;
+void OnInterrupt(int) { interrupted = 1; }
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// The live line: rewritten in place on a terminal, printed once a second otherwise.
+class Progress {
+ public:
+  Progress() : tty_(isatty(STDERR_FILENO) == 1), start_(Clock::now()), last_(start_) {}
+  void Update(const Trainer& t, int64_t first, int64_t stop, bool force = false) {
+    const auto now = Clock::now();
+    if (!force && std::chrono::duration<double>(now - last_).count() < (tty_ ? 0.2 : 10.0)) return;
+    last_ = now;
+    const double elapsed = Seconds(start_);
+    const int64_t done = t.iter() - first;
+    const double rate = elapsed > 0 ? done / elapsed : 0;
+    const double eta = rate > 0 ? (stop - t.iter()) / rate : 0;
+    std::fprintf(stderr, "%strain: iter %lld/%lld  loss %.4f  lr %.3g  %.0f images/s  ETA %.0fs%s",
+                 tty_ ? "\r" : "", static_cast<long long>(t.iter()), static_cast<long long>(stop),
+                 t.smoothed_loss(), t.last_rate(), rate * t.images_per_iteration(), eta,
+                 tty_ ? "\033[K" : "\n");
+    std::fflush(stderr);
+  }
+  // Ends the live line before ordinary output.
+  void Break() {
+    if (tty_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  bool tty_;
+  Clock::time_point start_, last_;
+};
+
+absl::Status RunTests(Trainer& trainer, Progress& progress, TrainingCurve& curve,
+                      std::string* summary) {
+  for (int n = 0; n < trainer.num_test_nets(); ++n) {
+    KILN_ASSIGN_OR_RETURN(std::vector<NetOutput> outputs, trainer.Test(n));
+    progress.Break();
+    std::printf("Iteration %lld, Testing net (#%d)\n", static_cast<long long>(trainer.iter()), n);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const NetOutput& o = outputs[i];
+      if (o.loss_weight != 0) {
+        std::printf("    Test net output #%zu: %s = %.6g (* %g = %.6g loss)\n", i, o.name.c_str(),
+                    o.value, o.loss_weight, o.value * o.loss_weight);
+      } else {
+        std::printf("    Test net output #%zu: %s = %.6g\n", i, o.name.c_str(), o.value);
+      }
+      if (n == 0) {
+        curve.tests[o.name].push_back({trainer.iter(), o.value});
+        if (summary != nullptr) {
+          absl::StrAppend(summary, summary->empty() ? "" : ", ", o.name, " = ",
+                          absl::StrFormat("%.4f", o.value));
+        }
+      }
+    }
+    std::fflush(stdout);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Train(const CommandLine& line) {
+  if (!line.Has("solver")) return absl::InvalidArgumentError("train: --solver is required");
+  if (line.Has("weights") && line.Has("snapshot")) {
+    return absl::InvalidArgumentError("train: give --weights or --snapshot, not both");
+  }
+  const std::string solver_path = line.Get("solver");
+  KILN_ASSIGN_OR_RETURN(SolverConfig solver, LoadSolver(solver_path));
+  if (line.Has("iterations")) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(line.Get("iterations"), &n) || n < 1) {
+      return absl::InvalidArgumentError("train: --iterations must be a positive number");
+    }
+    solver.param.set_max_iter(static_cast<int>(n));
+  }
+  TrainerOptions options;
+  KILN_RETURN_IF_ERROR(ParsePlanFlags(line, options.compile));
+  options.solver_dir = std::filesystem::path(solver_path).parent_path().string();
+  if (line.Has("data-seed")) {
+    if (!absl::SimpleAtoi(line.Get("data-seed"), &options.data_seed)) {
+      return absl::InvalidArgumentError("train: --data-seed must be a number");
+    }
+  }
+  caffe::NetParameter weights;
+  if (line.Has("weights")) {
+    KILN_ASSIGN_OR_RETURN(weights, ReadNetParameter(line.Get("weights")));
+    options.weights = &weights;
+  }
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(solver, options));
+  if (line.Has("snapshot")) KILN_RETURN_IF_ERROR(trainer->Restore(line.Get("snapshot")));
+  const caffe::SolverParameter& p = solver.param;
+  std::printf("kiln train: %s, solver %s, %lld iterations of %lld images, backend %s\n",
+              solver_path.c_str(), p.type().c_str(), static_cast<long long>(p.max_iter()),
+              static_cast<long long>(trainer->images_per_iteration()),
+              trainer->backend_description().c_str());
+  std::fflush(stdout);
+  std::signal(SIGINT, OnInterrupt);
+  TrainingCurve curve;
+  curve.title =
+      absl::StrCat(std::filesystem::path(solver_path).filename().string(), " (", p.type(), ")");
+  Progress progress;
+  const auto start = Clock::now();
+  const int64_t first = trainer->iter();
+  const int64_t stop = p.max_iter();
+  const std::string prefix = p.snapshot_prefix().empty()
+                                 ? std::filesystem::path(solver_path).replace_extension().string()
+                                 : p.snapshot_prefix();
+  auto snapshot = [&]() -> absl::Status {
+    KILN_ASSIGN_OR_RETURN(auto paths, trainer->Snapshot(prefix));
+    progress.Break();
+    std::printf("Snapshotting to %s and %s\n", paths.first.c_str(), paths.second.c_str());
+    return absl::OkStatus();
+  };
+  while (trainer->iter() < stop) {
+    if (p.test_interval() > 0 && trainer->iter() % p.test_interval() == 0 &&
+        (trainer->iter() > 0 || p.test_initialization())) {
+      KILN_RETURN_IF_ERROR(RunTests(*trainer, progress, curve, nullptr));
+    }
+    KILN_RETURN_IF_ERROR(trainer->Step());
+    curve.loss.push_back({trainer->iter(), trainer->smoothed_loss()});
+    if (!std::isfinite(trainer->last_loss())) {
+      progress.Break();
+      return absl::FailedPreconditionError(
+          absl::StrCat("train: the loss is ", trainer->last_loss(), " at iteration ",
+                       trainer->iter(), " (diverged: lower base_lr, or use clip_gradients)"));
+    }
+    if (p.display() > 0 && (trainer->iter() - 1) % p.display() == 0) {
+      progress.Break();
+      std::printf("Iteration %lld (%.2f s), loss = %.6g, lr = %.6g\n",
+                  static_cast<long long>(trainer->iter() - 1), Seconds(start),
+                  trainer->smoothed_loss(), trainer->last_rate());
+      std::fflush(stdout);
+    }
+    progress.Update(*trainer, first, stop);
+    if (p.snapshot() > 0 && trainer->iter() % p.snapshot() == 0) KILN_RETURN_IF_ERROR(snapshot());
+    if (interrupted) {
+      progress.Break();
+      std::printf("Interrupted at iteration %lld: snapshotting before stopping\n",
+                  static_cast<long long>(trainer->iter()));
+      KILN_RETURN_IF_ERROR(snapshot());
+      std::signal(SIGINT, SIG_DFL);
+      return absl::CancelledError("train: interrupted (snapshot written)");
+    }
+  }
+  std::signal(SIGINT, SIG_DFL);
+  progress.Update(*trainer, first, stop, true);
+  progress.Break();
+  const double seconds = Seconds(start);
+  if (p.snapshot_after_train()) KILN_RETURN_IF_ERROR(snapshot());
+  std::string summary;
+  if (trainer->num_test_nets() > 0) {
+    KILN_RETURN_IF_ERROR(RunTests(*trainer, progress, curve, &summary));
+  }
+  const std::string curve_path =
+      line.Get("curve", absl::StrCat(prefix, "_iter_", trainer->iter(), "_curve.svg"));
+  KILN_RETURN_IF_ERROR(WriteFileBytes(curve_path, TrainingCurveSvg(curve)));
+  const double images = static_cast<double>(trainer->iter() - first) *
+                        static_cast<double>(trainer->images_per_iteration());
+  std::printf("kiln train: %lld iterations in %.1f s (%.0f images/s), final loss %.4f%s%s\n",
+              static_cast<long long>(trainer->iter() - first), seconds,
+              seconds > 0 ? images / seconds : 0.0, trainer->smoothed_loss(),
+              summary.empty() ? "" : "; final test: ", summary.c_str());
+  std::printf("kiln train: curve written to %s\n", curve_path.c_str());
+  return absl::OkStatus();
+}
+
+absl::Status Test(const CommandLine& line) {
+  if (!line.Has("model") || !line.Has("weights")) {
+    return absl::InvalidArgumentError("test: --model and --weights are required");
+  }
+  int iterations = 50;  // Caffe's default
+  if (line.Has("iterations") &&
+      (!absl::SimpleAtoi(line.Get("iterations"), &iterations) || iterations < 1)) {
+    return absl::InvalidArgumentError("test: --iterations must be a positive number");
+  }
+  KILN_ASSIGN_OR_RETURN(caffe::NetParameter net, ReadNetParameter(line.Get("model")));
+  KILN_ASSIGN_OR_RETURN(caffe::NetParameter weights, ReadNetParameter(line.Get("weights")));
+  TrainerOptions options;
+  KILN_RETURN_IF_ERROR(ParsePlanFlags(line, options.compile));
+  options.weights = &weights;
+  options.solver_dir = std::filesystem::path(line.Get("model")).parent_path().string();
+  KILN_ASSIGN_OR_RETURN(std::vector<NetOutput> outputs, TestNet(net, iterations, options));
+  for (const NetOutput& o : outputs) {
+    std::printf(
+        "%s = %.6g%s\n", o.name.c_str(), o.value,
+        o.loss_weight != 0
+            ? absl::StrFormat(" (* %g = %.6g loss)", o.loss_weight, o.value * o.loss_weight).c_str()
+            : "");
+  }
+  return absl::OkStatus();
+}
+
+int Report(const absl::Status& status, const char* command) {
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "kiln %s: %s\n", command, status.ToString().c_str());
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace
+
+int TrainCommand(int argc, char** argv) {
+  std::set<std::string> flags = {"solver",     "weights", "snapshot",
+                                 "iterations", "curve",   "data-seed"};
+  flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
+  absl::StatusOr<CommandLine> line = CommandLine::Parse(argc, argv, 2, flags, {});
+  if (!line.ok()) return Report(line.status(), "train");
+  return Report(Train(*line), "train");
+}
+
+int TestCommand(int argc, char** argv) {
+  std::set<std::string> flags = {"model", "weights", "iterations"};
+  flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
+  absl::StatusOr<CommandLine> line = CommandLine::Parse(argc, argv, 2, flags, {});
+  if (!line.ok()) return Report(line.status(), "test");
+  return Report(Test(*line), "test");
+}
+
+}  // namespace kiln

@@ -1,0 +1,21 @@
+// `kiln train` and `kiln test`: Caffe's `caffe train` and `caffe test` on Kiln's trainer
+// (engine/training/trainer.h).
+#ifndef KILN_TOOLS_TRAIN_COMMAND_H_
+#define KILN_TOOLS_TRAIN_COMMAND_H_
+
+namespace kiln {
+
+// kiln train --solver F [--weights W | --snapshot S.solverstate] [--iterations N] [--curve C.svg]
+//            [--data-seed N] [plan flags]
+// Trains as the solver says, with a live progress line (iteration, loss, lr, images/s, ETA) on
+// stderr, Caffe's display/test/snapshot schedule on stdout, and a loss/accuracy curve as SVG at
+// the end. Ctrl-C writes a snapshot, then stops. Exit 0 on success, 1 on error, 2 on usage.
+int TrainCommand(int argc, char** argv);
+
+// kiln test --model F --weights W [--iterations N] [plan flags]
+// The TEST phase of F for N batches (default 50): the mean of each scalar output.
+int TestCommand(int argc, char** argv);
+
+}  // namespace kiln
+
+#endif  // KILN_TOOLS_TRAIN_COMMAND_H_
