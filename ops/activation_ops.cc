@@ -42,6 +42,12 @@ absl::StatusOr<std::vector<TensorType>> InferDropout(const InferContext& ctx) {
   if (ratio < 0 || ratio >= 1) {
     return absl::InvalidArgumentError(absl::StrCat("ratio must be in [0, 1), got ", ratio));
   }
+  if (ctx.num_inputs() > 1) {
+    KILN_RETURN_IF_ERROR(RequireFloat(ctx.input(1), "seed_offset"));
+    if (ctx.input(1).num_elements() != 1) {
+      return absl::InvalidArgumentError("seed_offset must hold one value");
+    }
+  }
   return InferSameAsInput(ctx);
 }
 
@@ -79,11 +85,16 @@ absl::Status RegisterActivationOps(OpRegistry& registry) {
                         {"shift", AttrKind::kFloat, AttrValue(0.0)}},
                        InferSameAsInput, "(shift + scale*x)^power."));
   defs.push_back(Unary("AbsVal", {}, InferSameAsInput, "|x|."));
-  defs.push_back(Unary("Dropout",
-                       {{"ratio", AttrKind::kFloat, AttrValue(0.5)},
-                        {"training", AttrKind::kBool, AttrValue(false)},
-                        {"seed", AttrKind::kInt, AttrValue(int64_t{0})}},
-                       InferDropout, "Identity at inference; inverted dropout in training."));
+  // The optional seed_offset (one number, read when the step runs) is added to `seed`: a
+  // training plan feeds the iteration there, so each iteration draws a new mask.
+  OpDef dropout = Unary("Dropout",
+                        {{"ratio", AttrKind::kFloat, AttrValue(0.5)},
+                         {"training", AttrKind::kBool, AttrValue(false)},
+                         {"seed", AttrKind::kInt, AttrValue(int64_t{0})}},
+                        InferDropout, "Identity at inference; inverted dropout in training.");
+  dropout.input_names = {"x", "seed_offset"};
+  dropout.max_inputs = 2;
+  defs.push_back(std::move(dropout));
   for (OpDef& def : defs) KILN_RETURN_IF_ERROR(registry.Register(std::move(def)));
   return absl::OkStatus();
 }

@@ -20,9 +20,12 @@ struct Want {
 };
 
 // Ports that read class labels or similarity flags: numbers, never rounded to 16 bits.
+// The per-iteration seed offset of a training Dropout is a count: also never rounded.
 bool IsLabelPort(const std::string& op, int port) {
-  return (port == 1 && (op == "SoftmaxWithLoss" || op == "Accuracy")) ||
-         (port == 2 && op == "ContrastiveLoss");
+  return (port == 1 &&
+          (op == "SoftmaxWithLoss" || op == "Accuracy" || op == "SoftmaxWithLossGradient" ||
+           op == "Dropout" || op == "DropoutGradient")) ||
+         (port == 2 && (op == "ContrastiveLoss" || op == "ContrastiveLossGradient"));
 }
 
 // Weight ports whose parameters the primitives read as f32 whatever the data's dtype (and which
@@ -30,7 +33,8 @@ bool IsLabelPort(const std::string& op, int port) {
 bool IsF32ParameterPort(const Node& node, int port) {
   const std::string& op = node.op();
   if (op == "BatchNorm") return port >= 1;
-  if (op == "PReLU" || op == "Bias") return port == 1;
+  if (op == "BatchNormGradient") return port >= 2;
+  if (op == "PReLU" || op == "PReLUGradient" || op == "Bias") return port == 1;
   if (op == "Scale") return port >= 1;
   return false;
 }
@@ -42,7 +46,8 @@ Want WantFor(const Node& node, int port, const Value& source, const PlanTypes& t
     w.keep = true;
     return w;
   }
-  const bool is_constant = source.node->op() == "Constant";
+  // Weights, and in a training graph the parameters bound as graph inputs, stay f32 there.
+  const bool is_constant = source.node->op() == "Constant" || source.node->op() == "Parameter";
   if (is_constant && IsF32ParameterPort(node, port)) {
     w.dtype = DataType::kF32;
     w.channels_last = t.IsChannelsLast() && !t.IsContiguous();

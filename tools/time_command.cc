@@ -20,6 +20,7 @@
 #include "tools/caffe_commands.h"
 #include "tools/plan_flags.h"
 #include "tools/plan_layers.h"
+#include "tools/train_command.h"
 
 namespace kiln {
 
@@ -44,10 +45,12 @@ absl::StatusOr<int64_t> PositiveFlag(const CommandLine& line, const std::string&
 
 absl::Status Time(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
-  flags.insert({"fill-seed", "batch", "iterations"});
+  flags.insert({"fill-seed", "batch", "iterations", "solver"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
-  KILN_ASSIGN_OR_RETURN(CommandLine line,
-                        CommandLine::Parse(argc, argv, 2, flags, {"json", "compare-unfused"}));
+  KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags,
+                                                             {"json", "compare-unfused", "train"}));
+  if (line.Has("train")) return TimeTrainingStep(line);
+  if (line.Has("solver")) return absl::InvalidArgumentError("--solver goes with --train");
   CaffeImportOptions options;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
   if (line.Has("weights") && line.Has("fill-seed")) {

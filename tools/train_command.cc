@@ -15,6 +15,7 @@
 #include "engine/training/trainer.h"
 #include "proto/caffe_io.h"
 #include "proto/solver.h"
+#include "tools/caffe_commands.h"
 #include "tools/command_line.h"
 #include "tools/curve_svg.h"
 #include "tools/plan_flags.h"
@@ -218,6 +219,15 @@ absl::Status Test(const CommandLine& line) {
   return absl::OkStatus();
 }
 
+std::string JsonEscape(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out + "\"";
+}
+
 int Report(const absl::Status& status, const char* command) {
   if (status.ok()) return 0;
   std::fprintf(stderr, "kiln %s: %s\n", command, status.ToString().c_str());
@@ -225,6 +235,69 @@ int Report(const absl::Status& status, const char* command) {
 }
 
 }  // namespace
+
+absl::Status TimeTrainingStep(const CommandLine& line) {
+  if (!line.Has("model")) return absl::InvalidArgumentError("time --train: --model is required");
+  CaffeImportOptions shapes;
+  KILN_RETURN_IF_ERROR(ParseCommonOptions(line, shapes));
+  if (shapes.input_shapes.empty()) {
+    return absl::InvalidArgumentError(
+        "time --train: give the data tops' shapes with --input-shape TOP=N,C,H,W (and the "
+        "labels': --input-shape label=N)");
+  }
+  int iterations = 30;
+  if (line.Has("iterations") &&
+      (!absl::SimpleAtoi(line.Get("iterations"), &iterations) || iterations < 1)) {
+    return absl::InvalidArgumentError("time --train: --iterations must be a positive number");
+  }
+  SolverConfig solver;
+  if (line.Has("solver")) {
+    KILN_ASSIGN_OR_RETURN(solver, LoadSolver(line.Get("solver")));
+    solver.tests.clear();
+  } else {
+    solver.param.set_type("SGD");
+    solver.param.set_base_lr(0.01f);
+    solver.param.set_momentum(0.9f);
+    solver.param.set_weight_decay(0.0005f);
+    solver.param.set_lr_policy("fixed");
+  }
+  KILN_ASSIGN_OR_RETURN(solver.train.net, ReadNetParameter(line.Get("model")));
+  solver.train.state.set_phase(caffe::TRAIN);
+  solver.train.origin = line.Get("model");
+  TrainerOptions options;
+  KILN_RETURN_IF_ERROR(ParsePlanFlags(line, options.compile));
+  options.synthetic_data = shapes.input_shapes;
+  const bool json = line.Has("json");
+  if (!json) std::fprintf(stderr, "kiln time --train: compiling...\n");
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(solver, options));
+  if (!json) std::fprintf(stderr, "kiln time --train: timing %d steps...\n", iterations);
+  KILN_ASSIGN_OR_RETURN(double ms, trainer->TimeSteps(iterations));
+  const TrainerMemory m = trainer->Memory();
+  const double images = ms > 0 ? trainer->images_per_iteration() * 1000.0 / ms : 0;
+  if (json) {
+    std::printf(
+        "{\"model\": %s, \"images_per_step\": %lld, \"backend\": %s, \"iterations\": %d, "
+        "\"train_step_ms\": %.4f, \"images_per_second\": %.1f, \"memory\": {\"weights_bytes\": "
+        "%lld, \"optimizer_bytes\": %lld, \"activations_bytes\": %lld, \"workspace_bytes\": %lld, "
+        "\"io_bytes\": %lld, \"total_bytes\": %lld}}\n",
+        JsonEscape(line.Get("model")).c_str(),
+        static_cast<long long>(trainer->images_per_iteration()),
+        JsonEscape(trainer->backend_description()).c_str(), iterations, ms, images,
+        static_cast<long long>(m.weights), static_cast<long long>(m.optimizer),
+        static_cast<long long>(m.activations), static_cast<long long>(m.workspace),
+        static_cast<long long>(m.io), static_cast<long long>(m.total()));
+    return absl::OkStatus();
+  }
+  std::printf("%s: training step (forward, backward, %s update) on %s\n", line.Get("model").c_str(),
+              solver.param.type().c_str(), trainer->backend_description().c_str());
+  std::printf("step (median of %d): %.4f ms, %.1f images/s\n", iterations, ms, images);
+  std::printf(
+      "device memory: weights %.1f MiB, parameters+gradients+history %.1f MiB, activations "
+      "%.1f MiB, workspace %.1f MiB, inputs/outputs %.1f MiB, total %.1f MiB\n",
+      m.weights / 1048576.0, m.optimizer / 1048576.0, m.activations / 1048576.0,
+      m.workspace / 1048576.0, m.io / 1048576.0, m.total() / 1048576.0);
+  return absl::OkStatus();
+}
 
 int TrainCommand(int argc, char** argv) {
   std::set<std::string> flags = {"solver",     "weights", "snapshot",

@@ -3,6 +3,8 @@
 #ifndef KILN_TOOLS_TRAIN_COMMAND_H_
 #define KILN_TOOLS_TRAIN_COMMAND_H_
 
+#include "absl/status/status.h"
+
 namespace kiln {
 
 // kiln train --solver F [--weights W | --snapshot S.solverstate] [--iterations N] [--curve C.svg]
@@ -15,6 +17,14 @@ int TrainCommand(int argc, char** argv);
 // kiln test --model F --weights W [--iterations N] [plan flags]
 // The TEST phase of F for N batches (default 50): the mean of each scalar output.
 int TestCommand(int argc, char** argv);
+
+class CommandLine;
+
+// kiln time --train --model F --input-shape TOP=N,C,H,W ... [--solver S] [--iterations K]
+// [--json] [plan flags]: the median device time of one whole training step (forward, backward,
+// update; SGD lr 0.01, momentum 0.9, weight decay 5e-4 unless --solver gives another) on
+// synthetic data of the given shapes, and the device memory by role. Called by `kiln time`.
+absl::Status TimeTrainingStep(const CommandLine& line);
 
 }  // namespace kiln
 

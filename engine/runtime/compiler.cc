@@ -254,8 +254,16 @@ class PlanBuilder {
     std::vector<BufferRequest> requests;
     std::vector<int> request_buffer;
     std::map<int, int> request_of;
+    plan->device_bound_io_ = options.device_bound_io;
+    std::set<int> bound_outside;  // caller-owned: no arena bytes (device_bound_io)
+    if (options.device_bound_io) {
+      for (const auto* ports : {&plan->inputs_, &plan->outputs_}) {
+        for (const auto& [name, b] : *ports) bound_outside.insert(plan->RootBuffer(b));
+      }
+    }
     for (size_t b = 0; b < plan->buffers_.size(); ++b) {
-      if (plan->buffers_[b].arena != Arena::kActivations || plan->buffers_[b].alias_of >= 0) {
+      if (plan->buffers_[b].arena != Arena::kActivations || plan->buffers_[b].alias_of >= 0 ||
+          bound_outside.count(static_cast<int>(b))) {
         continue;
       }
       request_of[static_cast<int>(b)] = static_cast<int>(requests.size());

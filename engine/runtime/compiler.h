@@ -65,6 +65,10 @@ struct CompileOptions {
   // memory is then the largest live set plus its step's workspace); false: one separate
   // workspace arena shared by all steps, sized by the largest.
   bool workspace_in_activation_arena = true;
+  // Every graph input and output is bound by the caller (ExecutionContext::RunOnDevice): they
+  // take no bytes of the activation arena and no staging memory, and Run with host tensors is
+  // refused. The trainer's plans, whose parameters and gradients live in its own buffers.
+  bool device_bound_io = false;
   // Run the inference rewrites (passes/inference_passes.h) before anything else: Dropout
   // removed, BatchNorm folded, convolution epilogues fused. Off by default in the library, so a
   // plan's steps are the caller's nodes; the CLI turns it on.

@@ -92,6 +92,9 @@ class ExecutionPlan {
   // The largest workspace one step uses.
   int64_t largest_step_workspace() const { return largest_step_workspace_; }
 
+  // Inputs and outputs are always bound by the caller (CompileOptions::device_bound_io).
+  bool device_bound_io() const { return device_bound_io_; }
+
   // The rewrites the optimizer declined, with reasons (empty when it did not run).
   const std::vector<PassRemark>& remarks() const { return remarks_; }
 
@@ -111,6 +114,7 @@ class ExecutionPlan {
   int64_t weights_bytes_ = 0, activations_bytes_ = 0, workspace_bytes_ = 0;
   int64_t planned_activation_bytes_ = 0, largest_step_workspace_ = 0;
   std::vector<PassRemark> remarks_;
+  bool device_bound_io_ = false;
 };
 
 }  // namespace kiln

@@ -42,6 +42,7 @@ absl::StatusOr<std::unique_ptr<ExecutionContext>> ExecutionContext::Create(
                                                     static_cast<size_t>(data.type().span_bytes())));
   }
   for (const auto* io : {&plan.inputs(), &plan.outputs()}) {
+    if (plan.device_bound_io()) break;  // the caller binds device buffers: nothing to stage
     for (const auto& [name, buffer] : *io) {
       if (ctx->staging_.count(buffer)) continue;
       KILN_ASSIGN_OR_RETURN(ctx->staging_[buffer],
@@ -142,6 +143,11 @@ absl::Status ExecutionContext::RunSteps() {
 
 absl::StatusOr<std::map<std::string, HostTensor>> ExecutionContext::Run(
     const std::map<std::string, HostTensor>& inputs) {
+  if (plan_.device_bound_io()) {
+    return absl::FailedPreconditionError(
+        "run: this plan's inputs and outputs are bound by the caller (device_bound_io); use "
+        "RunOnDevice");
+  }
   for (const auto& [name, tensor] : inputs) {
     if (!plan_.inputs().count(name)) {
       return absl::InvalidArgumentError(absl::StrCat("run: '", name, "' is not a graph input"));

@@ -1,8 +1,10 @@
 #include "engine/training/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "data/batch_source.h"
@@ -50,6 +52,10 @@ struct Trainer::Net {
   std::vector<Source> sources;
   std::map<std::string, void*> data_buffers;    // graph input -> device buffer
   std::map<std::string, void*> output_buffers;  // graph output -> device buffer (no gradients)
+  // One float, the pass number, for training Dropouts (also in data_buffers, which owns it).
+  void* dropout_seed = nullptr;
+  float* seed_staging = nullptr;
+  int64_t passes = 0;
   int test_iter = 0;
   Batch batch;
 
@@ -57,11 +63,21 @@ struct Trainer::Net {
     if (ctx == nullptr) return;
     for (auto& [name, p] : data_buffers) ctx->device().Free(p);
     for (auto& [name, p] : output_buffers) ctx->device().Free(p);
+    if (seed_staging != nullptr) ctx->device().FreeStaging(seed_staging);
   }
 
-  // Reads one batch from every source into the data buffers.
+  // Reads one batch from every source into the data buffers (and the next dropout seed).
   absl::Status Feed() {
+    ++passes;
+    if (dropout_seed != nullptr) {
+      // Exact in f32 up to 2^24 passes; the masks then repeat with period 2^24. Staged in
+      // page-locked memory so the copy queues behind the previous pass instead of waiting.
+      *seed_staging = static_cast<float>(passes % (int64_t{1} << 24));
+      KILN_RETURN_IF_ERROR(
+          ctx->device().CopyToDeviceAsync(dropout_seed, seed_staging, sizeof(float)));
+    }
     for (Source& s : sources) {
+      if (s.source == nullptr) continue;  // synthetic data: filled once
       KILN_RETURN_IF_ERROR(s.source->Next(&batch));
       if (!s.data.empty()) {
         KILN_RETURN_IF_ERROR(ctx->device().CopyToDevice(data_buffers.at(s.data), batch.data.data(),
@@ -124,12 +140,24 @@ absl::StatusOr<std::unique_ptr<Trainer::Net>> LoadNet(const SolverNet& spec, caf
       }
       continue;
     }
-    caffe::LayerParameter resolved = layer;
-    resolved.mutable_data_param()->set_source(
-        ResolveSource(layer.data_param().source(), options.solver_dir));
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
-                          BatchSource::OpenDataLayer(resolved, phase, "", options.data_seed));
-    const std::vector<int64_t> dims = source->data_dims();
+    std::unique_ptr<BatchSource> source;
+    std::vector<int64_t> dims;
+    if (!options.synthetic_data.empty()) {
+      auto given = options.synthetic_data.find(layer.top_size() > 0 ? layer.top(0) : "");
+      if (given == options.synthetic_data.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("training: synthetic data has no shape for the top of data layer '",
+                         layer.name(), "'"));
+      }
+      dims = given->second;
+    } else {
+      caffe::LayerParameter resolved = layer;
+      resolved.mutable_data_param()->set_source(
+          ResolveSource(layer.data_param().source(), options.solver_dir));
+      KILN_ASSIGN_OR_RETURN(source,
+                            BatchSource::OpenDataLayer(resolved, phase, "", options.data_seed));
+      dims = source->data_dims();
+    }
     if (layer.top_size() > 0) import.input_shapes[layer.top(0)] = dims;
     if (layer.top_size() > 1) import.input_shapes[layer.top(1)] = {dims[0]};
     Trainer::Net::Source s;
@@ -155,7 +183,8 @@ absl::StatusOr<std::unique_ptr<Trainer::Net>> LoadNet(const SolverNet& spec, caf
     }
   }
   CompileOptions compile = options.compile;
-  compile.optimize = false;  // the inference rewrites (BatchNorm folding...) do not train
+  compile.optimize = false;        // the inference rewrites (BatchNorm folding...) do not train
+  compile.device_bound_io = true;  // parameters, gradients and data live in the trainer's buffers
   absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan =
       Compile(*net->tg.model.graph, DefaultKernelRegistry(), compile);
   if (!plan.ok()) {
@@ -175,7 +204,24 @@ absl::StatusOr<std::unique_ptr<Trainer::Net>> LoadNet(const SolverNet& spec, caf
             absl::StrCat("training: data input '", name, "' is ", t.ToString()));
       }
       KILN_ASSIGN_OR_RETURN(net->data_buffers[name], device.Allocate(BytesOf(t)));
+      if (s.source == nullptr) {
+        // Synthetic: images N(0, 1), labels 0..9, fixed for the whole run.
+        std::mt19937 rng(static_cast<uint32_t>(options.data_seed));
+        std::normal_distribution<float> normal;
+        std::vector<float> values(static_cast<size_t>(t.num_elements()));
+        for (size_t i = 0; i < values.size(); ++i) {
+          values[i] = name == s.label ? static_cast<float>(i % 10) : normal(rng);
+        }
+        KILN_RETURN_IF_ERROR(device.CopyToDevice(net->data_buffers[name], values.data(),
+                                                 values.size() * sizeof(float)));
+      }
     }
+  }
+  if (!net->tg.dropout_seed_input.empty()) {
+    KILN_ASSIGN_OR_RETURN(net->dropout_seed, device.Allocate(sizeof(float)));
+    KILN_ASSIGN_OR_RETURN(void* staging, device.AllocateStaging(sizeof(float)));
+    net->seed_staging = static_cast<float*>(staging);
+    net->data_buffers[net->tg.dropout_seed_input] = net->dropout_seed;  // freed with the others
   }
   for (const auto& [name, buffer] : net->plan->outputs()) {
     if (name.rfind("grad/", 0) == 0) continue;
@@ -239,7 +285,14 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const SolverConfig& sol
     KILN_ASSIGN_OR_RETURN(t->norm_scratch_, device.Allocate(sizeof(double)));
   }
   int64_t batch = 0;
-  for (const Net::Source& s : t->train_->sources) batch += s.source->data_dims()[0];
+  for (const Net::Source& s : t->train_->sources) {
+    const std::string& top = s.data;
+    if (s.source != nullptr) {
+      batch += s.source->data_dims()[0];
+    } else if (plan.inputs().count(top)) {
+      batch += plan.buffers()[plan.inputs().at(top)].type.dim(0);
+    }
+  }
   t->images_per_iteration_ = batch * std::max(1, p.iter_size());
   t->backend_ = absl::StrCat(BackendName(plan.backend()), " (", device.Describe(), "), precision ",
                              plan.precision(), ", layout ", plan.layout());
@@ -259,7 +312,7 @@ Trainer::~Trainer() {
   if (norm_scratch_ != nullptr) device.Free(norm_scratch_);
 }
 
-absl::Status Trainer::Step() {
+absl::Status Trainer::Step(bool read_loss) {
   Net& net = *train_;
   Device& device = net.ctx->device();
   const int iter_size = std::max(1, solver_.param.iter_size());
@@ -295,6 +348,7 @@ absl::Status Trainer::Step() {
       }
     }
     for (const auto& [name, weight] : net.tg.losses) {
+      if (!read_loss) break;
       KILN_ASSIGN_OR_RETURN(double value, net.ReadScalar(name));
       loss += weight * value;
     }
@@ -305,6 +359,48 @@ absl::Status Trainer::Step() {
   if (static_cast<int>(recent_losses_.size()) > window)
     recent_losses_.erase(recent_losses_.begin());
   return Update();
+}
+
+absl::StatusOr<double> Trainer::TimeSteps(int iterations, int warmup) {
+  Device& device = train_->ctx->device();
+  for (int i = 0; i < warmup; ++i) KILN_RETURN_IF_ERROR(Step(false));
+  KILN_RETURN_IF_ERROR(device.Synchronize());
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<DeviceTimer> timer, device.CreateTimer(iterations + 1));
+  for (int i = 0; i < iterations; ++i) {
+    KILN_RETURN_IF_ERROR(timer->Record(i));
+    KILN_RETURN_IF_ERROR(Step(false));
+  }
+  KILN_RETURN_IF_ERROR(timer->Record(iterations));
+  KILN_RETURN_IF_ERROR(device.Synchronize());
+  std::vector<double> ms;
+  for (int i = 0; i < iterations; ++i) {
+    KILN_ASSIGN_OR_RETURN(double one, timer->ElapsedMs(i, i + 1));
+    ms.push_back(one);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms.empty() ? 0.0 : ms[ms.size() / 2];
+}
+
+TrainerMemory Trainer::Memory() const {
+  TrainerMemory m;
+  std::vector<const Net*> nets = {train_.get()};
+  for (const auto& t : tests_) nets.push_back(t.get());
+  for (const Net* net : nets) {
+    m.weights += net->plan->weights_bytes();
+    m.activations += net->plan->activations_bytes();
+    m.workspace += net->plan->workspace_bytes();
+    for (const auto& [name, buffer] : net->plan->inputs()) {
+      if (net->data_buffers.count(name)) m.io += BytesOf(net->plan->buffers()[buffer].type);
+    }
+    for (const auto& [name, buffer] : net->plan->outputs()) {
+      if (net->output_buffers.count(name)) m.io += BytesOf(net->plan->buffers()[buffer].type);
+    }
+  }
+  for (const ParamState& s : state_) {
+    const int64_t bytes = s.count * static_cast<int64_t>(sizeof(float));
+    m.optimizer += bytes * (2 + history_count_ + (s.accum != nullptr ? 2 : 0));
+  }
+  return m;
 }
 
 double Trainer::smoothed_loss() const {

@@ -31,6 +31,19 @@ struct TrainerOptions {
   // Relative data sources are looked up from the working directory first (Caffe's rule), then
   // from this folder (the solver file's).
   std::string solver_dir;
+  // Benchmarking: the data layers' tops get these shapes and fixed random contents (images
+  // N(0,1), labels in [0, 10)) instead of reading their databases.
+  std::map<std::string, std::vector<int64_t>> synthetic_data;
+};
+
+// Device memory a trainer holds, by role.
+struct TrainerMemory {
+  int64_t weights = 0;      // the plans' constant weights (non-trained blobs)
+  int64_t optimizer = 0;    // trained parameters, their gradients, histories, accumulators
+  int64_t activations = 0;  // the plans' activation arenas (with step workspaces when planned in)
+  int64_t workspace = 0;    // the plans' separate workspace arenas
+  int64_t io = 0;           // data inputs and the nets' outputs
+  int64_t total() const { return weights + optimizer + activations + workspace + io; }
 };
 
 // One output of a net (mean over the batches of a test pass), as Caffe reports it.
@@ -53,8 +66,13 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // One solver iteration: iter_size forward/backward passes, then the update.
-  absl::Status Step();
+  // One solver iteration: iter_size forward/backward passes, then the update. With
+  // `read_loss` false the loss is not copied back (no wait for the device: benchmarking).
+  absl::Status Step(bool read_loss = true);
+  // `iterations` steps after `warmup` ones, timed on the device between steps: the median
+  // milliseconds of one step (no loss read back).
+  absl::StatusOr<double> TimeSteps(int iterations, int warmup = 3);
+  TrainerMemory Memory() const;
   // One pass of TEST net `net` over its test_iter batches, with the current parameters.
   absl::StatusOr<std::vector<NetOutput>> Test(int net = 0);
   int num_test_nets() const { return static_cast<int>(tests_.size()); }

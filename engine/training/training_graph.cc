@@ -44,6 +44,28 @@ absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_back
     wrt.push_back(input);
     out.params.push_back(std::move(t));
   }
+  // Training-mode Dropouts read a per-run seed offset: each is replaced by the same Dropout with
+  // the offset as its second input (the original keeps its name for reports).
+  std::vector<Node*> dropouts;
+  for (Node* n : graph.nodes()) {
+    if (n->op() == "Dropout" && n->GetBool("training") && n->num_inputs() == 1) {
+      dropouts.push_back(n);
+    }
+  }
+  if (!dropouts.empty()) {
+    out.dropout_seed_input = "dropout_seed";
+    KILN_ASSIGN_OR_RETURN(TensorType one, TensorType::Create(DataType::kF32, {1}));
+    KILN_ASSIGN_OR_RETURN(Value seed, graph.AddParameter(out.dropout_seed_input, one));
+    for (Node* old : dropouts) {
+      const std::string name = old->name();
+      const std::vector<std::string> origins = old->origins();
+      KILN_RETURN_IF_ERROR(graph.RenameNode(old, absl::StrCat(name, "/without_seed")));
+      KILN_ASSIGN_OR_RETURN(Node * seeded,
+                            graph.AddNode("Dropout", name, {old->input(0), seed}, old->attrs()));
+      graph.SetOrigins(seeded, origins);
+      KILN_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(old->output(0), seeded->output(0)));
+    }
+  }
   graph.RemoveDeadNodes();
   for (const CaffeInput& in : model.inputs) out.data_inputs.push_back(in.name);
 

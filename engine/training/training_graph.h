@@ -35,6 +35,9 @@ struct TrainingGraph {
   // The graph's inputs fed from data layers (top names), and its loss outputs with weights.
   std::vector<std::string> data_inputs;
   std::vector<std::pair<std::string, double>> losses;
+  // The graph input (one f32) every training-mode Dropout adds to its seed, so each iteration
+  // draws new masks; "" when the net has none. The trainer feeds the pass number.
+  std::string dropout_seed_input;
   // Every weight blob of the net that is not trained (BatchNorm statistics, lr_mult 0), by node,
   // so a snapshot can write the whole net.
   std::map<std::string, HostTensor> fixed;

@@ -118,11 +118,12 @@ absl::Status PReluBackward(Handle& handle, const TensorDescriptor& xd, const voi
 
 absl::Status DropoutForward(Handle& handle, const DropoutDescriptor& dropout, float alpha,
                             const TensorDescriptor& xd, const void* x, float beta,
-                            const TensorDescriptor& yd, void* y) {
+                            const TensorDescriptor& yd, void* y, const float* seed_offset) {
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", "Dropout"));
   cuda::ElementwiseCall c = ElementwiseOver(ElementwiseOp::kDropout, yd, y, alpha, beta);
   AddInput(c, OperandOf(xd, x));
   c.seed = dropout.seed;
+  c.seed_offset = seed_offset;
   c.ratio = static_cast<float>(dropout.ratio);
   c.coef[0] = static_cast<float>(1.0 / (1.0 - static_cast<double>(c.ratio)));
   return LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), "Dropout");
@@ -130,8 +131,8 @@ absl::Status DropoutForward(Handle& handle, const DropoutDescriptor& dropout, fl
 
 absl::Status DropoutBackward(Handle& handle, const DropoutDescriptor& dropout, float alpha,
                              const TensorDescriptor& dyd, const void* dy, float beta,
-                             const TensorDescriptor& dxd, void* dx) {
-  return DropoutForward(handle, dropout, alpha, dyd, dy, beta, dxd, dx);
+                             const TensorDescriptor& dxd, void* dx, const float* seed_offset) {
+  return DropoutForward(handle, dropout, alpha, dyd, dy, beta, dxd, dx, seed_offset);
 }
 
 }  // namespace dnn

@@ -38,12 +38,16 @@ absl::Status PReluBackward(Handle& handle, const TensorDescriptor& xd, const voi
 
 // Dropout with the counter-based mask of DropoutDescriptor. Backward is the same call on dy
 // (the mask is regenerated from the seed, so nothing is stored between the two).
+// `seed_offset`, when given, is one float in device memory added to the seed when the kernel
+// runs (a training plan's per-iteration offset).
 absl::Status DropoutForward(Handle& handle, const DropoutDescriptor& dropout, float alpha,
                             const TensorDescriptor& xd, const void* x, float beta,
-                            const TensorDescriptor& yd, void* y);
+                            const TensorDescriptor& yd, void* y,
+                            const float* seed_offset = nullptr);
 absl::Status DropoutBackward(Handle& handle, const DropoutDescriptor& dropout, float alpha,
                              const TensorDescriptor& dyd, const void* dy, float beta,
-                             const TensorDescriptor& dxd, void* dx);
+                             const TensorDescriptor& dxd, void* dx,
+                             const float* seed_offset = nullptr);
 
 }  // namespace dnn
 }  // namespace kiln

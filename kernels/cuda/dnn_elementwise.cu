@@ -56,8 +56,11 @@ __device__ __forceinline__ float Apply(const ElementwiseCall& c, const float* v,
       return v[0] > 0.0f ? v[0] : v[1] * v[0];
     case ElementwiseOp::kPReluGradient:
       return v[0] > 0.0f ? v[1] : v[2] * v[1];
-    case ElementwiseOp::kDropout:
-      return DropoutKeep(c.seed, static_cast<uint64_t>(e), c.ratio) ? v[0] * c.coef[0] : 0.0f;
+    case ElementwiseOp::kDropout: {
+      const uint64_t seed =
+          c.seed + (c.seed_offset != nullptr ? static_cast<uint64_t>(*c.seed_offset) : 0);
+      return DropoutKeep(seed, static_cast<uint64_t>(e), c.ratio) ? v[0] * c.coef[0] : 0.0f;
+    }
     case ElementwiseOp::kAffine:
       return AffineValue<kN>(c, AffineAt(c, feature), v);
     default:

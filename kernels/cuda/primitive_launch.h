@@ -61,6 +61,9 @@ struct ElementwiseCall {
   float alpha = 1, beta = 0;
   int which = 0;
   uint64_t seed = 0;
+  // kDropout: when set, a device float added to `seed` as read at run time (the training
+  // plan's per-iteration offset, so a replayed CUDA graph draws a new mask every iteration).
+  const float* seed_offset = nullptr;
   float ratio = 0;
   // A scheduling hint that does not change results: hand out the elements from the end, so a
   // pass that follows one over the same tensor (batch norm's apply after its reduction) starts

@@ -68,15 +68,20 @@ absl::Status RegisterReferenceActivation(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterPointwise(registry, "AbsVal", [](const Node&) {
     return [](float x, int64_t) { return std::fabs(x); };
   }));
-  return RegisterPointwise(registry, "Dropout", [](const Node& n) {
-    const bool training = n.GetBool("training");
+  return RegisterReference(registry, "Dropout", [](const Node& n, const DenseArgs& a) {
+    const int64_t count = a.in_types[0].num_elements();
+    if (!n.GetBool("training")) {
+      std::copy(a.in[0], a.in[0] + count, a.out[0]);
+      return absl::OkStatus();
+    }
     const float ratio = static_cast<float>(n.GetFloat("ratio"));
-    const uint64_t seed = static_cast<uint64_t>(n.GetInt("seed"));
+    uint64_t seed = static_cast<uint64_t>(n.GetInt("seed"));
+    if (a.in.size() > 1) seed += static_cast<uint64_t>(a.in[1][0]);  // the per-run offset
     const float scale = 1.0f / (1.0f - ratio);
-    return [=](float x, int64_t i) {
-      if (!training) return x;
-      return DropoutKeep(seed, static_cast<uint64_t>(i), ratio) ? x * scale : 0.0f;
-    };
+    for (int64_t i = 0; i < count; ++i) {
+      a.out[0][i] = DropoutKeep(seed, static_cast<uint64_t>(i), ratio) ? a.in[0][i] * scale : 0.0f;
+    }
+    return absl::OkStatus();
   });
 }
 

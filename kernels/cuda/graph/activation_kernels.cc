@@ -203,9 +203,12 @@ absl::StatusOr<PreparedKernel> PrepareDropout(const Node& node, const KernelOpti
     return k;
   }
   k.description = absl::StrCat("ratio ", p.dropout.ratio, " seed ", p.dropout.seed);
-  k.run = [p](dnn::Handle& handle, const KernelArgs& a) {
+  const bool offset = node.num_inputs() > 1;
+  if (offset) absl::StrAppend(&k.description, " + offset per run");
+  k.run = [p, offset](dnn::Handle& handle, const KernelArgs& a) {
     return dnn::DropoutForward(handle, p.dropout, 1.0f, p.xd, a.inputs[0].data, 0.0f, p.yd,
-                               a.outputs[0].data);
+                               a.outputs[0].data,
+                               offset ? static_cast<const float*>(a.inputs[1].data) : nullptr);
   };
   return k;
 }
@@ -263,8 +266,9 @@ absl::Status CheckPReluGradient(const Node& node) {
 
 absl::StatusOr<PreparedKernel> PrepareDropoutGradient(const Node& node, const KernelOptions&) {
   if (OutputIsEmpty(node)) return NothingToDo();
-  if (node.num_inputs() > 1) {
-    return absl::UnimplementedError("cuda DropoutGradient: a seed offset input");
+  const bool offset = node.num_inputs() > 1;
+  if (offset && node.input(1).type().dtype() != DataType::kF32) {
+    return absl::UnimplementedError("cuda DropoutGradient: the seed offset must be f32");
   }
   KILN_ASSIGN_OR_RETURN(dnn::DropoutDescriptor dropout,
                         dnn::DropoutDescriptor::Create(node.GetFloat("ratio"),
@@ -274,9 +278,10 @@ absl::StatusOr<PreparedKernel> PrepareDropoutGradient(const Node& node, const Ke
   PreparedKernel k;
   k.description = absl::StrCat("ratio ", dropout.ratio, " seed ", dropout.seed, " backward");
   k.in_place_input = 0;
-  k.run = [dropout, dyd, dxd](dnn::Handle& handle, const KernelArgs& a) {
+  k.run = [dropout, dyd, dxd, offset](dnn::Handle& handle, const KernelArgs& a) {
     return dnn::DropoutBackward(handle, dropout, 1.0f, dyd, a.inputs[0].data, 0.0f, dxd,
-                                a.outputs[0].data);
+                                a.outputs[0].data,
+                                offset ? static_cast<const float*>(a.inputs[1].data) : nullptr);
   };
   return k;
 }
