@@ -9,7 +9,10 @@
 // With use_global_stats the stored statistics are used; with the optional 1-element
 // scale_factor input they are Caffe's accumulated sums and are divided by it (0 when it is 0).
 // Without use_global_stats the batch statistics (biased variance) are used and the statistic
-// inputs are ignored by the forward pass. mode "spatial" has per-channel statistics [C];
+// inputs are ignored by the forward pass, and with update_running_stats three more outputs hold
+// them after this batch, as Caffe's training forward leaves its blobs: mean and variance times
+// moving_average_fraction plus the batch's mean and unbiased variance, the factor times the
+// fraction plus 1. mode "spatial" has per-channel statistics [C];
 // "per_activation" has one per (C, spatial...) element, shaped like x without N.
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
@@ -68,7 +71,17 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) 
         mode == "spatial" ? x.num_elements() / std::max<int64_t>(x.dim(1), 1) : x.dim(0);
     if (m < 1) return absl::InvalidArgumentError("batch statistics need at least one element");
   }
-  return std::vector<TensorType>{OutputLike(x, x.dims())};
+  std::vector<TensorType> out = {OutputLike(x, x.dims())};
+  if (ctx.GetBool("update_running_stats")) {
+    // Training: the running statistics after this batch, as Caffe updates its three blobs.
+    if (ctx.GetBool("use_global_stats") || ctx.num_inputs() != 4) {
+      return absl::InvalidArgumentError(
+          "update_running_stats needs batch statistics (use_global_stats false) and the "
+          "scale_factor input");
+    }
+    for (int i = 1; i < 4; ++i) out.push_back(ctx.input(i).Contiguous());
+  }
+  return out;
 }
 
 }  // namespace
@@ -97,7 +110,8 @@ absl::Status RegisterNormalizationOps(OpRegistry& registry) {
   bn.attrs = {{"eps", AttrKind::kFloat, AttrValue(1e-5)},
               {"mode", AttrKind::kString, AttrValue(std::string("spatial"))},
               {"use_global_stats", AttrKind::kBool, AttrValue(true)},
-              {"moving_average_fraction", AttrKind::kFloat, AttrValue(0.999)}};
+              {"moving_average_fraction", AttrKind::kFloat, AttrValue(0.999)},
+              {"update_running_stats", AttrKind::kBool, AttrValue(false)}};
   bn.infer_types = InferBatchNorm;
   bn.differentiable = true;
   bn.weight_inputs = {1, 2, 3};

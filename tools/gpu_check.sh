@@ -4,6 +4,21 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "train" ]; then
+  # Training: the gradient kernels' tests, the graph tests (shared kernels changed), the solver
+  # update, the CLI, Fashion-MNIST's IDX files and the train prototxts for the benchmark.
+  bazel build --config=portable //tools:kiln //tests/kernels:cuda_gradient_test \
+    //tests/kernels:solver_update_cuda_test //tests/kernels:cuda_graph_nn_test \
+    //tests/kernels:cuda_graph_tensor_test //tests/engine:cuda_network_test || exit 1
+  rm -rf .gpu && mkdir -p .gpu/models .gpu/fashion_mnist
+  tar -C bazel-bin -cJf .gpu/bin.tar.xz tools/kiln tests/kernels/cuda_gradient_test \
+    tests/kernels/solver_update_cuda_test tests/kernels/cuda_graph_nn_test \
+    tests/kernels/cuda_graph_tensor_test tests/engine/cuda_network_test
+  cp ../shared/models/caffe/*.prototxt .gpu/models/
+  cp /usr/share/datasets/fashion-mnist/*.gz .gpu/fashion_mnist/
+  du -sh .gpu
+  exit 0
+fi
 if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "graph" ]; then
   # The graph engine's check: its tests, the CLI, the shared models and the benchmark scripts.
   bazel build --config=portable //tools:kiln //tests/kernels:cuda_test \
@@ -32,7 +47,8 @@ if [ "${1:-}" = "--stage" ]; then
 fi
 
 out="${OUT:-/tmp/kiln-gpu}"
-# all | conv (convolution tests, memcheck, benchmark) | conv-quick (no memcheck) |
+# all | conv (convolution tests, memcheck, benchmark) | conv-quick (no memcheck) | train (the
+# gradient kernels, Fashion-MNIST training, bench/train_bench.py; stage with --stage train) |
 # primitives (the other primitives: tests, memcheck, racecheck, benchmark) | primitives-quick
 what="${1:-all}"
 mkdir -p "$out"
@@ -110,6 +126,55 @@ if [ "$what" = graph ]; then
   [ -f "$out/graph_bench.log" ] && tail -30 "$out/graph_bench.log"
   for k in cuda_test graph_nn_test graph_tensor_test network_test primitives_test conv_test \
     compile_fp32 compile_fp16 kiln_run_auto graph_bench; do
+    [ -n "${result[$k]+x}" ] && printf '%-18s exit %s\n' "$k" "${result[$k]}"
+  done
+  exit 0
+fi
+if [ "$what" = train ]; then
+  # Gradient kernels against the reference in every precision and layout, the solver update,
+  # the graph tests, then Fashion-MNIST LeNet trained with `kiln train` (fp32, then fp16), then
+  # bench/train_bench.py against PyTorch (unless KILN_SKIP_BENCH is set).
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/nvidia_smi.log" 2>&1
+  export KILN_MODELS_DIR="$PWD/.gpu/models"
+  run gradient_test "$bin/tests/kernels/cuda_gradient_test"
+  run solver_test "$bin/tests/kernels/solver_update_cuda_test"
+  run graph_nn_test "$bin/tests/kernels/cuda_graph_nn_test"
+  run graph_tensor_test "$bin/tests/kernels/cuda_graph_tensor_test"
+  run network_test "$bin/tests/engine/cuda_network_test"
+  fm=/tmp/fashion_mnist && mkdir -p "$fm"
+  for set in train t10k; do
+    name=$([ "$set" = train ] && echo train || echo test)
+    "$bin/tools/kiln" convert --images .gpu/fashion_mnist/$set-images-idx3-ubyte.gz \
+      --labels .gpu/fashion_mnist/$set-labels-idx1-ubyte.gz \
+      --out "$fm/fashion_mnist_${name}_lmdb" --overwrite >>"$out/convert.log" 2>&1
+  done
+  solver="$PWD/examples/fashion_mnist/lenet_solver.prototxt"
+  for p in fp32 fp16; do
+    start=$(date +%s%N)
+    (cd "$fm" && "$bin/tools/kiln" train --solver "$solver" --precision $p \
+      --curve "$out/fashion_curve_$p.svg") >"$out/train_$p.log" 2>"$out/train_$p.err"
+    result[train_$p]=$?
+    echo "wall $((($(date +%s%N) - start) / 1000000)) ms" >>"$out/train_$p.log"
+  done
+  if [ -z "${KILN_SKIP_BENCH:-}" ] && [ -f bench/train_bench.py ]; then
+    mkdir -p /tmp/train_bench
+    PYTHONUNBUFFERED=1 run train_bench python3 bench/train_bench.py --kiln "$bin/tools/kiln" \
+      --models-dir .gpu/models --out /tmp/train_bench ${KILN_BENCH_ARGS:-}
+    cp /tmp/train_bench/train_bench.json /tmp/train_bench/train_bench.md "$out/" 2>/dev/null
+  fi
+  cat "$out/nvidia_smi.log"
+  for k in gradient_test solver_test graph_nn_test graph_tensor_test network_test; do
+    grep -E "^\[  (PASSED|FAILED)|cases checked|cuda gradients|Failure|FAILED  \]" \
+      "$out/$k.log" | head -12
+  done
+  grep -E "^network |^threads" "$out/network_test.log" | tail -4
+  for p in fp32 fp16; do
+    grep -E "^kiln train|Test net output|^wall" "$out/train_$p.log" | tail -5
+    tail -2 "$out/train_$p.err"
+  done
+  [ -f "$out/train_bench.log" ] && tail -20 "$out/train_bench.log"
+  for k in gradient_test solver_test graph_nn_test graph_tensor_test network_test train_fp32 \
+    train_fp16 train_bench; do
     [ -n "${result[$k]+x}" ] && printf '%-18s exit %s\n' "$k" "${result[$k]}"
   done
   exit 0

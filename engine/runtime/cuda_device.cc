@@ -99,6 +99,11 @@ class CudaDevice : public Device {
     KILN_CUDA_CALL(cudaMemsetAsync(dst, byte, bytes, stream_));
     return absl::OkStatus();
   }
+  absl::Status CopyWithinDevice(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0)
+      KILN_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+    return absl::OkStatus();
+  }
   absl::Status Synchronize() override {
     KILN_CUDA_CALL(cudaStreamSynchronize(stream_));
     KILN_CUDA_CALL(cudaGetLastError());

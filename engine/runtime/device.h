@@ -40,6 +40,8 @@ class Device {
   virtual absl::Status CopyToDevice(void* dst, const void* host_src, size_t bytes) = 0;
   virtual absl::Status CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;
   virtual absl::Status Fill(void* dst, uint8_t byte, size_t bytes) = 0;
+  // Device memory to device memory, enqueued in order with the device's work.
+  virtual absl::Status CopyWithinDevice(void* dst, const void* src, size_t bytes) = 0;
   // Waits for every queued operation; returns the first asynchronous error.
   virtual absl::Status Synchronize() = 0;
   virtual void* stream() const { return nullptr; }

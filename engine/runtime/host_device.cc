@@ -30,6 +30,10 @@ class HostDevice : public Device {
     if (bytes > 0) std::memcpy(dst, src, bytes);
     return absl::OkStatus();
   }
+  absl::Status CopyWithinDevice(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    return absl::OkStatus();
+  }
   absl::Status CopyToHost(void* dst, const void* src, size_t bytes) override {
     if (bytes > 0) std::memcpy(dst, src, bytes);
     return absl::OkStatus();

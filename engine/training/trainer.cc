@@ -245,6 +245,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const SolverConfig& sol
                         LoadNet(solver.train, caffe::TRAIN, options, fill_seed, true, nullptr));
   std::vector<std::string> trained;
   for (const TrainableParam& param : t->train_->tg.params) trained.push_back(param.node);
+  for (const RunningStat& r : t->train_->tg.running) trained.push_back(r.node);
   for (const SolverNet& test : solver.tests) {
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<Net> net,
                           LoadNet(test, caffe::TEST, options, fill_seed, false, &trained));
@@ -281,6 +282,15 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const SolverConfig& sol
     }
     t->state_.push_back(s);
   }
+  for (const RunningStat& r : t->train_->tg.running) {
+    StatState s;
+    s.count = r.initial.type().num_elements();
+    const int64_t bytes = s.count * static_cast<int64_t>(sizeof(float));
+    KILN_ASSIGN_OR_RETURN(s.value, device.Allocate(bytes));
+    KILN_RETURN_IF_ERROR(device.CopyToDevice(s.value, r.initial.data(), bytes));
+    KILN_ASSIGN_OR_RETURN(s.next, device.Allocate(bytes));
+    t->stats_.push_back(s);
+  }
   if (device.kind() == DeviceKind::kCuda) {
     KILN_ASSIGN_OR_RETURN(t->norm_scratch_, device.Allocate(sizeof(double)));
   }
@@ -309,6 +319,10 @@ Trainer::~Trainer() {
       if (p != nullptr) device.Free(p);
     }
   }
+  for (StatState& s : stats_) {
+    device.Free(s.value);
+    device.Free(s.next);
+  }
   if (norm_scratch_ != nullptr) device.Free(norm_scratch_);
 }
 
@@ -324,10 +338,17 @@ absl::Status Trainer::Step(bool read_loss) {
     inputs[param.input] = state_[i].value;
     if (!param.gradient.empty()) outputs[param.gradient] = state_[i].grad;
   }
+  for (size_t i = 0; i < stats_.size(); ++i) {
+    inputs[net.tg.running[i].input] = stats_[i].value;
+    outputs[net.tg.running[i].output] = stats_[i].next;
+  }
   double loss = 0;
   for (int k = 0; k < iter_size; ++k) {
     KILN_RETURN_IF_ERROR(net.Feed());
     KILN_RETURN_IF_ERROR(net.ctx->RunOnDevice(inputs, outputs));
+    for (StatState& s : stats_) {
+      KILN_RETURN_IF_ERROR(device.CopyWithinDevice(s.value, s.next, s.count * sizeof(float)));
+    }
     if (iter_size > 1) {
       // accum += grad: an SGD step of rate -1 without momentum or decay adds the gradient to its
       // "parameter" (its momentum buffer is scratch).
@@ -400,6 +421,8 @@ TrainerMemory Trainer::Memory() const {
     const int64_t bytes = s.count * static_cast<int64_t>(sizeof(float));
     m.optimizer += bytes * (2 + history_count_ + (s.accum != nullptr ? 2 : 0));
   }
+  for (const StatState& s : stats_)
+    m.optimizer += 2 * s.count * static_cast<int64_t>(sizeof(float));
   return m;
 }
 
@@ -514,11 +537,15 @@ absl::StatusOr<std::vector<NetOutput>> Trainer::Test(int index) {
   Net& net = *tests_[index];
   KILN_RETURN_IF_ERROR(train_->ctx->device().Synchronize());
   std::map<std::string, const void*> inputs;
-  std::map<std::string, size_t> by_node;
-  for (size_t i = 0; i < train_->tg.params.size(); ++i) by_node[train_->tg.params[i].node] = i;
-  for (const TrainableParam& param : net.tg.params) {
-    inputs[param.input] = state_[by_node.at(param.node)].value;
+  // The TEST net's inputs are the TRAIN net's parameters and statistics, by node name.
+  std::map<std::string, void*> by_node;
+  for (size_t i = 0; i < train_->tg.params.size(); ++i) {
+    by_node[train_->tg.params[i].node] = state_[i].value;
   }
+  for (size_t i = 0; i < train_->tg.running.size(); ++i) {
+    by_node[train_->tg.running[i].node] = stats_[i].value;
+  }
+  for (const TrainableParam& param : net.tg.params) inputs[param.input] = by_node.at(param.node);
   return RunTestPasses(net, inputs);
 }
 
@@ -528,6 +555,8 @@ absl::StatusOr<caffe::NetParameter> Trainer::WeightsAsNet() const {
   KILN_RETURN_IF_ERROR(device.Synchronize());
   std::map<std::string, size_t> trained;
   for (size_t i = 0; i < net.tg.params.size(); ++i) trained[net.tg.params[i].node] = i;
+  std::map<std::string, size_t> running;
+  for (size_t i = 0; i < net.tg.running.size(); ++i) running[net.tg.running[i].node] = i;
   caffe::NetParameter out;
   out.set_name(net.tg.model.net.name());
   for (const CaffeLayer& layer : net.tg.model.layers) {
@@ -537,8 +566,14 @@ absl::StatusOr<caffe::NetParameter> Trainer::WeightsAsNet() const {
     l->set_type(layer.type);
     for (int index : layer.params) {
       const CaffeParam& param = net.tg.model.params[index];
+      auto r = running.find(param.node);
       auto t = trained.find(param.node);
-      if (t != trained.end()) {
+      if (r != running.end()) {
+        HostTensor value = net.tg.running[r->second].initial.Clone();
+        KILN_RETURN_IF_ERROR(device.CopyToHost(value.data(), stats_[r->second].value,
+                                               stats_[r->second].count * sizeof(float)));
+        TensorToBlob(value, param.shape, *l->add_blobs());
+      } else if (t != trained.end()) {
         HostTensor value = net.tg.params[t->second].initial.Clone();
         KILN_RETURN_IF_ERROR(device.CopyToHost(value.data(), state_[t->second].value,
                                                state_[t->second].count * sizeof(float)));
@@ -614,22 +649,32 @@ absl::Status Trainer::Restore(const std::string& solverstate_path,
   }
   KILN_ASSIGN_OR_RETURN(caffe::NetParameter weights, ReadNetParameter(path));
   KILN_RETURN_IF_ERROR(UpgradeNet(weights));
-  for (size_t i = 0; i < state_.size(); ++i) {
-    const TrainableParam& param = train_->tg.params[i];
+  // Each blob by (layer name, index), as Caffe matches weights.
+  auto load = [&](const std::string& layer_name, int index, const std::vector<int64_t>& shape,
+                  const HostTensor& like, void* dst, int64_t count) -> absl::Status {
     const caffe::LayerParameter* layer = nullptr;
     for (const caffe::LayerParameter& l : weights.layer()) {
-      if (l.name() == param.layer) layer = &l;
+      if (l.name() == layer_name) layer = &l;
     }
-    if (layer == nullptr || layer->blobs_size() <= param.index) {
-      return absl::NotFoundError(absl::StrCat("restore: ", path, " has no blob ", param.index,
-                                              " for layer '", param.layer, "'"));
+    if (layer == nullptr || layer->blobs_size() <= index) {
+      return absl::NotFoundError(
+          absl::StrCat("restore: ", path, " has no blob ", index, " for layer '", layer_name, "'"));
     }
-    HostTensor value = param.initial.Clone();
+    HostTensor value = like.Clone();
     KILN_RETURN_IF_ERROR(BlobToTensor(
-        layer->blobs(param.index), param.caffe_shape,
-        absl::StrCat("restore: ", path, ": layer '", param.layer, "' blob ", param.index), value));
+        layer->blobs(index), shape,
+        absl::StrCat("restore: ", path, ": layer '", layer_name, "' blob ", index), value));
+    return device.CopyToDevice(dst, value.data(), count * sizeof(float));
+  };
+  for (size_t i = 0; i < state_.size(); ++i) {
+    const TrainableParam& p = train_->tg.params[i];
     KILN_RETURN_IF_ERROR(
-        device.CopyToDevice(state_[i].value, value.data(), state_[i].count * sizeof(float)));
+        load(p.layer, p.index, p.caffe_shape, p.initial, state_[i].value, state_[i].count));
+  }
+  for (size_t i = 0; i < stats_.size(); ++i) {
+    const RunningStat& r = train_->tg.running[i];
+    KILN_RETURN_IF_ERROR(
+        load(r.layer, r.index, r.caffe_shape, r.initial, stats_[i].value, stats_[i].count));
   }
   iter_ = state.iter;
   return absl::OkStatus();

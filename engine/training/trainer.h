@@ -116,6 +116,14 @@ class Trainer {
     void* history[2] = {nullptr, nullptr};
   };
   std::vector<ParamState> state_;
+  // Per running statistic (training-mode BatchNorm): its value and the buffer the plan writes
+  // the updated value to, copied back after each pass.
+  struct StatState {
+    int64_t count = 0;
+    void* value = nullptr;
+    void* next = nullptr;
+  };
+  std::vector<StatState> stats_;
   int history_count_ = 1;
   int64_t iter_ = 0;
   double last_loss_ = 0, last_rate_ = 0;

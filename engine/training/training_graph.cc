@@ -14,6 +14,20 @@ absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_back
   Graph& graph = *model.graph;
   std::set<std::string> wanted;
   if (only != nullptr) wanted.insert(only->begin(), only->end());
+  // The statistics of training-mode BatchNorms (Caffe's three blobs, as Constants).
+  std::set<std::string> statistics;
+  std::vector<Node*> batch_norms;
+  if (only == nullptr) {
+    for (Node* n : graph.nodes()) {
+      if (n->op() != "BatchNorm" || n->GetBool("use_global_stats") || n->num_inputs() != 4)
+        continue;
+      bool constants = true;
+      for (int i = 1; i < 4; ++i) constants = constants && n->input(i).node->op() == "Constant";
+      if (!constants) continue;
+      batch_norms.push_back(n);
+      for (int i = 1; i < 4; ++i) statistics.insert(n->input(i).node->name());
+    }
+  }
   std::vector<Value> wrt;
   std::set<std::string> done;
   for (const CaffeParam& p : model.params) {
@@ -24,25 +38,53 @@ absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_back
       return absl::InternalError(absl::StrCat("training: parameter node '", p.node, "' of layer '",
                                               p.layer, "' is not a Constant"));
     }
-    const bool trained =
-        p.learnable && p.lr_mult != 0.0f && (only == nullptr || wanted.count(p.node) > 0);
-    if (!trained) {
+    const bool trained = only == nullptr ? p.learnable && p.lr_mult != 0.0f : wanted.count(p.node);
+    const bool statistic = statistics.count(p.node) > 0;
+    if (!trained && !statistic) {
       out.fixed[p.node] = *constant->constant();
+      continue;
+    }
+    const std::string input = absl::StrCat("param/", p.node);
+    KILN_ASSIGN_OR_RETURN(Value value, graph.AddParameter(input, constant->output_types()[0]));
+    KILN_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(constant->output(0), value));
+    if (statistic) {
+      RunningStat r;
+      r.node = p.node;
+      r.input = input;
+      r.output = absl::StrCat("stats/", p.node);
+      r.layer = p.layer;
+      r.index = p.index;
+      r.caffe_shape = p.shape;
+      r.initial = *constant->constant();
+      out.running.push_back(std::move(r));
       continue;
     }
     TrainableParam t;
     t.node = p.node;
-    t.input = absl::StrCat("param/", p.node);
+    t.input = input;
     t.layer = p.layer;
     t.index = p.index;
     t.caffe_shape = p.shape;
     t.lr_mult = p.lr_mult;
     t.decay_mult = p.decay_mult;
     t.initial = *constant->constant();
-    KILN_ASSIGN_OR_RETURN(Value input, graph.AddParameter(t.input, constant->output_types()[0]));
-    KILN_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(constant->output(0), input));
-    wrt.push_back(input);
+    if (only == nullptr) wrt.push_back(value);
     out.params.push_back(std::move(t));
+  }
+  // Each training-mode BatchNorm becomes one that also outputs its updated statistics.
+  for (Node* old : batch_norms) {
+    const std::string name = old->name();
+    const std::vector<std::string> origins = old->origins();
+    AttrMap attrs = old->attrs();
+    attrs["update_running_stats"] = AttrValue(true);
+    KILN_RETURN_IF_ERROR(graph.RenameNode(old, absl::StrCat(name, "/without_statistics")));
+    KILN_ASSIGN_OR_RETURN(Node * updating, graph.AddNode("BatchNorm", name, old->inputs(), attrs));
+    graph.SetOrigins(updating, origins);
+    KILN_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(old->output(0), updating->output(0)));
+    for (int i = 1; i < 4; ++i) {
+      const std::string stat = old->input(i).node->name().substr(std::string("param/").size());
+      KILN_RETURN_IF_ERROR(graph.AddOutput(absl::StrCat("stats/", stat), updating->output(i)));
+    }
   }
   // Training-mode Dropouts read a per-run seed offset: each is replaced by the same Dropout with
   // the offset as its second input (the original keeps its name for reports).

@@ -29,9 +29,22 @@ struct TrainableParam {
   HostTensor initial;  // its value at import (weights file, net file or filler)
 };
 
+// A statistic a training-mode BatchNorm keeps as Caffe does (mean, variance, their weight):
+// not trained by the solver, but updated by every forward pass and shared with the TEST net.
+struct RunningStat {
+  std::string node;    // the Constant node it replaces
+  std::string input;   // "param/<node>": the value before the pass
+  std::string output;  // "stats/<node>": the value after it ("" in a TEST net)
+  std::string layer;
+  int index = 0;
+  std::vector<int64_t> caffe_shape;
+  HostTensor initial;
+};
+
 struct TrainingGraph {
   CaffeModel model;  // graph: forward (+ backward for TRAIN); the Constants of `params` are gone
   std::vector<TrainableParam> params;
+  std::vector<RunningStat> running;
   // The graph's inputs fed from data layers (top names), and its loss outputs with weights.
   std::vector<std::string> data_inputs;
   std::vector<std::pair<std::string, double>> losses;
@@ -44,10 +57,11 @@ struct TrainingGraph {
 };
 
 // Promotes the learnable parameters of `model` (lr_mult != 0; a shared blob once) to graph
-// inputs. With `with_backward` (the TRAIN net), also adds the backward of every top whose
-// loss_weight is non-zero, honouring propagate_down, and an output "grad/<node>" per parameter.
-// `only` restricts the promotion to those node names (a TEST net takes exactly the TRAIN net's
-// parameters; others keep their imported values).
+// inputs, and the statistics of training-mode BatchNorms to inputs that the BatchNorm updates
+// (outputs "stats/<node>"). With `with_backward` (the TRAIN net), also adds the backward of every
+// top whose loss_weight is non-zero, honouring propagate_down, and an output "grad/<node>" per
+// parameter. `only` gives the node names to promote instead (a TEST net takes exactly the TRAIN
+// net's parameters and statistics, as inputs; others keep their imported values).
 absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_backward,
                                                 const std::vector<std::string>* only = nullptr);
 

@@ -91,6 +91,16 @@ absl::Status BatchNorm(const Node& node, const DenseArgs& a) {
       mean[c] = sum / m;
       var[c] = std::max(0.0, sq / m - mean[c] * mean[c]);  // Biased, as Caffe normalizes.
     }
+    if (node.GetBool("update_running_stats")) {
+      // Caffe's running sums: the variance enters unbiased (m / (m - 1)).
+      const double maf = node.GetFloat("moving_average_fraction");
+      const double unbias = m > 1 ? m / (m - 1) : 1.0;
+      for (int64_t c = 0; c < stats; ++c) {
+        a.out[1][c] = static_cast<float>(maf * a.in[1][c] + mean[c]);
+        a.out[2][c] = static_cast<float>(maf * a.in[2][c] + unbias * var[c]);
+      }
+      a.out[3][0] = static_cast<float>(maf * a.in[3][0] + 1.0);
+    }
   }
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t c = 0; c < stats; ++c) {

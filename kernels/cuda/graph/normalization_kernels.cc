@@ -145,7 +145,21 @@ absl::StatusOr<PreparedKernel> PrepareBatchNorm(const Node& node, const KernelOp
   if (p.mean.needed || p.var.needed || p.factor.needed) {
     absl::StrAppend(&k.description, ", converted to packed f32 per run");
   }
-  k.run = [p](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+  const bool update = node.GetBool("update_running_stats");
+  const double maf = node.GetFloat("moving_average_fraction");
+  std::vector<dnn::TensorDescriptor> stat_in(3), stat_out(3);
+  if (update) {
+    for (int i = 0; i < 3; ++i) {
+      KILN_ASSIGN_OR_RETURN(stat_in[i], DescriptorOf(node.input(i + 1).type()));
+      KILN_ASSIGN_OR_RETURN(stat_out[i], DescriptorOf(node.output_types()[i + 1]));
+      if (node.output_types()[i + 1].dtype() != DataType::kF32) {
+        return absl::UnimplementedError("cuda BatchNorm: running statistics must be f32");
+      }
+    }
+    k.description += ", running statistics updated";
+  }
+  k.run = [p, update, maf, stat_in, stat_out](dnn::Handle& handle,
+                                              const KernelArgs& a) -> absl::Status {
     KILN_ASSIGN_OR_RETURN(const IdentityParams* id, IdentityFor(a, p.features));
     if (p.stored_stats) {
       KILN_ASSIGN_OR_RETURN(const void* mean, StatisticOf(handle, a, 1, p.mean));
@@ -158,14 +172,26 @@ absl::StatusOr<PreparedKernel> PrepareBatchNorm(const Node& node, const KernelOp
           handle, p.mode, 1.0f, 0.0f, p.xd, a.inputs[0].data, p.yd, a.outputs[0].data, p.pd,
           id->ones(), id->zeros(), mean, var, p.eps, factor, a.workspace, p.primitive_bytes);
     }
-    // Training mode normalizes with the batch's own (biased) statistics; updating the running
-    // statistics belongs to the training plan.
+    // Training mode normalizes with the batch's own (biased) statistics. With
+    // update_running_stats the statistic inputs are copied to outputs 1..3, which the primitive
+    // then updates by Caffe's rule in the same pass.
     dnn::BatchNormTraining bn;
     bn.mode = p.mode;
     bn.epsilon = p.eps;
-    return dnn::BatchNormForwardTraining(
-        handle, bn, 1.0f, 0.0f, p.xd, a.inputs[0].data, p.yd, a.outputs[0].data, p.pd, id->ones(),
-        id->zeros(), nullptr, nullptr, nullptr, nullptr, nullptr, a.workspace, p.primitive_bytes);
+    void* running[3] = {nullptr, nullptr, nullptr};
+    if (update) {
+      bn.rule = dnn::RunningStatsRule::kCaffeSum;
+      bn.factor = maf;
+      for (int i = 0; i < 3; ++i) {
+        running[i] = a.outputs[i + 1].data;
+        KILN_RETURN_IF_ERROR(dnn::TransformTensor(handle, 1.0f, stat_in[i], a.inputs[i + 1].data,
+                                                  0.0f, stat_out[i], running[i]));
+      }
+    }
+    return dnn::BatchNormForwardTraining(handle, bn, 1.0f, 0.0f, p.xd, a.inputs[0].data, p.yd,
+                                         a.outputs[0].data, p.pd, id->ones(), id->zeros(),
+                                         running[0], running[1], running[2], nullptr, nullptr,
+                                         a.workspace, p.primitive_bytes);
   };
   return k;
 }
