@@ -1,0 +1,103 @@
+// The short CPU training run CI keeps: the Fashion-MNIST LeNet example (examples/fashion_mnist)
+// trained for 500 iterations of 64 images on the CPU through the Trainer API must reach 80% test
+// accuracy on the full 10000-image test set. It needs the IDX files of Debian's
+// dataset-fashion-mnist (tools/setup.sh installs it) and skips without them.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "engine/training/trainer.h"
+#include "gtest/gtest.h"
+#include "proto/solver.h"
+#include "tests/util/caffe_files.h"
+#include "tools/convert_command.h"
+
+namespace kiln {
+namespace {
+
+constexpr char kDataset[] = "/usr/share/datasets/fashion-mnist";
+
+// The example solver in the test's runfiles (a data dependency of this test).
+std::string ExampleSolver() {
+  const char* root = std::getenv("TEST_SRCDIR");
+  const std::string base = root ? root : ".";
+  for (const std::string& dir : {base + "/kiln/", base + "/_main/", std::string("./")}) {
+    const std::string path = dir + "examples/fashion_mnist/lenet_solver.prototxt";
+    if (std::filesystem::exists(path)) return path;
+  }
+  return base + "/kiln/examples/fashion_mnist/lenet_solver.prototxt";
+}
+
+// Points every Data layer of `net` whose source is `from` at `to`.
+void Redirect(caffe::NetParameter& net, const std::string& from, const std::string& to) {
+  for (caffe::LayerParameter& layer : *net.mutable_layer()) {
+    if (layer.type() == "Data" && layer.data_param().source() == from) {
+      layer.mutable_data_param()->set_source(to);
+    }
+  }
+}
+
+TEST(FashionMnistTraining, LenetReachesEightyPercentOnTheCpuIn500Iterations) {
+  if (!std::filesystem::exists(kDataset)) {
+    GTEST_SKIP() << kDataset << " is missing: install dataset-fashion-mnist (tools/setup.sh)";
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  // `kiln convert` of both sets, as the example's instructions do.
+  const std::string train_db = ScratchFile("fashion_mnist_train_lmdb");
+  const std::string test_db = ScratchFile("fashion_mnist_test_lmdb");
+  for (const auto& [prefix, out] : {std::pair<std::string, std::string>{"train", train_db},
+                                    std::pair<std::string, std::string>{"t10k", test_db}}) {
+    IdxConversion conversion;
+    conversion.images = std::string(kDataset) + "/" + prefix + "-images-idx3-ubyte.gz";
+    conversion.labels = std::string(kDataset) + "/" + prefix + "-labels-idx1-ubyte.gz";
+    conversion.out = out;
+    conversion.overwrite = true;
+    absl::StatusOr<int64_t> records = ConvertIdx(conversion);
+    ASSERT_TRUE(records.ok()) << records.status();
+    EXPECT_EQ(*records, prefix == "train" ? 60000 : 10000);
+  }
+  const double convert_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+
+  absl::StatusOr<SolverConfig> solver = LoadSolver(ExampleSolver());
+  ASSERT_TRUE(solver.ok()) << solver.status();
+  // The example's sources are relative (the folder `kiln train` runs from); here they are the
+  // databases just written.
+  Redirect(solver->train.net, "fashion_mnist_train_lmdb", train_db);
+  Redirect(solver->train.net, "fashion_mnist_test_lmdb", test_db);
+  ASSERT_EQ(solver->tests.size(), 1u);
+  Redirect(solver->tests[0].net, "fashion_mnist_train_lmdb", train_db);
+  Redirect(solver->tests[0].net, "fashion_mnist_test_lmdb", test_db);
+  solver->param.set_max_iter(500);
+  TrainerOptions options;
+  options.compile.backend = BackendChoice::kCpu;  // CI has no GPU; say so rather than fall back
+  absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(*solver, options);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  std::printf("fashion-mnist: %s\n", (*trainer)->backend_description().c_str());
+  const auto train_start = Clock::now();
+  while ((*trainer)->iter() < solver->param.max_iter()) {
+    absl::Status step = (*trainer)->Step();
+    ASSERT_TRUE(step.ok()) << step;
+    ASSERT_TRUE(std::isfinite((*trainer)->last_loss())) << "at iteration " << (*trainer)->iter();
+  }
+  const double train_seconds = std::chrono::duration<double>(Clock::now() - train_start).count();
+  absl::StatusOr<std::vector<NetOutput>> outputs = (*trainer)->Test(0);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  double accuracy = -1, loss = -1;
+  for (const NetOutput& o : *outputs) {
+    if (o.name == "accuracy") accuracy = o.value;
+    if (o.name == "loss") loss = o.value;
+  }
+  const double total = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf(
+      "fashion-mnist: 500 iterations x 64 images, test accuracy %.4f (loss %.4f) on 10000 images;"
+      " convert %.1f s, train %.1f s, total %.1f s\n",
+      accuracy, loss, convert_seconds, train_seconds, total);
+  EXPECT_GE(accuracy, 0.80);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,519 @@
+// Whole-network gradient checks on the reference backend: a Caffe net imported for the TRAIN
+// phase, its learnable blobs turned into graph inputs, the backward of its loss built by
+// BuildBackward, and every parameter's gradient (and the data's) compared with central finite
+// differences of the total loss. The per-op checks (gradient_check_test.cc) cannot catch a
+// mistake in how BuildBackward chains ops, sums gradients of values used twice (a residual
+// branch, an in-place ReLU) or seeds the loss; this does.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/runtime/compiler.h"
+#include "engine/runtime/executor.h"
+#include "engine/training/backward.h"
+#include "gtest/gtest-spi.h"
+#include "gtest/gtest.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
+#include "proto/caffe_io.h"
+#include "proto/caffe_model.h"
+
+namespace kiln {
+namespace {
+
+// LeNet's structure at a size the reference backend differentiates in milliseconds: two
+// convolution + max-pooling stages, a hidden layer with an in-place ReLU, a classifier and the
+// softmax loss. Weights are small Gaussians (the fillers, seeded), biases small uniforms.
+constexpr char kLenet[] = R"pb(
+  name: "lenet_small"
+  layer {
+    name: "data"
+    type: "Input"
+    top: "data"
+    input_param { shape { dim: 2 dim: 1 dim: 14 dim: 14 } }
+  }
+  layer {
+    name: "label"
+    type: "Input"
+    top: "label"
+    input_param { shape { dim: 2 } }
+  }
+  layer {
+    name: "conv1"
+    type: "Convolution"
+    bottom: "data"
+    top: "conv1"
+    convolution_param {
+      num_output: 4
+      kernel_size: 5
+      weight_filler { type: "gaussian" std: 0.3 }
+      bias_filler { type: "uniform" min: -0.1 max: 0.1 }
+    }
+  }
+  layer {
+    name: "pool1"
+    type: "Pooling"
+    bottom: "conv1"
+    top: "pool1"
+    pooling_param { pool: MAX kernel_size: 2 stride: 2 }
+  }
+  layer {
+    name: "conv2"
+    type: "Convolution"
+    bottom: "pool1"
+    top: "conv2"
+    convolution_param {
+      num_output: 6
+      kernel_size: 3
+      weight_filler { type: "gaussian" std: 0.3 }
+      bias_filler { type: "uniform" min: -0.1 max: 0.1 }
+    }
+  }
+  layer {
+    name: "pool2"
+    type: "Pooling"
+    bottom: "conv2"
+    top: "pool2"
+    pooling_param { pool: MAX kernel_size: 2 stride: 2 }
+  }
+  layer {
+    name: "ip1"
+    type: "InnerProduct"
+    bottom: "pool2"
+    top: "ip1"
+    inner_product_param {
+      num_output: 12
+      weight_filler { type: "gaussian" std: 0.3 }
+      bias_filler { type: "uniform" min: -0.1 max: 0.1 }
+    }
+  }
+  layer { name: "relu1" type: "ReLU" bottom: "ip1" top: "ip1" }
+  layer {
+    name: "ip2"
+    type: "InnerProduct"
+    bottom: "ip1"
+    top: "ip2"
+    inner_product_param {
+      num_output: 5
+      weight_filler { type: "gaussian" std: 0.5 }
+      bias_filler { type: "uniform" min: -0.1 max: 0.1 }
+    }
+  }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
+)pb";
+
+// A residual block with batch statistics: conv-BN-Scale-ReLU, then a branch conv-BN-Scale-ReLU-
+// conv-BN-Scale added back to the block's input (Eltwise SUM), ReLU, max pooling, a classifier
+// and the softmax loss. BatchNorm runs in training mode (use_global_stats false), so the
+// gradient flows through the batch mean and variance; "res1" feeds two consumers, so its
+// gradient is the sum BuildBackward forms.
+constexpr char kResidual[] = R"pb(
+  name: "residual_small"
+  layer {
+    name: "data"
+    type: "Input"
+    top: "data"
+    input_param { shape { dim: 4 dim: 3 dim: 6 dim: 6 } }
+  }
+  layer {
+    name: "label"
+    type: "Input"
+    top: "label"
+    input_param { shape { dim: 4 } }
+  }
+  layer {
+    name: "conv1"
+    type: "Convolution"
+    bottom: "data"
+    top: "conv1"
+    convolution_param {
+      num_output: 4
+      kernel_size: 3
+      pad: 1
+      weight_filler { type: "gaussian" std: 0.3 }
+      bias_term: false
+    }
+  }
+  layer {
+    name: "bn1"
+    type: "BatchNorm"
+    bottom: "conv1"
+    top: "bn1"
+    batch_norm_param { use_global_stats: false }
+  }
+  layer {
+    name: "scale1"
+    type: "Scale"
+    bottom: "bn1"
+    top: "res1"
+    scale_param {
+      bias_term: true
+      filler { type: "uniform" min: 0.5 max: 1.5 }
+      bias_filler { type: "uniform" min: -0.2 max: 0.2 }
+    }
+  }
+  layer { name: "relu1" type: "ReLU" bottom: "res1" top: "res1" }
+  layer {
+    name: "conv2"
+    type: "Convolution"
+    bottom: "res1"
+    top: "conv2"
+    convolution_param {
+      num_output: 4
+      kernel_size: 3
+      pad: 1
+      weight_filler { type: "gaussian" std: 0.3 }
+      bias_term: false
+    }
+  }
+  layer {
+    name: "bn2"
+    type: "BatchNorm"
+    bottom: "conv2"
+    top: "bn2"
+    batch_norm_param { use_global_stats: false }
+  }
+  layer {
+    name: "scale2"
+    type: "Scale"
+    bottom: "bn2"
+    top: "branch2"
+    scale_param {
+      bias_term: true
+      filler { type: "uniform" min: 0.5 max: 1.5 }
+      bias_filler { type: "uniform" min: -0.2 max: 0.2 }
+    }
+  }
+  layer { name: "relu2" type: "ReLU" bottom: "branch2" top: "branch2" }
+  layer {
+    name: "conv3"
+    type: "Convolution"
+    bottom: "branch2"
+    top: "conv3"
+    convolution_param {
+      num_output: 4
+      kernel_size: 3
+      pad: 1
+      weight_filler { type: "gaussian" std: 0.3 }
+      bias_term: false
+    }
+  }
+  layer {
+    name: "bn3"
+    type: "BatchNorm"
+    bottom: "conv3"
+    top: "bn3"
+    batch_norm_param { use_global_stats: false }
+  }
+  layer {
+    name: "scale3"
+    type: "Scale"
+    bottom: "bn3"
+    top: "branch3"
+    scale_param {
+      bias_term: true
+      filler { type: "uniform" min: 0.5 max: 1.5 }
+      bias_filler { type: "uniform" min: -0.2 max: 0.2 }
+    }
+  }
+  layer {
+    name: "sum"
+    type: "Eltwise"
+    bottom: "res1"
+    bottom: "branch3"
+    top: "sum"
+    eltwise_param { operation: SUM }
+  }
+  layer { name: "relu3" type: "ReLU" bottom: "sum" top: "sum" }
+  layer {
+    name: "pool"
+    type: "Pooling"
+    bottom: "sum"
+    top: "pool"
+    pooling_param { pool: MAX kernel_size: 2 stride: 2 }
+  }
+  layer {
+    name: "ip"
+    type: "InnerProduct"
+    bottom: "pool"
+    top: "ip"
+    inner_product_param {
+      num_output: 3
+      weight_filler { type: "gaussian" std: 0.3 }
+      bias_filler { type: "uniform" min: -0.1 max: 0.1 }
+    }
+  }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)pb";
+
+// A max-pooling node's input, kept as an extra graph output so the host can tell which element
+// of each window wins.
+struct MaxPoolWatch {
+  std::string output;
+  std::vector<int64_t> in_dims, out_dims, kernel, stride, pad;
+};
+
+// A net ready for checking: one plan computing the loss and the gradient of every checked input.
+struct CheckedNet {
+  std::unique_ptr<ExecutionPlan> plan;
+  std::unique_ptr<ExecutionContext> ctx;
+  std::map<std::string, HostTensor> bindings;
+  std::vector<std::string> checked;   // graph inputs whose gradients are checked
+  std::vector<std::string> relu_ins;  // outputs holding every ReLU's input
+  std::vector<MaxPoolWatch> pools;
+};
+
+std::vector<int64_t> Spatial(const std::vector<int64_t>& v) {
+  return v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v;
+}
+
+// Imports `text` for TRAIN, promotes every learnable blob to an input "param/<node>", keeps the
+// inputs of ReLUs and max poolings visible, and adds the backward of the loss.
+absl::Status Prepare(const char* text, uint64_t seed, CheckedNet& out) {
+  caffe::NetParameter net;
+  if (absl::Status s = ParseTextMessage(text, "net", net); !s.ok()) return s;
+  CaffeImportOptions import;
+  import.phase = caffe::TRAIN;
+  import.fill_seed = seed;
+  absl::StatusOr<CaffeModel> model = ImportCaffeNet(net, import, DefaultOpRegistry());
+  if (!model.ok()) return model.status();
+  Graph& graph = *model->graph;
+  std::vector<Value> wrt;
+  std::set<std::string> done;
+  for (const CaffeParam& p : model->params) {
+    if (!p.learnable || done.count(p.node)) continue;
+    done.insert(p.node);
+    Node* constant = graph.FindNode(p.node);
+    if (constant == nullptr || constant->constant() == nullptr) {
+      return absl::InternalError(absl::StrCat(p.node, " is not a Constant"));
+    }
+    const std::string name = absl::StrCat("param/", p.node);
+    out.bindings[name] = constant->constant()->Clone();
+    absl::StatusOr<Value> input = graph.AddParameter(name, constant->output_types()[0]);
+    if (!input.ok()) return input.status();
+    if (absl::Status s = graph.ReplaceAllUsesWith(constant->output(0), *input); !s.ok()) return s;
+    wrt.push_back(*input);
+    out.checked.push_back(name);
+  }
+  graph.RemoveDeadNodes();
+  // Data: values in [-1, 1]; labels: fixed classes.
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (Node* node : graph.Parameters()) {
+    if (node->name() != "data" && node->name() != "label") continue;
+    HostTensor t(node->output_types()[0]);
+    for (int64_t i = 0; i < t.type().num_elements(); ++i) {
+      t.SetFloat(i, node->name() == "data" ? uniform(rng) : static_cast<float>((i * 2 + 1) % 3));
+    }
+    out.bindings[node->name()] = t;
+    if (node->name() == "data") {
+      wrt.push_back(node->output(0));
+      out.checked.push_back("data");
+    }
+  }
+  // Before the backward exists, so only the forward's kinks are watched.
+  int watch = 0;
+  for (Node* node : graph.nodes()) {
+    const bool relu = node->op() == "ReLU";
+    const bool max_pool = node->op() == "Pooling" && node->GetString("mode") == "max";
+    if (!relu && !max_pool) continue;
+    const std::string name = absl::StrCat("watch", watch++);
+    if (absl::Status s = graph.AddOutput(name, node->input(0)); !s.ok()) return s;
+    if (relu) {
+      out.relu_ins.push_back(name);
+    } else {
+      MaxPoolWatch w;
+      w.output = name;
+      w.in_dims = node->input(0).type().dims();
+      w.out_dims = node->output_types()[0].dims();
+      w.kernel = Spatial(node->GetInts("kernel"));
+      w.stride = Spatial(node->GetInts("stride"));
+      w.pad = Spatial(node->GetInts("pad"));
+      if (w.in_dims.size() != 4 || node->GetBool("global")) {
+        return absl::UnimplementedError("the watch handles 2-d windowed pooling only");
+      }
+      out.pools.push_back(w);
+    }
+  }
+  std::vector<LossTerm> losses;
+  for (const CaffeLayer& layer : model->layers) {
+    for (const CaffeTop& top : layer.tops) {
+      if (top.loss_weight != 0) losses.push_back({top.value, top.loss_weight});
+    }
+  }
+  if (losses.size() != 1) return absl::InternalError("expected one loss");
+  if (absl::Status s = graph.AddOutput("objective", losses[0].value); !s.ok()) return s;
+  absl::StatusOr<std::vector<Value>> grads = BuildBackward(graph, losses, wrt);
+  if (!grads.ok()) return grads.status();
+  for (size_t i = 0; i < grads->size(); ++i) {
+    if ((*grads)[i].node == nullptr) {
+      return absl::InternalError(absl::StrCat("no gradient for ", out.checked[i]));
+    }
+    if (absl::Status s = graph.AddOutput(absl::StrCat("grad/", out.checked[i]), (*grads)[i]);
+        !s.ok()) {
+      return s;
+    }
+  }
+  CompileOptions options;
+  options.backend = BackendChoice::kReference;
+  absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan =
+      Compile(graph, DefaultKernelRegistry(), options);
+  if (!plan.ok()) return plan.status();
+  out.plan = std::move(*plan);
+  ContextOptions context_options;
+  context_options.poison_buffers = true;  // a backward step reading unwritten memory shows as NaN
+  absl::StatusOr<std::unique_ptr<ExecutionContext>> ctx =
+      ExecutionContext::Create(*out.plan, context_options);
+  if (!ctx.ok()) return ctx.status();
+  out.ctx = std::move(*ctx);
+  return absl::OkStatus();
+}
+
+// Which side of every kink the forward pass is on: the sign of each ReLU input and the winner of
+// each max-pooling window (Caffe's first maximum).
+std::vector<int> KinkPattern(const CheckedNet& net, const std::map<std::string, HostTensor>& run) {
+  std::vector<int> pattern;
+  for (const std::string& name : net.relu_ins) {
+    const HostTensor& x = run.at(name);
+    for (int64_t i = 0; i < x.type().num_elements(); ++i) pattern.push_back(x.GetFloat(i) > 0);
+  }
+  for (const MaxPoolWatch& w : net.pools) {
+    const HostTensor& x = run.at(w.output);
+    const int64_t channels = w.in_dims[0] * w.in_dims[1], height = w.in_dims[2],
+                  width = w.in_dims[3];
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t oy = 0; oy < w.out_dims[2]; ++oy) {
+        for (int64_t ox = 0; ox < w.out_dims[3]; ++ox) {
+          const int64_t y0 = std::max<int64_t>(0, oy * w.stride[0] - w.pad[0]);
+          const int64_t x0 = std::max<int64_t>(0, ox * w.stride[1] - w.pad[1]);
+          const int64_t y1 = std::min(height, oy * w.stride[0] - w.pad[0] + w.kernel[0]);
+          const int64_t x1 = std::min(width, ox * w.stride[1] - w.pad[1] + w.kernel[1]);
+          int64_t best = -1;
+          float best_value = 0;
+          for (int64_t y = y0; y < y1; ++y) {
+            for (int64_t xx = x0; xx < x1; ++xx) {
+              const int64_t at = (c * height + y) * width + xx;
+              if (best < 0 || x.GetFloat(at) > best_value) best = at, best_value = x.GetFloat(at);
+            }
+          }
+          pattern.push_back(static_cast<int>(best));
+        }
+      }
+    }
+  }
+  return pattern;
+}
+
+struct CheckResult {
+  double worst = 0;     // the worst |analytic - numeric| / (2e-3 + 1e-2 |numeric|)
+  int checked = 0;      // probes compared
+  int straddling = 0;   // probes skipped because a kink lay between x - h and x + h
+  bool failed = false;  // a run failed
+};
+
+// Probes up to `per_input` elements of every checked input, spread over it. Each analytic value
+// passes through `tamper` first (to show the comparison can fail).
+CheckResult CheckNet(const char* text, uint64_t seed, int per_input,
+                     const std::function<double(double)>& tamper) {
+  CheckResult result;
+  CheckedNet net;
+  const absl::Status prepared = Prepare(text, seed, net);
+  EXPECT_TRUE(prepared.ok()) << prepared;
+  if (!prepared.ok()) return result.failed = true, result;
+  auto base = net.ctx->Run(net.bindings);
+  EXPECT_TRUE(base.ok()) << base.status();
+  if (!base.ok()) return result.failed = true, result;
+  const std::vector<int> base_pattern = KinkPattern(net, *base);
+  // The step of gradient_check_test.cc: f32 rounding of a loss near 1 then stays below 1e-4 of
+  // the difference, and the curvature term (h^2) is negligible.
+  const double h = 2e-3;
+  for (const std::string& name : net.checked) {
+    // Copied: the run below reads the analytic gradient while the inputs change.
+    const HostTensor analytic = base->at(absl::StrCat("grad/", name)).Clone();
+    HostTensor& x = net.bindings.at(name);
+    const int64_t n = x.type().num_elements();
+    EXPECT_EQ(analytic.type().num_elements(), n) << name;
+    const int64_t stride = std::max<int64_t>(1, n / per_input);
+    for (int64_t k = 0; k < n; k += stride) {
+      const float saved = x.GetFloat(k);
+      x.SetFloat(k, static_cast<float>(saved + h));
+      auto plus = net.ctx->Run(net.bindings);
+      x.SetFloat(k, static_cast<float>(saved - h));
+      auto minus = net.ctx->Run(net.bindings);
+      x.SetFloat(k, saved);
+      EXPECT_TRUE(plus.ok() && minus.ok());
+      if (!plus.ok() || !minus.ok()) return result.failed = true, result;
+      // A weight moves thousands of pre-activations at once, so no choice of inputs keeps every
+      // one of them farther than the step from 0 (BatchNorm re-centres them around 0 anyway).
+      // Instead each probe checks that no ReLU input changes sign and no pooling window changes
+      // its winner between x - h, x and x + h: then the loss is smooth on [x - h, x + h] and the
+      // central difference is a valid reference. A probe that straddles a kink is skipped and
+      // counted; the callers bound how many may be.
+      if (KinkPattern(net, *plus) != base_pattern || KinkPattern(net, *minus) != base_pattern) {
+        ++result.straddling;
+        continue;
+      }
+      const double taken = double{static_cast<float>(saved + h)} - static_cast<float>(saved - h);
+      const double numeric =
+          (double{plus->at("objective").GetFloat(0)} - minus->at("objective").GetFloat(0)) / taken;
+      const double got = tamper(analytic.GetFloat(k));
+      const double ratio = std::fabs(got - numeric) / (2e-3 + 1e-2 * std::fabs(numeric));
+      if (ratio > 1) {
+        ADD_FAILURE() << name << " element " << k << ": analytic " << got << " numeric " << numeric;
+      }
+      result.worst = std::max(result.worst, ratio);
+      ++result.checked;
+    }
+  }
+  return result;
+}
+
+double Identity(double v) { return v; }
+
+TEST(WholeNetGradient, LenetMatchesFiniteDifferences) {
+  const CheckResult r = CheckNet(kLenet, 7, 24, Identity);
+  ASSERT_FALSE(r.failed);
+  std::printf("lenet: %d probes checked, %d straddled a kink, worst ratio %.3f\n", r.checked,
+              r.straddling, r.worst);
+  EXPECT_LE(r.worst, 1.0);
+  // 8 parameter blobs and the data, up to 24 probes each; few may straddle a kink.
+  EXPECT_GE(r.checked, 140);
+  EXPECT_LE(r.straddling * 8, r.checked);
+}
+
+TEST(WholeNetGradient, ResidualBatchNormNetMatchesFiniteDifferences) {
+  const CheckResult r = CheckNet(kResidual, 11, 24, Identity);
+  ASSERT_FALSE(r.failed);
+  std::printf("residual: %d probes checked, %d straddled a kink, worst ratio %.3f\n", r.checked,
+              r.straddling, r.worst);
+  EXPECT_LE(r.worst, 1.0);
+  // 3 convolutions, 3 Scale layers (scale and bias), the classifier (weight and bias) and the
+  // data: 12 inputs.
+  EXPECT_GE(r.checked, 130);
+  EXPECT_LE(r.straddling * 8, r.checked);
+}
+
+// The comparison rejects a gradient 5% off: the whole-net check can fail.
+TEST(WholeNetGradient, RejectsAGradientFivePercentOff) {
+  ::testing::TestPartResultArray failures;
+  CheckResult r;
+  {
+    // The expected failures are collected here instead of failing this test.
+    ::testing::ScopedFakeTestPartResultReporter swallow(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+    r = CheckNet(kLenet, 7, 16, [](double v) { return 1.05 * v; });
+  }
+  EXPECT_FALSE(r.failed);
+  EXPECT_GT(r.worst, 1.0);
+  EXPECT_GT(failures.size(), 0);
+}
+
+}  // namespace
+}  // namespace kiln
