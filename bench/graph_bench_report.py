@@ -372,13 +372,14 @@ def _quote(arg):
     return shlex.quote(arg)
 
 
-def replace_section(path, text):
-    """Put text between the markers of path (replacing what is there), or append it."""
+def replace_section(path, text, begin_mark=BEGIN_MARK, end_mark=END_MARK):
+    """Put text between the markers of path (replacing what is there), or append it. The
+    markers default to graph-bench's; bench/train_bench.py passes its own."""
     old = ""
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             old = f.read()
-    begin, end = old.find(BEGIN_MARK), old.find(END_MARK)
+    begin, end = old.find(begin_mark), old.find(end_mark)
     if begin >= 0 and end > begin:
         end_line = old.find("\n", end)
         end_line = len(old) if end_line < 0 else end_line + 1

@@ -1,0 +1,575 @@
+#!/usr/bin/env python3
+"""CPU-only self test of bench/train_bench.py, train_bench_torch.py and caffe_torch_train.py.
+
+    python3 bench/train_bench_selftest.py [--models-dir ../shared/models/caffe] [--kiln PATH]
+
+It checks, without a GPU (needs numpy and torch, e.g. Debian's python3-torch):
+* the TRAIN-net builder: the three benchmark prototxts lose their Data and Accuracy layers, take
+  data and label as inputs, run a shape-checked step; SoftmaxWithLoss against a numpy cross
+  entropy (every normalization, ignore_label, axis, loss_weight), Dropout on in train mode,
+  BatchNorm's momentum and the frozen (use_global_stats) case, the errors;
+* the training step: one step is exactly Caffe's SGD update (momentum, weight decay) of the
+  gradient at the old weights, the loss falls over steps on the fixed batch, fp32 and the mixed
+  precision path (bfloat16 autocast on the CPU);
+* the report: kiln's JSON among log lines, the kiln command, the verdict (time, memory, both,
+  missing numbers), the table's cells (FAIL, '-'), the summary, the notes (kiln's stderr tail,
+  GradScaler, leftover memory), the section put between the markers of a copy of docs/PERF.md;
+* train_bench.py end to end on the CPU (--torch-device cpu) against a stand-in `kiln` that checks
+  the exact command-line interface: rows, JSON rewritten after every row, progress lines with ETA
+  on stderr, a kiln that fails and one that hangs recorded with their stderr, a PyTorch failure
+  recorded, --report-only; with --kiln PATH, also a real kiln (`--kiln-args "--device cpu"`).
+Exits non-zero on the first failure.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import caffe_torch_train as ctt  # noqa: E402
+import train_bench as tb  # noqa: E402
+import train_bench_torch as tbt  # noqa: E402
+
+DEFAULT_MODELS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "models", "caffe"))
+REPO = os.path.dirname(HERE)
+_checks = [0]
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+    _checks[0] += 1
+
+
+# ------------------------------------------------------------------------------------------------
+# The TRAIN-net builder
+# ------------------------------------------------------------------------------------------------
+
+def test_train_nets(models_dir):
+    lines = []
+    for net, (name, chw) in tb.NETS.items():
+        start = time.time()
+        prototxt = os.path.join(models_dir, name)
+        shapes = tb.data_shapes(prototxt, chw, 2)
+        check(shapes == [("data", [2] + list(chw)), ("label", [2])], "%s shapes %s"
+              % (net, shapes))
+        netdef = ctt.train_netdef(prototxt, dict(shapes))
+        kinds = [layer.type for layer in netdef.layers]
+        check(netdef.inputs == shapes, "%s: data layer tops are the inputs: %s"
+              % (net, netdef.inputs))
+        check("Data" not in kinds and "Accuracy" not in kinds
+              and kinds[-1] == "SoftmaxWithLoss", "%s: layers %s" % (net, kinds))
+        model = ctt.CaffeTrainNet(netdef).train()
+        check(model.loss_weights == {"loss": 1.0}, "%s loss weights" % net)
+        dropouts = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+        check(all(m.training for m in dropouts) and len(dropouts) == (2 if net == "caffenet"
+                                                                       else 0),
+              "%s: Dropout in train mode" % net)
+        bns = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+        check(len(bns) == (21 if net == "resnet18" else 0)
+              and all(m.training and m.affine and abs(m.momentum - 0.1) < 1e-9 for m in bns),
+              "%s: BN+Scale fused, train mode, momentum 1 - 0.9: %d" % (net, len(bns)))
+        batch = tbt.synthetic_batch(shapes)
+        check(batch["label"].dtype == np.int64 and batch["label"].min() >= 0
+              and batch["label"].max() < 10, "labels in [0, 10)")
+        logits = {}
+        last_ip = [s for s in model._steps if s.type == "InnerProduct"][-1]
+        last_ip.module.register_forward_hook(lambda m, i, o: logits.setdefault("y", o))
+        model.check_shapes = True
+        loss = model(torch.from_numpy(batch["data"]), torch.from_numpy(batch["label"]))
+        check(loss.dim() == 0 and torch.isfinite(loss).item(), "%s: scalar loss" % net)
+        y = logits["y"].detach().double().numpy()
+        e = np.exp(y - y.max(axis=1, keepdims=True))
+        want = -np.mean(np.log(e[np.arange(2), batch["label"]] / e.sum(axis=1)))
+        check(abs(float(loss) - want) < 1e-5 * max(1.0, want), "%s: loss %s vs numpy %s"
+              % (net, float(loss), want))
+        loss.backward()
+        missing = [n for n, p in model.named_parameters() if p.grad is None]
+        check(not missing, "%s: parameters without a gradient: %s" % (net, missing))
+        lines.append("  %-9s %-28s -> %d steps, %d parameters, loss %.3f (%.1fs)" % (
+            net, name, len(model._steps), sum(p.numel() for p in model.parameters()),
+            float(loss), time.time() - start))
+    return "TRAIN nets (batch 2, shape-checked, loss = numpy cross entropy, all grads):\n" + \
+        "\n".join(lines)
+
+
+LOSS_NET = """
+name: "losses"
+layer { name: "in" type: "Data" top: "x" top: "lab" include { phase: TRAIN }
+        data_param { source: "/nonexistent" batch_size: 3 } }
+layer { name: "in" type: "Data" top: "x" top: "lab" include { phase: TEST } }
+layer { name: "bn" type: "BatchNorm" bottom: "x" top: "bn"
+        batch_norm_param { moving_average_fraction: 0.75 } }
+layer { name: "frozen" type: "BatchNorm" bottom: "bn" top: "f"
+        batch_norm_param { use_global_stats: true } }
+layer { name: "drop" type: "Dropout" bottom: "f" top: "d" dropout_param { dropout_ratio: 0.5 } }
+layer { name: "score" type: "Convolution" bottom: "d" top: "score"
+        convolution_param { num_output: 5 kernel_size: 1 } }
+layer { name: "acc" type: "Accuracy" bottom: "score" bottom: "lab" top: "acc" }
+layer { name: "valid" type: "SoftmaxWithLoss" bottom: "score" bottom: "lab" top: "valid"
+        loss_param { ignore_label: 2 } }
+layer { name: "full" type: "SoftmaxWithLoss" bottom: "score" bottom: "lab" top: "full"
+        loss_weight: 2 loss_param { ignore_label: 2 normalization: FULL } }
+layer { name: "batch" type: "SoftmaxWithLoss" bottom: "score" bottom: "lab" top: "batch"
+        loss_weight: 0.5 loss_param { normalize: false } }
+layer { name: "none" type: "SoftmaxWithLoss" bottom: "score" bottom: "lab" top: "none"
+        loss_param { normalization: NONE } }
+"""
+
+
+def _nll(score, label, ignore=None):
+    """Per-position negative log-probability (numpy), axis 1 the classes; None where ignored."""
+    s = score.astype(np.float64)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)
+    n, _, h, w = s.shape
+    out = []
+    for i in range(n):
+        for y in range(h):
+            for x in range(w):
+                k = int(label[i, y, x])
+                out.append(None if k == ignore else -np.log(p[i, k, y, x]))
+    return out
+
+
+def test_loss_semantics():
+    shapes = {"x": (3, 4, 2, 2), "lab": (3, 2, 2)}
+    netdef = ctt.train_netdef(LOSS_NET, shapes)
+    check([n for n, _ in netdef.inputs] == ["x", "lab"]
+          and "Accuracy" not in [layer.type for layer in netdef.layers], "inputs, no Accuracy")
+    net = ctt.CaffeTrainNet(netdef).train()
+    check(net.loss_weights == {"valid": 1.0, "full": 2.0, "batch": 0.5, "none": 1.0},
+          "loss_weight defaults and given: %s" % net.loss_weights)
+    bn, frozen = [m for m in net.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    check(abs(bn.momentum - 0.25) < 1e-12 and bn.training, "momentum = 1 - fraction")
+    check(net.frozen_batchnorm == ["frozen"] and not frozen.training,
+          "use_global_stats: true stays in eval mode after train()")
+    rng = np.random.default_rng(7)
+    x = torch.from_numpy(rng.standard_normal(shapes["x"], dtype=np.float32))
+    lab = torch.from_numpy(rng.integers(0, 5, shapes["lab"]).astype(np.float32))  # Caffe: float
+    lab[0, 0, 0] = 2  # at least one ignored position
+    scores = {}
+    net.layers["score"].register_forward_hook(lambda m, i, o: scores.__setitem__("s", o))
+    outputs = ctt.ct.CaffeNet.forward(net, x, lab)  # every loss top, before the weighting
+    s = scores["s"].detach().numpy()
+    with_ignore = _nll(s, lab.numpy(), ignore=2)
+    every = _nll(s, lab.numpy())
+    kept = [v for v in with_ignore if v is not None]
+    want = {"valid": sum(kept) / len(kept), "full": sum(kept) / len(with_ignore),
+            "batch": sum(every) / 3, "none": sum(every)}
+    got = dict(zip(net.output_names, [float(t) for t in outputs]))
+    for name, value in want.items():
+        check(abs(got[name] - value) < 1e-5 * max(1.0, value), "%s: %s vs numpy %s"
+              % (name, got[name], value))
+    drop = net.layers["drop"]
+    check(drop.training, "Dropout in train mode")
+    probe = torch.ones(1000)
+    check(0.3 < float((drop(probe) == 0).float().mean()) < 0.7, "Dropout drops about half")
+    net.eval()
+    total = float(net(x, lab))
+    net.train()
+    check(not frozen.training, "train() keeps the frozen BatchNorm in eval")
+    # eval: Dropout off; BatchNorm uses its running averages (updated once above, fraction 0.75).
+    outputs = ctt.ct.CaffeNet.forward(net.eval(), x, lab)
+    check(abs(total - sum(net.loss_weights[n] * float(t) for n, t in
+                          zip(net.output_names, outputs))) < 1e-5,
+          "forward is the sum of loss_weight x loss")
+    for text, error in (("layer { name: 'd' type: 'Data' top: 'data' top: 'label' }\n"
+                         "layer { name: 'l' type: 'SoftmaxWithLoss' bottom: 'data' "
+                         "bottom: 'label' top: 'l' }", "top 'label' needs a shape"),
+                        ("layer { name: 'd' type: 'Data' top: 'data' }\n"
+                         "layer { name: 'l' type: 'EuclideanLoss' bottom: 'data' "
+                         "bottom: 'data' top: 'l' loss_weight: 1 }", "'EuclideanLoss'"),
+                        ("layer { name: 'd' type: 'Data' top: 'data' }\n"
+                         "layer { name: 'r' type: 'ReLU' bottom: 'data' top: 'r' }",
+                         "has no loss")):
+        try:
+            ctt.CaffeTrainNet(ctt.train_netdef(text, {"data": (2, 3)}))
+        except (ValueError, NotImplementedError) as e:
+            check(error in str(e), "error %r lacks %r" % (str(e), error))
+        else:
+            raise AssertionError("accepted: %s" % text)
+    return ("SoftmaxWithLoss vs numpy (VALID with ignore_label, FULL, BATCH_SIZE via normalize: "
+            "false, NONE, spatial, float labels), loss_weight sum, BN momentum, frozen BN, "
+            "Dropout, 3 errors")
+
+
+# ------------------------------------------------------------------------------------------------
+# The training step
+# ------------------------------------------------------------------------------------------------
+
+def test_train_step(models_dir):
+    prototxt = os.path.join(models_dir, "lenet_train_test.prototxt")
+    shapes = tb.data_shapes(prototxt, (1, 28, 28), 4)
+    net, optimizer, inputs, scaler = tbt.build(prototxt, shapes, "fp32", "cpu")
+    check(scaler is None and optimizer.defaults["lr"] == 0.01
+          and optimizer.defaults["momentum"] == 0.9
+          and optimizer.defaults["weight_decay"] == 5e-4, "SGD settings %s" % optimizer.defaults)
+    before = {n: p.detach().clone() for n, p in net.named_parameters()}
+    step = tbt.make_step(net, optimizer, inputs, "fp32", "cpu")
+    step()
+    after = {n: p.detach().clone() for n, p in net.named_parameters()}
+    # The gradient at the old weights, on a copy: Caffe's first update is lr * (g + wd * w).
+    with torch.no_grad():
+        for n, p in net.named_parameters():
+            p.copy_(before[n])
+    net.zero_grad(set_to_none=True)
+    net(*inputs).backward()
+    worst = 0.0
+    for n, p in net.named_parameters():
+        want = before[n] - 0.01 * (p.grad + 5e-4 * before[n])
+        worst = max(worst, float((after[n] - want).abs().max()))
+    check(worst < 1e-6, "one step = w - lr (g + wd w): max error %g" % worst)
+    check(any(p.grad is not None for p in net.parameters()), "grads kept until the next step")
+    step()
+    check(all(p.grad is not None for p in net.parameters()), "zero_grad(set_to_none) then grads")
+    results = {}
+    for precision in ("fp32", "fp16"):
+        r = tbt.torch_train_row(prototxt, shapes, precision, 5, 3, "cpu")
+        check(r["torch_step_ms"] > 0 and r["torch_params"] == 431080
+              and r["torch_images_per_s"] == 4000.0 / r["torch_step_ms"], "%s row %s"
+              % (precision, r))
+        check(r["torch_loss_last"] < r["torch_loss_first"], "%s: loss falls on a fixed batch: %s"
+              % (precision, r))
+        check("allow_tf32=False" in r["torch_settings"] or "ieee" in r["torch_settings"],
+              "TF32 off: %s" % r["torch_settings"])
+        results[precision] = r
+    check("bfloat16" in results["fp16"]["torch_settings"], "CPU dry run of the fp16 path")
+    try:
+        tbt.torch_train_row(prototxt, shapes, "bf16", 1, 1, "cpu")
+    except ValueError as e:
+        check("fp32, fp16" in str(e), "unknown precision message")
+    return ("training step: one step = Caffe's SGD update (max error %.1e), loss falls over 8 "
+            "steps (fp32 %.3f -> %.3f, fp16 path %.3f -> %.3f)" % (
+                worst, results["fp32"]["torch_loss_first"], results["fp32"]["torch_loss_last"],
+                results["fp16"]["torch_loss_first"], results["fp16"]["torch_loss_last"]))
+
+
+# ------------------------------------------------------------------------------------------------
+# The report
+# ------------------------------------------------------------------------------------------------
+
+MIB = 2 ** 20
+
+
+def _row(net, precision, **values):
+    row = {"net": net, "batch": 64, "precision": precision}
+    row.update(values)
+    return row
+
+
+def test_report():
+    answer = {"train_step_ms": 2.5, "images_per_second": 25600.0, "backend": "cuda",
+              "memory": {"weights_bytes": 1, "optimizer_bytes": 2, "activations_bytes": 3,
+                         "workspace_bytes": 4, "total_bytes": 10},
+              "precision": "fp16", "layers": [{"name": "conv1"}]}
+    text = ("kiln time: compiling {not json}\n{\"forward_ms\": 3}\n%s\ndone\n"
+            % json.dumps(answer, indent=1))
+    report = tb.parse_kiln_json(text)
+    check(report["train_step_ms"] == 2.5 and report["memory"]["total_bytes"] == 10,
+          "kiln JSON among log lines")
+    check(tb.parse_kiln_json("{\"forward_ms\": 1}") is None, "an inference report is no step")
+    check(tb.number({"a": {"b": "3"}}, "a", "b") == 3.0 and tb.number({"a": True}, "a") is None
+          and tb.number({}, "x") is None, "number()")
+    cmd = tb.kiln_command("/k", "/m.prototxt", [("data", [8, 3, 4, 4]), ("label", [8])], "fp16",
+                          30, ["--algo", "measure", "--tuning-file", "T"])
+    check(cmd == ["/k", "time", "--model", "/m.prototxt", "--train", "--input-shape",
+                  "data=8,3,4,4", "--input-shape", "label=8", "--precision", "fp16",
+                  "--iterations", "30", "--algo", "measure", "--tuning-file", "T", "--json"],
+          "kiln command %s" % cmd)
+    check(tb.parse_rows("lenet:64, caffenet:128") == [("lenet", 64), ("caffenet", 128)],
+          "--rows")
+    for bad in ("lenet", "lenet:0", "vgg:8"):
+        try:
+            tb.parse_rows(bad)
+        except SystemExit:
+            _checks[0] += 1
+        else:
+            raise AssertionError("--rows accepted %r" % bad)
+
+    rows = [
+        _row("a", "fp32", kiln_step_ms=8.0, torch_step_ms=10.0, kiln_total_bytes=100 * MIB,
+             torch_peak_bytes=200 * MIB),                           # met
+        _row("a", "fp16", kiln_step_ms=9.0, torch_step_ms=10.0, kiln_total_bytes=5 * MIB,
+             torch_peak_bytes=int(6.5 * MIB), torch_amp_scale_before=65536.0,
+             torch_amp_scale_after=32768.0),                        # time missed
+        _row("b", "fp32", kiln_step_ms=0.5, torch_step_ms=1.0, kiln_total_bytes=300 * MIB,
+             torch_peak_bytes=200 * MIB, torch_leftover_bytes=MIB),  # memory missed
+        _row("b", "fp16", kiln_step_ms=2.0, torch_step_ms=1.0, kiln_total_bytes=300 * MIB,
+             torch_peak_bytes=200 * MIB, kiln_note="kiln ran on backend cpu"),  # both
+        _row("c", "fp32", kiln_error="rc 1", kiln_stderr_tail="line 1\nline 2\nline 3\n"
+             "kiln: CUDA error: out of memory", torch_step_ms=4.0, torch_peak_bytes=50 * MIB),
+        _row("c", "fp16", kiln_step_ms=1.0, kiln_total_bytes=MIB,
+             torch_error="RuntimeError: boom"),
+        _row("d", "fp32", error="ValueError: no data layer"),
+    ]
+    verdicts = [tb.row_verdict(r) for r in rows]
+    check(verdicts[0] == (1.25, True, []), "exactly 0.8x and less memory: met %s"
+          % (verdicts[0],))
+    check(verdicts[1][1:] == (False, ["time"]) and verdicts[2][1:] == (False, ["memory"])
+          and verdicts[3][1:] == (False, ["time", "memory"]), "misses %s" % verdicts[1:4])
+    check(all(v[1] is None for v in verdicts[4:]), "no verdict without both numbers")
+    table = tb.markdown_table(rows).splitlines()
+    check(table[0] == tb.TABLE_HEADER and len(table) == 9
+          and all(line.count("|") == 10 for line in table), "9 columns:\n" + "\n".join(table))
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in table[2:]]
+    check(cells[0] == ["a", "64", "fp32", "8.00", "10.00", "1.25", "100", "200", "**yes**"],
+          "row a fp32 %s" % cells[0])
+    check(cells[1][3:] == ["9.00", "10.00", "1.11", "5.0", "6.5", "no (time)"],
+          "row a fp16 %s" % cells[1])
+    check(cells[2][3:] == ["0.500", "1.00", "2.00", "300", "200", "no (memory)"],
+          "row b fp32 %s" % cells[2])
+    check(cells[3][8] == "no (time, memory)", "row b fp16 %s" % cells[3])
+    check(cells[4][3:] == ["FAIL", "4.00", "-", "FAIL", "50", "-"], "kiln failed %s" % cells[4])
+    check(cells[5][3:] == ["1.00", "FAIL", "-", "1.0", "FAIL", "-"], "torch failed %s"
+          % cells[5])
+    check(cells[6][3:] == ["FAIL", "FAIL", "-", "FAIL", "FAIL", "-"], "row failed %s" % cells[6])
+    summary = tb.summary_line(rows)
+    check(summary.startswith("Target (Kiln step <= 0.8x PyTorch eager, Kiln memory <= PyTorch "
+                             "peak): met on 1 of 7 rows (3 without both numbers); geometric "
+                             "mean of eager/Kiln 1.09"), summary)
+    notes = tb.row_notes(rows)
+    check(len(notes) == 6, "notes:\n" + "\n".join(notes))
+    check("c b64 fp32: kiln failed (rc 1): line 2; line 3; kiln: CUDA error: out of memory"
+          in notes[3], "kiln stderr tail in the notes: %s" % notes[3])
+    check("scale fell from 65536 to 32768" in notes[0] and "1.0 MiB of an earlier row" in notes[1]
+          and "backend cpu" in notes[2] and "PyTorch failed: RuntimeError: boom" in notes[4]
+          and "row failed: ValueError" in notes[5], "notes:\n" + "\n".join(notes))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        perf = os.path.join(tmp, "PERF.md")
+        shutil.copy(os.path.join(REPO, "docs", "PERF.md"), perf)
+        original = open(perf).read()
+        check(original.count(tb.BEGIN_MARK) == 1 and original.count(tb.END_MARK) == 1
+              and original.index("### Training step vs PyTorch eager (issue 17)")
+              < original.index(tb.BEGIN_MARK) < original.index(tb.END_MARK),
+              "docs/PERF.md has the issue-17 heading, then one pair of markers")
+        env = {"date_utc": "2026-01-02 03:04", "gpu": "H100", "torch": "2.x", "kiln_version": "k"}
+        section = tb.perf_section(env, ["train_bench.py", "--rows", "a:64"],
+                                  {"iterations": 30, "warmup": 10}, rows)
+        for _ in range(2):  # twice: the second replaces the first
+            tb.replace_section(perf, section)
+        new = open(perf).read()
+        begin, end = original.index(tb.BEGIN_MARK), original.index(tb.END_MARK)
+        end = original.index("\n", end) + 1
+        check(new == original[:begin] + section + original[end:],
+              "only the text between the markers changed")
+        check("median of 30 timed steps after 10 warm-up steps" in section
+              and "`train_bench.py --rows a:64`" in section and tb.TABLE_HEADER in section
+              and "### Whole networks with the graph compiler" in new, "section text")
+    return ("report: kiln JSON among log lines, kiln command, --rows, verdicts (met at exactly "
+            "0.8x, time, memory, both, none), 9-column table with FAIL and '-', summary, 6 notes "
+            "(stderr tail, GradScaler, leftover, backend, PyTorch, row), docs/PERF.md section "
+            "replaced twice between its markers")
+
+
+# ------------------------------------------------------------------------------------------------
+# train_bench.py end to end, CPU, with a stand-in kiln
+# ------------------------------------------------------------------------------------------------
+
+FAKE_KILN = r'''#!%(python)s
+# A stand-in for `kiln time --train ... --json` that insists on the interface train_bench.py was
+# written against, logs how many rows OUT/train_bench.json held when it was called, and fails
+# (caffenet fp32), hangs (caffenet fp16) or answers with log lines around its JSON.
+import json, os, sys, time
+args = sys.argv[1:]
+if args == ["version"]:
+    print("kiln fake 1.0"); sys.exit(0)
+def fail(message):
+    sys.exit("fake kiln: " + message)
+if args[:1] != ["time"] or args[-1] != "--json" or "--train" not in args:
+    fail("want time ... --train ... --json, got %%s" %% args)
+rest = [a for a in args[1:-1] if a != "--train"]
+flags = {}
+for key, value in zip(rest[::2], rest[1::2]):
+    if not key.startswith("--"):
+        fail("odd arguments %%s" %% rest)
+    flags.setdefault(key[2:], []).append(value)
+if sorted(flags) != ["algo", "input-shape", "iterations", "model", "precision", "tuning-file"]:
+    fail("flags %%s" %% sorted(flags))
+shapes = dict(s.split("=") for s in flags["input-shape"])
+data = [int(d) for d in shapes["data"].split(",")]
+if len(data) != 4 or shapes["label"] != str(data[0]) or not os.path.isfile(flags["model"][0]):
+    fail("input shapes %%s" %% shapes)
+if flags["precision"][0] not in ("fp32", "fp16") or flags["iterations"] != ["3"]:
+    fail("precision/iterations %%s" %% flags)
+out = os.environ["FAKE_KILN_OUT"]
+rows = 0
+if os.path.exists(os.path.join(out, "train_bench.json")):
+    rows = len(json.load(open(os.path.join(out, "train_bench.json")))["rows"])
+with open(os.environ["FAKE_KILN_LOG"], "a") as f:
+    f.write("%%d %%s %%s\n" %% (rows, os.path.basename(flags["model"][0]), flags["precision"][0]))
+if "caffenet" in flags["model"][0]:
+    if flags["precision"][0] == "fp32":
+        sys.stderr.write("kiln time: compiling...\nkiln time: train: CUDA error: out of memory "
+                         "(cudaMalloc of 4 GiB)\n")
+        sys.exit(3)
+    sys.stderr.write("kiln time: measuring algorithms...\n"); sys.stderr.flush()
+    time.sleep(60)
+print("kiln time: compiling the training plan")
+print(json.dumps({"train_step_ms": 0.25 if flags["precision"][0] == "fp16" else 0.5,
+                  "images_per_second": data[0] / 0.5e-3, "memory": {
+                      "weights_bytes": 1, "optimizer_bytes": 2, "activations_bytes": 3,
+                      "workspace_bytes": 4, "total_bytes": 3 << 20},
+                  "backend": "cuda", "precision": flags["precision"][0],
+                  "layers": [{"name": "conv1"}]}, indent=1))
+print("kiln time: done")
+'''
+
+
+def _run(args, env=None, timeout=600):
+    return subprocess.run([sys.executable, os.path.join(HERE, "train_bench.py")] + args,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_driver(models_dir):
+    with tempfile.TemporaryDirectory() as tmp:
+        kiln = os.path.join(tmp, "kiln")
+        with open(kiln, "w") as f:
+            f.write(FAKE_KILN % {"python": sys.executable})
+        os.chmod(kiln, 0o755)
+        out, log = os.path.join(tmp, "out"), os.path.join(tmp, "kiln_calls.txt")
+        perf = os.path.join(tmp, "PERF.md")
+        with open(perf, "w") as f:
+            f.write("# Perf\n\nbefore\n\n%s\nNot run yet.\n%s\n\nafter\n"
+                    % (tb.BEGIN_MARK, tb.END_MARK))
+        env = dict(os.environ, FAKE_KILN_OUT=out, FAKE_KILN_LOG=log)
+        args = ["--kiln", kiln, "--models-dir", models_dir, "--out", out,
+                "--rows", "lenet:4,caffenet:2", "--precisions", "fp32,fp16",
+                "--iterations", "3", "--warmup", "2", "--torch-device", "cpu",
+                "--kiln-args", "--algo measure --tuning-file '%s'" % os.path.join(tmp, "t t.txt"),
+                "--timeout", "3", "--heartbeat", "0", "--perf-md", perf]
+        start = time.time()
+        p = _run(args, env)
+        seconds = time.time() - start
+        check(p.returncode == 0, "train_bench dry run failed:\n%s\n%s" % (p.stdout, p.stderr))
+        calls = open(log).read().split("\n")[:-1]
+        check(calls == ["0 lenet_train_test.prototxt fp32", "1 lenet_train_test.prototxt fp16",
+                        "2 caffenet_train_val.prototxt fp32",
+                        "3 caffenet_train_val.prototxt fp16"],
+              "one kiln call per row, train_bench.json rewritten after every row: %s" % calls)
+        with open(os.path.join(out, "train_bench.json")) as f:
+            data = json.load(f)
+        rows = data["rows"]
+        check([(r["net"], r["batch"], r["precision"]) for r in rows]
+              == [("lenet", 4, "fp32"), ("lenet", 4, "fp16"), ("caffenet", 2, "fp32"),
+                  ("caffenet", 2, "fp16")], "row order")
+        for r in rows[:2]:
+            check(r["kiln_step_ms"] == (0.5 if r["precision"] == "fp32" else 0.25)
+                  and r["kiln_total_bytes"] == 3 << 20 and r["kiln_backend"] == "cuda"
+                  and r["kiln_memory"]["optimizer_bytes"] == 2 and "kiln_error" not in r
+                  and "kiln_note" not in r, "kiln's JSON parsed: %s" % r)
+            check(r["torch_step_ms"] > 0 and r["torch_loss_last"] < r["torch_loss_first"]
+                  and "torch_error" not in r, "PyTorch step: %s" % r)
+            check(r["inputs"] == {"data": [4, 1, 28, 28], "label": [4]}, "inputs %s"
+                  % r["inputs"])
+        check(rows[2]["kiln_error"] == "rc 3" and "out of memory" in rows[2]["kiln_stderr_tail"]
+              and rows[2]["torch_step_ms"] > 0, "failing kiln recorded, PyTorch still ran")
+        check(rows[3]["kiln_error"] == "rc 124" and "measuring algorithms" in
+              rows[3]["kiln_stderr_tail"] and "timed out after 3" in rows[3]["kiln_stderr_tail"],
+              "hanging kiln recorded with its stderr: %s" % rows[3].get("kiln_stderr_tail"))
+        check("--tuning-file" in rows[0]["kiln_cmd"] and "'" in rows[0]["kiln_cmd"],
+              "--kiln-args passed on, quoted: %s" % rows[0]["kiln_cmd"])
+        check(data["settings"]["iterations"] == 3 and data["environment"]["kiln_version"]
+              == "kiln fake 1.0", "settings and environment")
+        err = p.stderr
+        check("row 2/4 lenet b4 fp16 (1/4 rows done): kiln time --train --precision fp16 [ETA "
+              in err and "row 1/4 lenet b4 fp32 (0/4 rows done): kiln time --train --precision "
+              "fp32 [ETA ?]" in err and "4/4 rows done in" in err
+              and "kiln failed (rc 3): kiln time: train: CUDA error: out of memory" in err,
+              "progress lines on stderr:\n" + err)
+        check(tb.TABLE_HEADER in p.stdout and "[ETA" not in p.stdout, "table on stdout only")
+        md = open(os.path.join(out, "train_bench.md")).read()
+        text = open(perf).read()
+        check(md.strip() in text and text.startswith("# Perf\n\nbefore\n\n" + tb.BEGIN_MARK)
+              and text.endswith(tb.END_MARK + "\n\nafter\n") and "Not run yet" not in text,
+              "--perf-md section replaced:\n" + text)
+        check("| caffenet | 2 | fp32 | FAIL |" in md and "| lenet | 4 | fp16 | 0.250 |" in md
+              and "timed out after 3" in md, "markdown:\n" + md)
+
+        # --report-only: the same section again from train_bench.json.
+        perf2 = os.path.join(tmp, "PERF2.md")
+        shutil.copy(os.path.join(REPO, "docs", "PERF.md"), perf2)
+        p2 = _run(["--out", out, "--report-only", "--perf-md", perf2])
+        check(p2.returncode == 0, "--report-only failed:\n" + p2.stderr)
+        section = text[text.index(tb.BEGIN_MARK):text.index(tb.END_MARK)]
+        text2 = open(perf2).read()
+        check(text2[text2.index(tb.BEGIN_MARK):text2.index(tb.END_MARK)] == section,
+              "--report-only writes the same section with the run's command")
+
+        # A PyTorch failure (an unsupported layer) is recorded; kiln's numbers stay.
+        broken = os.path.join(tmp, "models")
+        os.makedirs(broken)
+        text = open(os.path.join(models_dir, "resnet18_train.prototxt")).read()
+        text = text.replace('type: "Pooling"', 'type: "SPP"', 1)
+        with open(os.path.join(broken, "resnet18_train.prototxt"), "w") as f:
+            f.write(text)
+        out3 = os.path.join(tmp, "out3")
+        env["FAKE_KILN_OUT"] = out3
+        args3 = args[:]
+        for flag, value in (("--models-dir", broken), ("--out", out3), ("--rows", "resnet18:2"),
+                            ("--precisions", "fp32")):
+            args3[args3.index(flag) + 1] = value
+        args3 = args3[:args3.index("--perf-md")]
+        p3 = _run(args3, env)
+        check(p3.returncode == 0, "run with a failing PyTorch side crashed:\n" + p3.stderr)
+        with open(os.path.join(out3, "train_bench.json")) as f:
+            row = json.load(f)["rows"][0]
+        check("'SPP' is not supported" in row.get("torch_error", "")
+              and "Traceback" in row["torch_traceback"] and row["kiln_step_ms"] == 0.5,
+              "PyTorch failure recorded: %s" % row.get("torch_error"))
+        check("PyTorch failed: NotImplementedError" in p3.stdout, "failure under the table")
+    return "train_bench.py dry run (CPU, stand-in kiln, %.0fs):\n  %s" % (
+        seconds, "\n  ".join(md.strip().splitlines()))
+
+
+def test_real_kiln(models_dir, kiln):
+    """train_bench.py with a real kiln binary on the CPU (lenet only): kiln's JSON parses."""
+    with tempfile.TemporaryDirectory() as tmp:
+        p = _run(["--kiln", kiln, "--models-dir", models_dir, "--out", tmp, "--rows", "lenet:2",
+                  "--precisions", "fp32", "--iterations", "2", "--warmup", "1",
+                  "--torch-device", "cpu", "--kiln-args", "--device cpu", "--heartbeat", "0"],
+                 timeout=900)
+        check(p.returncode == 0, "train_bench with %s failed:\n%s" % (kiln, p.stderr))
+        with open(os.path.join(tmp, "train_bench.json")) as f:
+            row = json.load(f)["rows"][0]
+        check(row.get("kiln_step_ms") and row.get("kiln_total_bytes"),
+              "real kiln's row: %s" % {k: v for k, v in row.items() if k.startswith("kiln")})
+    return "real kiln on the CPU: lenet b2 step %.2f ms, %.1f MiB" % (
+        row["kiln_step_ms"], row["kiln_total_bytes"] / 2.0 ** 20)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models-dir", default=DEFAULT_MODELS)
+    parser.add_argument("--kiln", help="also run train_bench.py on the CPU with this kiln")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    start = time.time()
+    steps = [("train nets", lambda: test_train_nets(args.models_dir)),
+             ("loss semantics", test_loss_semantics),
+             ("train step", lambda: test_train_step(args.models_dir)),
+             ("report", test_report),
+             ("driver", lambda: test_driver(args.models_dir))]
+    if args.kiln:
+        steps.append(("real kiln", lambda: test_real_kiln(args.models_dir,
+                                                          os.path.abspath(args.kiln))))
+    for _, fn in steps:
+        t = time.time()
+        summary = fn()
+        print("ok  %s [%.1fs]" % (summary, time.time() - t), flush=True)
+    print("train_bench_selftest: all %d checks passed in %.1fs (torch %s, numpy %s)"
+          % (_checks[0], time.time() - start, torch.__version__, np.__version__), flush=True)
+
+
+if __name__ == "__main__":
+    main()
