@@ -398,13 +398,9 @@ TEST(TrainerRules, ClipGradientsScalesByTheGlobalNormBeforeDecay) {
   }
 }
 
-// Caffe's BatchNorm layer, in training, folds each batch's mean and variance into its three
-// blobs (sums decayed by moving_average_fraction, and their weight), which the TEST net and the
-// .caffemodel then use. The Trainer keeps BatchNorm statistics as fixed blobs (TrainingGraph::
-// fixed) and never updates them, so a trained net tests with mean 0 and variance 1 and snapshots
-// the filled values. DISABLED until the BatchNorm op returns the batch statistics in training
-// and the Trainer accumulates them; run with --gtest_also_run_disabled_tests to see it fail.
-TEST(TrainerRules, DISABLED_BatchNormStatisticsAccumulateAsCaffes) {
+// BatchNorm in training mode accumulates its three blobs as Caffe does (the factor by
+// 0.999 f + 1 per iteration, the means by the batch means), and the snapshot holds them.
+TEST(TrainerRules, BatchNormStatisticsAccumulateAsCaffes) {
   const std::string net = ResumeNet(ResumeDb(), /*batch_norm=*/true);
   auto config =
       WriteAndLoadSolver("batchnorm", net, "type: \"SGD\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\n");
