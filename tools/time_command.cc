@@ -48,7 +48,7 @@ absl::Status Time(int argc, char** argv) {
   flags.insert({"fill-seed", "batch", "iterations", "solver"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
   KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags,
-                                                             {"json", "compare-unfused", "train"}));
+                                                             {"json", "compare-unfused", "train", "profile"}));
   if (line.Has("train")) return TimeTrainingStep(line);
   if (line.Has("solver")) return absl::InvalidArgumentError("--solver goes with --train");
   CaffeImportOptions options;

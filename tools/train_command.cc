@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -274,6 +276,27 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
   KILN_ASSIGN_OR_RETURN(double ms, trainer->TimeSteps(iterations));
   const TrainerMemory m = trainer->Memory();
   const double images = ms > 0 ? trainer->images_per_iteration() * 1000.0 / ms : 0;
+  if (line.Has("profile")) {
+    // Where a step's time goes: the plan's steps by op (forward and backward ops apart), on
+    // stderr so --json stays one object.
+    KILN_ASSIGN_OR_RETURN(std::vector<Trainer::StepTime> steps, trainer->ProfilePass());
+    std::map<std::string, std::pair<double, int>> by_op;
+    double total = 0;
+    for (const Trainer::StepTime& s : steps) {
+      by_op[s.op].first += s.ms;
+      by_op[s.op].second += 1;
+      total += s.ms;
+    }
+    std::vector<std::pair<double, std::string>> order;
+    for (const auto& [op, t] : by_op) order.push_back({t.first, op});
+    std::sort(order.rbegin(), order.rend());
+    std::fprintf(stderr, "profile (one instrumented pass, %.3f ms of plan steps; the update is "
+                 "apart):\n", total);
+    for (const auto& [ms, op] : order) {
+      std::fprintf(stderr, "  %-34s %3d steps %9.3f ms %5.1f%%\n", op.c_str(), by_op[op].second,
+                   ms, total > 0 ? 100.0 * ms / total : 0.0);
+    }
+  }
   if (json) {
     std::printf(
         "{\"model\": %s, \"images_per_step\": %lld, \"backend\": %s, \"iterations\": %d, "

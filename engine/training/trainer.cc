@@ -402,6 +402,16 @@ absl::StatusOr<double> Trainer::TimeSteps(int iterations, int warmup) {
   return ms.empty() ? 0.0 : ms[ms.size() / 2];
 }
 
+absl::StatusOr<std::vector<Trainer::StepTime>> Trainer::ProfilePass() {
+  KILN_ASSIGN_OR_RETURN(StepProfile profile, train_->ctx->ProfileSteps());
+  std::vector<StepTime> out;
+  const auto& steps = train_->plan->steps();
+  for (size_t i = 0; i < steps.size() && i < profile.step_ms.size(); ++i) {
+    out.push_back({steps[i].node->op(), steps[i].node->name(), profile.step_ms[i]});
+  }
+  return out;
+}
+
 TrainerMemory Trainer::Memory() const {
   TrainerMemory m;
   std::vector<const Net*> nets = {train_.get()};

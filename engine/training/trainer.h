@@ -73,6 +73,13 @@ class Trainer {
   // milliseconds of one step (no loss read back).
   absl::StatusOr<double> TimeSteps(int iterations, int warmup = 3);
   TrainerMemory Memory() const;
+  // One instrumented pass of the TRAIN plan on the inputs of the last step (no CUDA graph):
+  // each plan step's device milliseconds with its node's op and name (forward and backward).
+  struct StepTime {
+    std::string op, node;
+    double ms = 0;
+  };
+  absl::StatusOr<std::vector<StepTime>> ProfilePass();
   // One pass of TEST net `net` over its test_iter batches, with the current parameters.
   absl::StatusOr<std::vector<NetOutput>> Test(int net = 0);
   int num_test_nets() const { return static_cast<int>(tests_.size()); }

@@ -12,11 +12,14 @@ absl::Status RegisterCpuConvolution(KernelRegistry& registry);
 absl::Status RegisterCpuInnerProduct(KernelRegistry& registry);
 // The backward GEMMs of both (gradients_gemm.cc).
 absl::Status RegisterCpuGradients(KernelRegistry& registry);
+// 2-d Pooling forward and backward, BiasGradient (pooling_cpu.cc).
+absl::Status RegisterCpuPooling(KernelRegistry& registry);
 
 inline absl::Status RegisterCpuKernels(KernelRegistry& registry) {
   absl::Status s = RegisterCpuConvolution(registry);
   if (s.ok()) s = RegisterCpuInnerProduct(registry);
-  return s.ok() ? RegisterCpuGradients(registry) : s;
+  if (s.ok()) s = RegisterCpuGradients(registry);
+  return s.ok() ? RegisterCpuPooling(registry) : s;
 }
 
 }  // namespace kiln

@@ -37,6 +37,8 @@ std::string Name(const ::testing::TestParamInfo<CpuCase>& i) { return i.param.la
 
 const char kConv[] = "cpu.convolution.f32.nchw.im2col_gemm";
 const char kIp[] = "cpu.innerproduct.f32.any.gemm";
+const char kPool[] = "cpu.pooling.f32.nchw.direct";
+const char kPoolGrad[] = "cpu.poolinggradient.f32.nchw.direct";
 
 // One case per line reads better than the formatter's layout.
 // clang-format off
@@ -59,7 +61,33 @@ INSTANTIATE_TEST_SUITE_P(
         CpuCase{"InnerProductTranspose", "InnerProduct", {{5, 13}, {13, 9}},
                 {{"transpose", true}}, kIp},
         CpuCase{"InnerProductAxis2", "InnerProduct", {{2, 3, 10}, {4, 10}, {4}},
-                {{"axis", int64_t{2}}}, kIp}),
+                {{"axis", int64_t{2}}}, kIp},
+        // Pooling and the backward kernels of training (pooling_cpu.cc, gradients_gemm.cc).
+        CpuCase{"MaxPoolCeil", "Pooling", {{2, 3, 11, 9}},
+                {{"kernel", Ints{3}}, {"stride", Ints{2}}, {"rounding", std::string("ceil")}}, kPool},
+        CpuCase{"AvePoolPad", "Pooling", {{1, 4, 8, 7}},
+                {{"mode", std::string("avg")}, {"kernel", Ints{3}}, {"stride", Ints{2}},
+                 {"pad", Ints{1}}}, kPool},
+        CpuCase{"AvePoolExcludePad", "Pooling", {{1, 2, 6, 6}},
+                {{"mode", std::string("avg_exclude_pad")}, {"kernel", Ints{3}}, {"pad", Ints{1}}},
+                kPool},
+        CpuCase{"MaxPoolGradient", "PoolingGradient", {{2, 3, 11, 9}, {2, 3, 5, 4}, {2, 3, 5, 4}},
+                {{"kernel", Ints{3}}, {"stride", Ints{2}}}, kPoolGrad},
+        CpuCase{"AvePoolGradient", "PoolingGradient", {{1, 4, 8, 7}, {1, 4, 4, 4}, {1, 4, 4, 4}},
+                {{"mode", std::string("avg")}, {"kernel", Ints{3}}, {"stride", Ints{2}},
+                 {"pad", Ints{1}}}, kPoolGrad},
+        CpuCase{"BiasGradient", "BiasGradient", {{3, 5, 4, 6}},
+                {{"param_dims", Ints{5}}}, "cpu.biasgradient.f32.any.direct"},
+        CpuCase{"ConvBackwardData", "ConvolutionBackwardData", {{2, 4, 6, 5}, {4, 3, 3, 3}},
+                {{"stride", Ints{2}}, {"pad", Ints{1}}, {"input_dims", Ints{2, 3, 11, 10}}},
+                "cpu.convolutionbackwarddata.f32.nchw.col2im_gemm"},
+        CpuCase{"ConvBackwardFilter", "ConvolutionBackwardFilter", {{2, 6, 9, 9}, {2, 4, 9, 9}},
+                {{"group", int64_t{2}}, {"pad", Ints{1}}, {"filter_dims", Ints{4, 3, 3, 3}}},
+                "cpu.convolutionbackwardfilter.f32.nchw.im2col_gemm"},
+        CpuCase{"IpBackwardData", "InnerProductBackwardData", {{7, 11}, {11, 75}},
+                {{"input_dims", Ints{7, 3, 5, 5}}}, "cpu.innerproductbackwarddata.f32.any.gemm"},
+        CpuCase{"IpBackwardFilter", "InnerProductBackwardFilter", {{5, 13}, {5, 9}},
+                {{"transpose", true}}, "cpu.innerproductbackwardfilter.f32.any.gemm"}),
     Name);
 // clang-format on
 
