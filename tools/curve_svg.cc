@@ -39,11 +39,29 @@ std::string TrainingCurveSvg(const TrainingCurve& curve) {
     if (std::isfinite(v)) max_loss = std::max(max_loss, v);
   }
   double max_test = 1.0;  // accuracies: the right axis is 0..1 unless an output is larger
-  for (const auto& [name, points] : curve.tests) {
-    for (const auto& [it, v] : points) {
+  for (const auto& [name, series] : curve.tests) {
+    for (const auto& [it, v] : series.points) {
       max_iter = std::max(max_iter, it);
-      if (std::isfinite(v)) max_test = std::max(max_test, v);
+      if (!std::isfinite(v)) continue;
+      double& top = series.is_loss ? max_loss : max_test;
+      top = std::max(top, v);
     }
+  }
+  // The per-iteration loss is noisy: a running mean over 1/200 of the run shows the trend.
+  std::vector<std::pair<int64_t, double>> smooth;
+  const size_t window = std::max<size_t>(1, curve.loss.size() / 200);
+  double sum = 0;
+  size_t count = 0;
+  for (size_t i = 0; i < curve.loss.size(); ++i) {
+    if (std::isfinite(curve.loss[i].second)) {
+      sum += curve.loss[i].second;
+      ++count;
+    }
+    if (i >= window && std::isfinite(curve.loss[i - window].second)) {
+      sum -= curve.loss[i - window].second;
+      --count;
+    }
+    if (count > 0) smooth.push_back({curve.loss[i].first, sum / count});
   }
   const double w = kWidth - kLeft - kRight, h = kHeight - kTop - kBottom;
   auto x = [&](int64_t it) { return kLeft + w * static_cast<double>(it) / max_iter; };
@@ -75,29 +93,31 @@ std::string TrainingCurveSvg(const TrainingCurve& curve) {
                         kLeft, kTop, w, h, kLeft + w / 2, kHeight - 12);
   // The loss.
   std::string points;
-  for (const auto& [it, v] : curve.loss) {
-    if (std::isfinite(v)) absl::StrAppendFormat(&points, "%.1f,%.1f ", x(it), y_loss(v));
+  for (const auto& [it, v] : smooth) {
+    absl::StrAppendFormat(&points, "%.1f,%.1f ", x(it), y_loss(v));
   }
   absl::StrAppendFormat(&svg,
                         "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" "
                         "points=\"%s\"/>\n<text x=\"%.1f\" y=\"%.1f\" fill=\"#1f77b4\">loss "
-                        "(left)</text>\n",
+                        "(left, running mean)</text>\n",
                         points, kLeft + 8, kTop + 16);
   int color = 0;
   for (const auto& [name, series] : curve.tests) {
     const char* c = kColors[color % 5];
     std::string pts;
-    for (const auto& [it, v] : series) {
+    for (const auto& [it, v] : series.points) {
       if (!std::isfinite(v)) continue;
-      absl::StrAppendFormat(&pts, "%.1f,%.1f ", x(it), y_test(v));
+      const double y = series.is_loss ? y_loss(v) : y_test(v);
+      absl::StrAppendFormat(&pts, "%.1f,%.1f ", x(it), y);
       absl::StrAppendFormat(&svg, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", x(it),
-                            y_test(v), c);
+                            y, c);
     }
     absl::StrAppendFormat(&svg,
                           "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
                           "points=\"%s\"/>\n<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">test %s "
-                          "(right)</text>\n",
-                          c, pts, kLeft + 8, kTop + 32 + 16 * color, c, Escape(name));
+                          "(%s)</text>\n",
+                          c, pts, kLeft + 8, kTop + 32 + 16 * color, c, Escape(name),
+                          series.is_loss ? "left" : "right");
     ++color;
   }
   svg += "</svg>\n";

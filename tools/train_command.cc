@@ -78,7 +78,8 @@ absl::Status RunTests(Trainer& trainer, Progress& progress, TrainingCurve& curve
         std::printf("    Test net output #%zu: %s = %.6g\n", i, o.name.c_str(), o.value);
       }
       if (n == 0) {
-        curve.tests[o.name].push_back({trainer.iter(), o.value});
+        curve.tests[o.name].is_loss = o.loss_weight != 0;
+        curve.tests[o.name].points.push_back({trainer.iter(), o.value});
         if (summary != nullptr) {
           absl::StrAppend(summary, summary->empty() ? "" : ", ", o.name, " = ",
                           absl::StrFormat("%.4f", o.value));
@@ -148,7 +149,7 @@ absl::Status Train(const CommandLine& line) {
       KILN_RETURN_IF_ERROR(RunTests(*trainer, progress, curve, nullptr));
     }
     KILN_RETURN_IF_ERROR(trainer->Step());
-    curve.loss.push_back({trainer->iter(), trainer->smoothed_loss()});
+    curve.loss.push_back({trainer->iter(), trainer->last_loss()});
     if (!std::isfinite(trainer->last_loss())) {
       progress.Break();
       return absl::FailedPreconditionError(
