@@ -98,48 +98,66 @@ absl::Status Launched(int error, const char* what) {
   return dnn::internal::LaunchStatus(error, what);
 }
 
-absl::StatusOr<PreparedKernel> PrepareSoftmaxWithLoss(const Node& node, const KernelOptions&) {
+// What SoftmaxWithLoss and its gradient share: the primitive's descriptor, the labels and
+// probabilities as it reads them, and the workspace layout (repacked inputs, the probabilities,
+// the f32 loss).
+struct SoftmaxLossPlan {
+  PackedInputs in;
+  dnn::SoftmaxLossDescriptor loss;
+  dnn::TensorDescriptor labeld, probd;
+  size_t prob_at = 0, loss_at = 0, end = 0;
+};
+
+absl::StatusOr<SoftmaxLossPlan> PlanSoftmaxLoss(const Node& node) {
   const TensorType& x = node.input(0).type();
   KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(node.GetInt("axis"), x.rank(), "axis"));
-  KILN_ASSIGN_OR_RETURN(PackedInputs in, PackedInputs::For(node));
+  SoftmaxLossPlan p;
+  KILN_ASSIGN_OR_RETURN(p.in, PackedInputs::For(node));
   if (node.input(1).type().dtype() == DataType::kI32) {
     return absl::UnimplementedError("SoftmaxWithLoss on CUDA takes labels stored as floats");
   }
-  dnn::SoftmaxLossDescriptor loss;
-  loss.axis = axis;
+  p.loss.axis = axis;
   const auto& ignore = node.GetInts("ignore_label");
-  loss.has_ignore_label = !ignore.empty();
-  loss.ignore_label = ignore.empty() ? -1 : ignore[0];
+  p.loss.has_ignore_label = !ignore.empty();
+  p.loss.ignore_label = ignore.empty() ? -1 : ignore[0];
   const std::string& mode = node.GetString("normalization");
-  loss.normalization = mode == "full"         ? dnn::LossNormalization::kFull
-                       : mode == "valid"      ? dnn::LossNormalization::kValid
-                       : mode == "batch_size" ? dnn::LossNormalization::kBatchSize
-                                              : dnn::LossNormalization::kNone;
+  p.loss.normalization = mode == "full"         ? dnn::LossNormalization::kFull
+                         : mode == "valid"      ? dnn::LossNormalization::kValid
+                         : mode == "batch_size" ? dnn::LossNormalization::kBatchSize
+                                                : dnn::LossNormalization::kNone;
+  if (node.def().FindAttr("loss_weight") != nullptr) {
+    p.loss.loss_weight = node.GetFloat("loss_weight");
+  }
   // The labels as the primitive reads them: x's dims with one class.
   std::vector<int64_t> label_dims = x.dims();
   label_dims[axis] = 1;
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor labeld,
+  KILN_ASSIGN_OR_RETURN(p.labeld,
                         dnn::TensorDescriptor::Create(node.input(1).type().dtype(), label_dims,
                                                       RowMajorStrides(label_dims)));
-  // The probabilities (unused here, but the primitive writes them for backward) in x's dtype.
+  // The probabilities (the forward only needs the loss, but the primitive writes them) in x's
+  // dtype.
   KILN_ASSIGN_OR_RETURN(
-      dnn::TensorDescriptor probd,
-      dnn::TensorDescriptor::Create(x.dtype(), x.dims(), RowMajorStrides(x.dims())));
+      p.probd, dnn::TensorDescriptor::Create(x.dtype(), x.dims(), RowMajorStrides(x.dims())));
+  p.prob_at = p.in.bytes;
+  p.loss_at = p.prob_at + AlignUp(static_cast<size_t>(x.num_elements()) * DataTypeSize(x.dtype()));
+  p.end = p.loss_at + kAlign;
+  return p;
+}
+
+absl::StatusOr<PreparedKernel> PrepareSoftmaxWithLoss(const Node& node, const KernelOptions&) {
+  KILN_ASSIGN_OR_RETURN(SoftmaxLossPlan p, PlanSoftmaxLoss(node));
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor f32_scalar,
                         dnn::TensorDescriptor::Create(DataType::kF32, {1}, {1}));
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor out_d, DescriptorOf(node.output_types()[0]));
-  // Workspace: repacked inputs, the probabilities, the f32 loss.
-  const size_t prob_at = in.bytes;
-  const size_t loss_at =
-      prob_at + AlignUp(static_cast<size_t>(x.num_elements()) * DataTypeSize(x.dtype()));
   PreparedKernel k;
-  k.workspace_bytes = loss_at + kAlign;
-  k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
-    KILN_ASSIGN_OR_RETURN(std::vector<cuda::LossOperand> ops, in.Bind(handle, a));
+  k.workspace_bytes = p.end;
+  k.run = [p, f32_scalar, out_d](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+    KILN_ASSIGN_OR_RETURN(std::vector<cuda::LossOperand> ops, p.in.Bind(handle, a));
     char* ws = static_cast<char*>(a.workspace);
-    KILN_RETURN_IF_ERROR(dnn::SoftmaxLossForward(handle, loss, in.packed[0], ops[0].data, labeld,
-                                                 ops[1].data, probd, ws + prob_at, ws + loss_at));
-    return dnn::TransformTensor(handle, 1.0f, f32_scalar, ws + loss_at, 0.0f, out_d,
+    KILN_RETURN_IF_ERROR(dnn::SoftmaxLossForward(handle, p.loss, p.in.packed[0], ops[0].data,
+                                                 p.labeld, ops[1].data, p.probd, ws + p.prob_at,
+                                                 ws + p.loss_at));
+    return dnn::TransformTensor(handle, 1.0f, f32_scalar, ws + p.loss_at, 0.0f, out_d,
                                 a.outputs[0].data);
   };
   return k;
@@ -212,48 +230,20 @@ absl::StatusOr<PreparedKernel> PrepareReduction(const Node& node, const KernelOp
 // SoftmaxWithLossGradient(logits, labels) -> dlogits: the primitive's forward for the
 // probabilities (into the workspace), then its backward with the loss weight.
 absl::StatusOr<PreparedKernel> PrepareSoftmaxWithLossGradient(const Node& node,
-                                                              const KernelOptions& options) {
-  // The forward's checks (label dtype, axis) apply unchanged.
-  KILN_RETURN_IF_ERROR(PrepareSoftmaxWithLoss(node, options).status());
-  const TensorType& x = node.input(0).type();
-  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(node.GetInt("axis"), x.rank(), "axis"));
-  KILN_ASSIGN_OR_RETURN(PackedInputs in, PackedInputs::For(node));
-  dnn::SoftmaxLossDescriptor loss;
-  loss.axis = axis;
-  const auto& ignore = node.GetInts("ignore_label");
-  loss.has_ignore_label = !ignore.empty();
-  loss.ignore_label = ignore.empty() ? -1 : ignore[0];
-  const std::string& mode = node.GetString("normalization");
-  loss.normalization = mode == "full"         ? dnn::LossNormalization::kFull
-                       : mode == "valid"      ? dnn::LossNormalization::kValid
-                       : mode == "batch_size" ? dnn::LossNormalization::kBatchSize
-                                              : dnn::LossNormalization::kNone;
-  loss.loss_weight = node.GetFloat("loss_weight");
-  std::vector<int64_t> label_dims = x.dims();
-  label_dims[axis] = 1;
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor labeld,
-                        dnn::TensorDescriptor::Create(node.input(1).type().dtype(), label_dims,
-                                                      RowMajorStrides(label_dims)));
-  KILN_ASSIGN_OR_RETURN(
-      dnn::TensorDescriptor probd,
-      dnn::TensorDescriptor::Create(x.dtype(), x.dims(), RowMajorStrides(x.dims())));
+                                                              const KernelOptions&) {
+  KILN_ASSIGN_OR_RETURN(SoftmaxLossPlan p, PlanSoftmaxLoss(node));
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd, DescriptorOf(node.output_types()[0]));
-  // The forward's workspace layout (PrepareSoftmaxWithLoss): repacked inputs, probabilities, loss;
-  // the backward's scratch after it.
-  const size_t prob_at = in.bytes;
-  const size_t loss_at =
-      prob_at + AlignUp(static_cast<size_t>(x.num_elements()) * DataTypeSize(x.dtype()));
-  const size_t scratch_at = loss_at + kAlign;
   PreparedKernel k;
-  k.workspace_bytes = scratch_at + AlignUp(dnn::kSoftmaxLossWorkspaceBytes);
-  k.description = absl::StrCat("loss_weight ", loss.loss_weight);
-  k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
-    KILN_ASSIGN_OR_RETURN(std::vector<cuda::LossOperand> ops, in.Bind(handle, a));
+  k.workspace_bytes = p.end + AlignUp(dnn::kSoftmaxLossWorkspaceBytes);
+  k.description = absl::StrCat("loss_weight ", p.loss.loss_weight);
+  k.run = [p, dxd](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+    KILN_ASSIGN_OR_RETURN(std::vector<cuda::LossOperand> ops, p.in.Bind(handle, a));
     char* ws = static_cast<char*>(a.workspace);
-    KILN_RETURN_IF_ERROR(dnn::SoftmaxLossForward(handle, loss, in.packed[0], ops[0].data, labeld,
-                                                 ops[1].data, probd, ws + prob_at, ws + loss_at));
-    return dnn::SoftmaxLossBackward(handle, loss, probd, ws + prob_at, labeld, ops[1].data, 1.0f,
-                                    0.0f, dxd, a.outputs[0].data, ws + scratch_at,
+    KILN_RETURN_IF_ERROR(dnn::SoftmaxLossForward(handle, p.loss, p.in.packed[0], ops[0].data,
+                                                 p.labeld, ops[1].data, p.probd, ws + p.prob_at,
+                                                 ws + p.loss_at));
+    return dnn::SoftmaxLossBackward(handle, p.loss, p.probd, ws + p.prob_at, p.labeld, ops[1].data,
+                                    1.0f, 0.0f, dxd, a.outputs[0].data, ws + p.end,
                                     dnn::kSoftmaxLossWorkspaceBytes);
   };
   return k;
