@@ -163,8 +163,10 @@ if [ "$what" = train ]; then
   done
   if [ -z "${KILN_SKIP_BENCH:-}" ] && [ -f bench/train_bench.py ]; then
     mkdir -p /tmp/train_bench
+    # Kiln measures its convolution algorithms as PyTorch's cudnn.benchmark does.
     PYTHONUNBUFFERED=1 run train_bench python3 bench/train_bench.py --kiln "$bin/tools/kiln" \
-      --models-dir .gpu/models --out /tmp/train_bench ${KILN_BENCH_ARGS:-}
+      --models-dir .gpu/models --out /tmp/train_bench \
+      --kiln-args "--algo measure --tuning-file /tmp/train_bench/tuning.txt" ${KILN_BENCH_ARGS:-}
     cp /tmp/train_bench/train_bench.json /tmp/train_bench/train_bench.md "$out/" 2>/dev/null
   fi
   cat "$out/nvidia_smi.log"
