@@ -16,25 +16,10 @@
 
 #include "absl/status/statusor.h"
 #include "engine/runtime/compiler.h"
+#include "engine/training/training_net.h"
 #include "proto/solver.h"
 
 namespace kiln {
-
-struct TrainerOptions {
-  // Backend, precision, layout, algorithm choice of every plan (the CLI's flags). The inference
-  // rewrites are never run on training plans.
-  CompileOptions compile;
-  // Seeds the data order, crops and mirrors; the solver's random_seed (when >= 0) seeds fillers.
-  uint64_t data_seed = 1;
-  // Initial weights (Caffe's --weights: layers matched by name); null: the nets' fillers.
-  const caffe::NetParameter* weights = nullptr;
-  // Relative data sources are looked up from the working directory first (Caffe's rule), then
-  // from this folder (the solver file's).
-  std::string solver_dir;
-  // Benchmarking: the data layers' tops get these shapes and fixed random contents (images
-  // N(0,1), labels in [0, 10)) instead of reading their databases.
-  std::map<std::string, std::vector<int64_t>> synthetic_data;
-};
 
 // Device memory a trainer holds, by role.
 struct TrainerMemory {
@@ -44,13 +29,6 @@ struct TrainerMemory {
   int64_t workspace = 0;    // the plans' separate workspace arenas
   int64_t io = 0;           // data inputs and the nets' outputs
   int64_t total() const { return weights + optimizer + activations + workspace + io; }
-};
-
-// One output of a net (mean over the batches of a test pass), as Caffe reports it.
-struct NetOutput {
-  std::string name;
-  double value = 0;
-  double loss_weight = 0;  // non-zero for a loss
 };
 
 // Caffe's `caffe test`: the TEST phase of `net` with the weights of options.weights, for
@@ -103,15 +81,13 @@ class Trainer {
   // The current parameters as a Caffe net of the TRAIN net's layers (for --weights elsewhere).
   absl::StatusOr<caffe::NetParameter> WeightsAsNet() const;
 
-  struct Net;  // a compiled net with its context, data sources and buffers
-
  private:
   Trainer() = default;
   absl::Status Update();
 
   SolverConfig solver_;
-  std::unique_ptr<Net> train_;
-  std::vector<std::unique_ptr<Net>> tests_;
+  std::unique_ptr<TrainingNet> train_;
+  std::vector<std::unique_ptr<TrainingNet>> tests_;
   // Per trained parameter: its bytes, gradient (bound as the plan's output), accumulator (iter_size
   // > 1) and histories, all in the TRAIN context's device memory.
   struct ParamState {
