@@ -97,7 +97,8 @@ int main(int argc, char** argv) {
       "  convert   --images I --labels L --out DIR [--backend lmdb|leveldb] [--overwrite]:\n"
       "            IDX files (MNIST, Fashion-MNIST; .gz too) into a Caffe Datum database\n"
       "  train     --solver F [--weights W | --snapshot S.solverstate] [--iterations N]\n"
-      "            [--curve C.svg] [--data-seed N] [plan flags]: Caffe's solvers\n"
+      "            [--curve C.svg] [--data-seed N] [--loss-scale S] [plan flags]: Caffe's\n"
+      "            solvers\n"
       "  test      --model F --weights W [--iterations N] [plan flags]: mean test outputs\n"
       "plan flags (run, time, compile, dump, train, test):\n%s",
       kiln::PlanFlagsUsage());

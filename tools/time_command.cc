@@ -45,10 +45,11 @@ absl::StatusOr<int64_t> PositiveFlag(const CommandLine& line, const std::string&
 
 absl::Status Time(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
-  flags.insert({"fill-seed", "batch", "iterations", "solver"});
+  flags.insert({"fill-seed", "batch", "iterations", "solver", "loss-scale"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
-  KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags,
-                                                             {"json", "compare-unfused", "train", "profile"}));
+  KILN_ASSIGN_OR_RETURN(
+      CommandLine line,
+      CommandLine::Parse(argc, argv, 2, flags, {"json", "compare-unfused", "train", "profile"}));
   if (line.Has("train")) return TimeTrainingStep(line);
   if (line.Has("solver")) return absl::InvalidArgumentError("--solver goes with --train");
   CaffeImportOptions options;

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -63,6 +63,16 @@ class Progress {
   Clock::time_point start_, last_;
 };
 
+// --loss-scale S: static loss scaling (a positive number; 1 when absent).
+absl::Status ParseLossScale(const CommandLine& line, TrainerOptions& options) {
+  if (!line.Has("loss-scale")) return absl::OkStatus();
+  if (!absl::SimpleAtod(line.Get("loss-scale"), &options.loss_scale) || !(options.loss_scale > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--loss-scale ", line.Get("loss-scale"), ": expected a positive number"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunTests(Trainer& trainer, Progress& progress, TrainingCurve& curve,
                       std::string* summary) {
   for (int n = 0; n < trainer.num_test_nets(); ++n) {
@@ -113,6 +123,7 @@ absl::Status Train(const CommandLine& line) {
       return absl::InvalidArgumentError("train: --data-seed must be a number");
     }
   }
+  KILN_RETURN_IF_ERROR(ParseLossScale(line, options));
   caffe::NetParameter weights;
   if (line.Has("weights")) {
     KILN_ASSIGN_OR_RETURN(weights, ReadNetParameter(line.Get("weights")));
@@ -269,6 +280,7 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
   solver.train.origin = line.Get("model");
   TrainerOptions options;
   KILN_RETURN_IF_ERROR(ParsePlanFlags(line, options.compile));
+  KILN_RETURN_IF_ERROR(ParseLossScale(line, options));
   options.synthetic_data = shapes.input_shapes;
   const bool json = line.Has("json");
   if (!json) std::fprintf(stderr, "kiln time --train: compiling...\n");
@@ -291,11 +303,13 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
     std::vector<std::pair<double, std::string>> order;
     for (const auto& [op, t] : by_op) order.push_back({t.first, op});
     std::sort(order.rbegin(), order.rend());
-    std::fprintf(stderr, "profile (one instrumented pass, %.3f ms of plan steps; the update is "
-                 "apart):\n", total);
+    std::fprintf(stderr,
+                 "profile (one instrumented pass, %.3f ms of plan steps; the update is "
+                 "apart):\n",
+                 total);
     for (const auto& [ms, op] : order) {
-      std::fprintf(stderr, "  %-34s %3d steps %9.3f ms %5.1f%%\n", op.c_str(), by_op[op].second,
-                   ms, total > 0 ? 100.0 * ms / total : 0.0);
+      std::fprintf(stderr, "  %-34s %3d steps %9.3f ms %5.1f%%\n", op.c_str(), by_op[op].second, ms,
+                   total > 0 ? 100.0 * ms / total : 0.0);
     }
   }
   if (json) {

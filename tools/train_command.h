@@ -8,7 +8,7 @@
 namespace kiln {
 
 // kiln train --solver F [--weights W | --snapshot S.solverstate] [--iterations N] [--curve C.svg]
-//            [--data-seed N] [plan flags]
+//            [--data-seed N] [--loss-scale S] [plan flags]
 // Trains as the solver says, with a live progress line (iteration, loss, lr, images/s, ETA) on
 // stderr, Caffe's display/test/snapshot schedule on stdout, and a loss/accuracy curve as SVG at
 // the end. Ctrl-C writes a snapshot, then stops. Exit 0 on success, 1 on error, 2 on usage.

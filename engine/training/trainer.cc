@@ -47,6 +47,11 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const SolverConfig& sol
   const caffe::SolverParameter& p = solver.param;
   KILN_ASSIGN_OR_RETURN(dnn::SolverType type, SolverTypeOf(p.type()));
   t->history_count_ = dnn::HistoryCount(type);
+  if (!(options.loss_scale > 0) || !std::isfinite(options.loss_scale)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training: loss scale must be a positive number, got ", options.loss_scale));
+  }
+  t->loss_scale_ = options.loss_scale;
   const uint64_t fill_seed = p.random_seed() >= 0 ? static_cast<uint64_t>(p.random_seed()) : 1;
   KILN_ASSIGN_OR_RETURN(
       t->train_, LoadTrainingNet(solver.train, caffe::TRAIN, options, fill_seed, true, nullptr));
@@ -257,7 +262,8 @@ absl::Status Trainer::Update() {
   auto gradient_of = [&](ParamState& s) {
     return static_cast<float*>(iter_size > 1 ? s.accum : s.grad);
   };
-  double scale = 1.0 / iter_size;
+  // The gradients were computed from a loss scaled by loss_scale_: every use divides it out.
+  double scale = 1.0 / (iter_size * loss_scale_);
   if (p.clip_gradients() > 0) {
     // Caffe clips the accumulated gradients by their global L2 norm, before anything else.
     double sum = 0;
@@ -271,7 +277,7 @@ absl::Status Trainer::Update() {
     } else {
       for (ParamState& s : state_) sum += dnn::SumOfSquaresHost(s.count, gradient_of(s));
     }
-    const double norm = std::sqrt(sum);
+    const double norm = std::sqrt(sum) / loss_scale_;
     if (norm > p.clip_gradients()) scale *= p.clip_gradients() / norm;
   }
   KILN_ASSIGN_OR_RETURN(dnn::SolverType type, SolverTypeOf(p.type()));

@@ -108,6 +108,7 @@ class Trainer {
   };
   std::vector<StatState> stats_;
   int history_count_ = 1;
+  double loss_scale_ = 1.0;
   int64_t iter_ = 0;
   double last_loss_ = 0, last_rate_ = 0;
   std::vector<double> recent_losses_;

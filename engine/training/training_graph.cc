@@ -9,7 +9,8 @@
 namespace kiln {
 
 absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_backward,
-                                                const std::vector<std::string>* only) {
+                                                const std::vector<std::string>* only,
+                                                double loss_scale) {
   TrainingGraph out;
   Graph& graph = *model.graph;
   std::set<std::string> wanted;
@@ -117,7 +118,7 @@ absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_back
     for (const CaffeLayer& layer : model.layers) {
       for (const CaffeTop& top : layer.tops) {
         if (top.loss_weight == 0.0f) continue;
-        losses.push_back({top.value, top.loss_weight});
+        losses.push_back({top.value, top.loss_weight * loss_scale});
         out.losses.push_back({top.blob, top.loss_weight});
       }
     }

@@ -62,8 +62,11 @@ struct TrainingGraph {
 // top whose loss_weight is non-zero, honouring propagate_down, and an output "grad/<node>" per
 // parameter. `only` gives the node names to promote instead (a TEST net takes exactly the TRAIN
 // net's parameters and statistics, as inputs; others keep their imported values).
+// `loss_scale` multiplies the seed of backward (every loss weight), so 16-bit gradients keep
+// their small values above f16's underflow; the trainer divides the gradients by it again.
 absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_backward,
-                                                const std::vector<std::string>* only = nullptr);
+                                                const std::vector<std::string>* only = nullptr,
+                                                double loss_scale = 1.0);
 
 }  // namespace kiln
 

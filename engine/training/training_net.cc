@@ -129,7 +129,8 @@ absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(const SolverNet& sp
       if (in.name == s.label) s.label = in.node;
     }
   }
-  KILN_ASSIGN_OR_RETURN(net->tg, MakeTrainingGraph(std::move(model), backward, only));
+  KILN_ASSIGN_OR_RETURN(net->tg,
+                        MakeTrainingGraph(std::move(model), backward, only, options.loss_scale));
   for (const CaffeInput& in : net->tg.model.inputs) {
     if (in.layer_type != "Data") {
       return absl::UnimplementedError(absl::StrCat("training: input '", in.name, "' (layer '",

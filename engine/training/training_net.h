@@ -33,6 +33,10 @@ struct TrainerOptions {
   // Benchmarking: the data layers' tops get these shapes and fixed random contents (images
   // N(0,1), labels in [0, 10)) instead of reading their databases.
   std::map<std::string, std::vector<int64_t>> synthetic_data;
+  // Static loss scaling: backward starts from loss_weight x this, and the solver divides the
+  // gradients by it before anything else (clipping included), so only the rounding of 16-bit
+  // gradients changes. 1: none (Caffe).
+  double loss_scale = 1.0;
 };
 
 // One output of a net (mean over the batches of a test pass), as Caffe reports it.

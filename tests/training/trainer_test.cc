@@ -48,8 +48,10 @@ absl::StatusOr<SolverConfig> WriteAndLoadSolver(const std::string& name, const s
   return LoadSolver(solver_file);
 }
 
-absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const SolverConfig& solver) {
+absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const SolverConfig& solver,
+                                                     double loss_scale = 1.0) {
   TrainerOptions options;
+  options.loss_scale = loss_scale;
   const std::string any = ScratchFile("x");
   options.solver_dir = any.substr(0, any.rfind('/'));
   return Trainer::Create(solver, options);
@@ -395,6 +397,39 @@ TEST(TrainerRules, ClipGradientsScalesByTheGlobalNormBeforeDecay) {
     const std::vector<float> got = LinearParams(**trainer);
     ASSERT_EQ(got.size(), 3u);
     for (int k = 0; k < 3; ++k) EXPECT_NEAR(got[k], want[k], 1e-6) << "param " << k;
+  }
+}
+
+// Static loss scaling changes only rounding: the same clipped, decayed update as without it
+// (the gradients are divided by the scale before clipping), and a scale that is not positive
+// is refused.
+TEST(TrainerRules, LossScalingGivesTheUnscaledUpdate) {
+  const double w[2] = {0.5, 0.5}, bias = 0.25;
+  const Grad g = LinearGradient(w, bias, 0, 4);
+  const double norm = std::sqrt(g.w0 * g.w0 + g.w1 * g.w1 + g.b * g.b);
+  // Without clipping a gradient left scaled would move the weights 1024 times as far; with it,
+  // the clip must see the unscaled norm.
+  for (const double clip : {0.0, 0.1}) {
+    SCOPED_TRACE(absl::StrCat("clip_gradients ", clip));
+    auto config = WriteAndLoadSolver(
+        "rules_loss_scale", LinearNet(4, "", true),
+        absl::StrCat("type: \"SGD\"\nbase_lr: 0.1\nweight_decay: 0.01\nlr_policy: \"fixed\"\n",
+                     "max_iter: 1\nclip_gradients: ", clip > 0 ? clip : -1.0, "\n"));
+    ASSERT_TRUE(config.ok()) << config.status();
+    auto trainer = MakeTrainer(*config, /*loss_scale=*/1024.0);
+    ASSERT_TRUE(trainer.ok()) << trainer.status();
+    ASSERT_TRUE((*trainer)->Step().ok());
+    const double scale = clip > 0 && norm > clip ? clip / norm : 1.0;
+    const double want[3] = {w[0] - 0.1 * (scale * g.w0 + 0.01 * w[0]),
+                            w[1] - 0.1 * (scale * g.w1 + 0.01 * w[1]),
+                            bias - 0.1 * (scale * g.b + 0.01 * bias)};
+    const std::vector<float> got = LinearParams(**trainer);
+    ASSERT_EQ(got.size(), 3u);
+    for (int k = 0; k < 3; ++k) EXPECT_NEAR(got[k], want[k], 1e-6) << "param " << k;
+    // The reported loss is the loss, not the scaled one.
+    EXPECT_LT((*trainer)->last_loss(), 100.0);
+    EXPECT_EQ(MakeTrainer(*config, 0.0).status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(MakeTrainer(*config, -2.0).status().code(), absl::StatusCode::kInvalidArgument);
   }
 }
 
