@@ -129,8 +129,13 @@ absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(const SolverNet& sp
       if (in.name == s.label) s.label = in.node;
     }
   }
+  // The training rewrites follow the plan flags: on with the CLI's --optimize (its default),
+  // off in the library's default CompileOptions; --disable-pass names them too.
+  PassManagerOptions passes;
+  passes.disabled = options.compile.disabled_passes;
   KILN_ASSIGN_OR_RETURN(net->tg,
-                        MakeTrainingGraph(std::move(model), backward, only, options.loss_scale));
+                        MakeTrainingGraph(std::move(model), backward, only, options.loss_scale,
+                                          options.compile.optimize ? &passes : nullptr));
   for (const CaffeInput& in : net->tg.model.inputs) {
     if (in.layer_type != "Data") {
       return absl::UnimplementedError(absl::StrCat("training: input '", in.name, "' (layer '",

@@ -21,7 +21,8 @@ namespace kiln {
 
 struct TrainerOptions {
   // Backend, precision, layout, algorithm choice of every plan (the CLI's flags). The inference
-  // rewrites are never run on training plans.
+  // rewrites are never run on training plans; `compile.optimize` runs the training forward
+  // rewrites instead (passes/training_passes.h), minus `compile.disabled_passes`.
   CompileOptions compile;
   // Seeds the data order, crops and mirrors; the solver's random_seed (when >= 0) seeds fillers.
   uint64_t data_seed = 1;

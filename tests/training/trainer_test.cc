@@ -49,9 +49,11 @@ absl::StatusOr<SolverConfig> WriteAndLoadSolver(const std::string& name, const s
 }
 
 absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const SolverConfig& solver,
-                                                     double loss_scale = 1.0) {
+                                                     double loss_scale = 1.0,
+                                                     bool optimize = false) {
   TrainerOptions options;
   options.loss_scale = loss_scale;
+  options.compile.optimize = optimize;
   const std::string any = ScratchFile("x");
   options.solver_dir = any.substr(0, any.rfind('/'));
   return Trainer::Create(solver, options);
@@ -100,7 +102,7 @@ std::string ResumeDb() {
 
 // A small convolutional classifier; the bias's lr_mult 2 and the decay make every rule of the
 // update matter. `batch_norm` puts a BatchNorm layer between the convolution and its ReLU.
-std::string ResumeNet(const std::string& source, bool batch_norm = false) {
+std::string ResumeNet(const std::string& source, bool batch_norm = false, bool with_scale = false) {
   const std::string head = R"pb(
     name: "tiny"
     layer {
@@ -152,7 +154,22 @@ std::string ResumeNet(const std::string& source, bool batch_norm = false) {
     }
     layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
   )pb";
-  return absl::StrReplaceAll(absl::StrCat(head, batch_norm ? bn : "", tail), {{"SOURCE", source}});
+  const std::string scale = R"pb(
+    layer {
+      name: "bn_scale"
+      type: "Scale"
+      bottom: "conv"
+      top: "conv"
+      scale_param {
+        bias_term: true
+        filler { type: "uniform" min: 0.5 max: 1.5 }
+        bias_filler { type: "uniform" min: -0.2 max: 0.2 }
+      }
+    }
+  )pb";
+  return absl::StrReplaceAll(
+      absl::StrCat(head, batch_norm ? bn : "", batch_norm && with_scale ? scale : "", tail),
+      {{"SOURCE", source}});
 }
 
 // Trains 20 iterations straight, and 10 + snapshot + restore into a new Trainer + 10; the final
@@ -452,6 +469,57 @@ TEST(TrainerRules, BatchNormStatisticsAccumulateAsCaffes) {
   EXPECT_NEAR(blobs[2][0], factor, 1e-4);
   // The accumulated means of the convolution outputs (before the ReLU) are not all zero.
   EXPECT_NE(blobs[0], std::vector<float>(blobs[0].size(), 0.0f));
+}
+
+// With the training rewrites on (the CLI's default), BatchNorm + Scale train as one
+// AffineBatchNorm: the same losses, weights and running statistics as the Caffe pair, to f32
+// rounding.
+TEST(TrainerRules, FusedBatchNormScaleTrainsLikeThePair) {
+  const std::string net = ResumeNet(ResumeDb(), /*batch_norm=*/true, /*with_scale=*/true);
+  auto config = WriteAndLoadSolver("batchnorm_scale", net,
+                                   "type: \"SGD\"\nbase_lr: 0.05\nmomentum: 0.9\n"
+                                   "lr_policy: \"fixed\"\nrandom_seed: 3\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto pair = MakeTrainer(*config, 1.0, /*optimize=*/false);
+  auto fused = MakeTrainer(*config, 1.0, /*optimize=*/true);
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  // The fused plan runs one AffineBatchNorm forward and one backward, and no Scale.
+  auto ops = [](Trainer& t) {
+    std::map<std::string, int> count;
+    auto steps = t.ProfilePass();
+    EXPECT_TRUE(steps.ok()) << steps.status();
+    if (steps.ok()) {
+      for (const Trainer::StepTime& s : *steps) ++count[s.op];
+    }
+    return count;
+  };
+  auto fused_ops = ops(**fused), pair_ops = ops(**pair);
+  EXPECT_EQ(fused_ops["AffineBatchNorm"], 1);
+  EXPECT_EQ(fused_ops["AffineBatchNormGradient"], 1);
+  EXPECT_EQ(fused_ops["Scale"], 0);
+  EXPECT_EQ(pair_ops["AffineBatchNorm"], 0);
+  EXPECT_EQ(pair_ops["Scale"], 2);  // forward and Scale's dx
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE((*pair)->Step().ok());
+    ASSERT_TRUE((*fused)->Step().ok());
+    EXPECT_NEAR((*fused)->last_loss(), (*pair)->last_loss(), 1e-4 * std::fabs((*pair)->last_loss()))
+        << "iteration " << i;
+  }
+  auto want = (*pair)->WeightsAsNet();
+  auto got = (*fused)->WeightsAsNet();
+  ASSERT_TRUE(want.ok() && got.ok());
+  for (const char* layer : {"conv", "bn", "bn_scale", "ip"}) {
+    const auto w = Blobs(*want, layer), g = Blobs(*got, layer);
+    ASSERT_EQ(w.size(), g.size()) << layer;
+    ASSERT_FALSE(w.empty()) << layer;
+    for (size_t b = 0; b < w.size(); ++b) {
+      ASSERT_EQ(w[b].size(), g[b].size()) << layer;
+      for (size_t i = 0; i < w[b].size(); ++i) {
+        EXPECT_NEAR(g[b][i], w[b][i], 1e-4 * (1 + std::fabs(w[b][i]))) << layer << " blob " << b;
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
