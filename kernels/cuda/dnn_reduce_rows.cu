@@ -15,11 +15,14 @@ namespace cuda {
 namespace {
 
 constexpr int kThreads = 256;
-// Rows each thread loads before it adds: the loads of a group are all in flight together.
-constexpr int kRowsInFlight = 4;
+// Rows each thread loads before it adds: the loads of a group are all in flight together, 128
+// bytes a thread (16-byte vectors) for one operand or for two, and the kernel stays under 128
+// registers, so two blocks (16 warps) share an SM.
+template <bool kTwo>
+constexpr int kRowsInFlight = kTwo ? 4 : 8;
 // Groups added in f32 before the f32 sums go into the double ones: at most
-// kRowsInFlight x kGroupsPerFlush terms per f32 sum, whose rounding error stays far below the
-// tolerance, and one f32-to-f64 conversion per 16 elements instead of one per element.
+// kRowsInFlight x kGroupsPerFlush (16 or 32) terms per f32 sum, whose rounding error stays far
+// below the tolerance, and one f32-to-f64 conversion per 16 elements instead of one per element.
 constexpr int kGroupsPerFlush = 4;
 
 // kVec consecutive elements at p as floats (kVec x sizeof(T) is 16 bytes, or one element).
@@ -35,7 +38,7 @@ __device__ __forceinline__ void LoadFeatures(const T* p, float* v) {
 // Block: kThreads = cols x lanes threads; thread (lane, col) owns features
 // [(blockIdx.x cols + col) kVec, + kVec) and rows lane, lane + lanes, ... of its split's range.
 template <typename T, int kVec, bool kTwo>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     ReduceRowsKernel(const __grid_constant__ ReduceCall c, RowsView v) {
   const int cols = v.cols, lanes = kThreads / cols;
   const int col = threadIdx.x % cols, lane = threadIdx.x / cols;
@@ -54,9 +57,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int e = 0; e < kVec; ++e) t0[e] = t1[e] = 0.0f;
     for (int g = 0; g < kGroupsPerFlush && r < rows_end; ++g) {
-      float va[kRowsInFlight][kVec], vb[kRowsInFlight][kVec];
+      constexpr int kRows = kRowsInFlight<kTwo>;
+      float va[kRows][kVec], vb[kRows][kVec];
 #pragma unroll
-      for (int k = 0; k < kRowsInFlight; ++k) {
+      for (int k = 0; k < kRows; ++k) {
         const int64_t row = r + static_cast<int64_t>(k) * lanes;
         if (row < rows_end) {
           LoadFeatures<T, kVec>(a + row * v.a_row_stride, va[k]);
@@ -75,11 +79,11 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
 #pragma unroll
-      for (int k = 0; k < kRowsInFlight; ++k) {
+      for (int k = 0; k < kRows; ++k) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) AddTerms<float>(c.op, va[k][e], vb[k][e], &t0[e], &t1[e]);
       }
-      r += static_cast<int64_t>(kRowsInFlight) * lanes;
+      r += static_cast<int64_t>(kRows) * lanes;
     }
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
