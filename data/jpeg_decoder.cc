@@ -90,8 +90,10 @@ bool RunDecoder(const unsigned char* data, unsigned long size, ColorMode mode, J
   image->width = static_cast<int>(cinfo->output_width);
   std::vector<uint8_t>& target = state->cmyk ? *scratch : image->pixels;
   const size_t stride = static_cast<size_t>(image->width) * decoded_channels;
-  target.resize(stride * image->height);
+  // The buffer grows with the rows actually decoded (geometrically, as vectors do), so a small
+  // corrupt file whose header claims a huge image fails before it costs that much memory.
   while (cinfo->output_scanline < cinfo->output_height) {
+    target.resize(stride * (cinfo->output_scanline + 1));
     JSAMPROW row = target.data() + stride * cinfo->output_scanline;
     jpeg_read_scanlines(cinfo, &row, 1);
   }

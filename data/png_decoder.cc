@@ -78,6 +78,12 @@ bool RunDecoder(ColorMode mode, PngState* state, Image* image, std::vector<png_b
     state->too_large = true;
     return false;
   }
+  // Deflate expands at most 1032-fold, and the conversions above at most 24-fold (1-bit palette
+  // indices to BGR), so a header claiming more pixels than the file can hold is corrupt: refused
+  // before the buffer is allocated.
+  if (state->claimed_bytes > 24 * (1032 * static_cast<int64_t>(state->size) + (1 << 16))) {
+    png_error(png, "the header claims more pixels than the file can hold");
+  }
   image->width = static_cast<int>(width);
   image->height = static_cast<int>(height);
   image->channels = channels;
