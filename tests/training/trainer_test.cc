@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "proto/caffe_io.h"
 #include "proto/solver.h"
 #include "tests/util/caffe_files.h"
+#include "tests/util/image_files.h"
 
 namespace kiln {
 namespace {
@@ -525,15 +527,15 @@ TEST(TrainerRules, FusedBatchNormScaleTrainsLikeThePair) {
 // ---------------------------------------------------------------------------------------------
 // Errors.
 
-TEST(TrainerErrors, AnImageDataLayerIsUnimplementedNamingTheLayer) {
+TEST(TrainerErrors, AnHdf5DataLayerIsUnimplementedNamingTheLayer) {
   const std::string net = R"pb(
-    name: "images"
+    name: "hdf5"
     layer {
-      name: "photos"
-      type: "ImageData"
+      name: "arrays"
+      type: "HDF5Data"
       top: "data"
       top: "label"
-      image_data_param { source: "list.txt" batch_size: 4 new_height: 8 new_width: 8 }
+      hdf5_data_param { source: "list.txt" batch_size: 4 }
     }
     layer {
       name: "ip"
@@ -545,13 +547,66 @@ TEST(TrainerErrors, AnImageDataLayerIsUnimplementedNamingTheLayer) {
     layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
   )pb";
   auto config =
-      WriteAndLoadSolver("image_data", net, "type: \"SGD\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\n");
+      WriteAndLoadSolver("hdf5_data", net, "type: \"SGD\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\n");
   ASSERT_TRUE(config.ok()) << config.status();
   auto trainer = MakeTrainer(*config);
   ASSERT_FALSE(trainer.ok());
   EXPECT_EQ(trainer.status().code(), absl::StatusCode::kUnimplemented) << trainer.status();
-  EXPECT_NE(trainer.status().message().find("'photos'"), std::string::npos) << trainer.status();
-  EXPECT_NE(trainer.status().message().find("ImageData"), std::string::npos) << trainer.status();
+  EXPECT_NE(trainer.status().message().find("'arrays'"), std::string::npos) << trainer.status();
+  EXPECT_NE(trainer.status().message().find("HDF5Data"), std::string::npos) << trainer.status();
+}
+
+// An ImageData layer feeds the trainer like a Data layer: its list and root folder are found
+// beside the solver, the images are resized to new_height x new_width, and a linear classifier
+// learns dark (label 0) from bright (label 1) pictures.
+TEST(TrainerImageData, TrainsFromAnImageList) {
+  std::filesystem::create_directories(ScratchFile("train_images"));
+  std::string list;
+  for (int i = 0; i < 8; ++i) {
+    const uint8_t base = i % 2 == 0 ? 30 : 220;
+    Image image = SolidImage(5 + i % 3, 7, base, base, base);
+    for (size_t p = 0; p < image.pixels.size(); ++p) image.pixels[p] += (p * 7 + i) % 11;
+    const std::string name = absl::StrCat("pic", i, ".png");
+    ASSERT_TRUE(WriteBytes(ScratchFile("train_images/" + name), EncodePng(image)));
+    absl::StrAppend(&list, name, " ", i % 2, "\n");
+  }
+  ASSERT_TRUE(WriteBytes(ScratchFile("train_images.txt"), list));
+  const std::string net = R"pb(
+    name: "images"
+    layer {
+      name: "photos"
+      type: "ImageData"
+      top: "data"
+      top: "label"
+      transform_param { scale: 0.00390625 }
+      image_data_param {
+        source: "train_images.txt"
+        root_folder: "train_images/"
+        batch_size: 4
+        new_height: 6
+        new_width: 6
+        shuffle: true
+      }
+    }
+    layer {
+      name: "ip"
+      type: "InnerProduct"
+      bottom: "data"
+      top: "ip"
+      inner_product_param { num_output: 2 }
+    }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+  )pb";
+  auto config =
+      WriteAndLoadSolver("image_data", net, "type: \"SGD\"\nbase_lr: 0.05\nlr_policy: \"fixed\"\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto trainer = MakeTrainer(*config);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ASSERT_TRUE((*trainer)->Step().ok());
+  const double first = (*trainer)->last_loss();
+  EXPECT_NEAR(first, std::log(2.0), 1e-4);  // zero-filled weights: both classes at 1/2
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE((*trainer)->Step().ok());
+  EXPECT_LT((*trainer)->last_loss(), 0.7 * first);  // about 0.35 after 31 steps
 }
 
 TEST(TrainerErrors, AMissingSourceIsNamed) {
