@@ -53,7 +53,9 @@ std::unique_ptr<Graph> Net(const Options& o) {
   if (o.update_stats) {
     for (int i = 1; i < 4; ++i) EXPECT_TRUE(b.Output("stats/" + std::to_string(i), bn[i]).ok());
   }
-  if (o.second_reader) EXPECT_TRUE(b.Output("normalized", bn[0]).ok());
+  if (o.second_reader) {
+    EXPECT_TRUE(b.Output("normalized", bn[0]).ok());
+  }
   return b.Finish();
 }
 
@@ -136,7 +138,9 @@ TEST(FuseBatchNormScaleTest, TrainingPairBecomesOneAffineBatchNorm) {
   EXPECT_EQ(fused->origins(), (std::vector<std::string>{"bn", "scale"}));
   // The statistics outputs now come from the fused node.
   for (const GraphOutput& o : g->outputs()) {
-    if (o.name.rfind("stats/", 0) == 0) EXPECT_EQ(o.value.node, fused) << o.name;
+    if (o.name.rfind("stats/", 0) == 0) {
+      EXPECT_EQ(o.value.node, fused) << o.name;
+    }
   }
 }
 
