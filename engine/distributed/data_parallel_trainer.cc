@@ -11,9 +11,9 @@ namespace kiln {
 
 namespace {
 
-// Runs fn(rank) for every rank, one thread each. The first failure aborts every communicator
-// (the other ranks then fail at once instead of waiting for their peers) and is returned,
-// prefixed with its rank.
+// Runs fn(rank) for every rank, one thread each. The first failure is recorded, then aborts every
+// communicator (the other ranks then fail at once instead of waiting for their peers, and their
+// errors, consequences, come second); it is returned, prefixed with its rank.
 absl::Status OnEveryRank(const std::vector<Communicator*>& comms,
                          const std::function<absl::Status(int)>& fn) {
   std::mutex mu;
@@ -39,6 +39,16 @@ absl::StatusOr<std::unique_ptr<DataParallelWorker>> DataParallelWorker::Create(
     const SolverConfig& solver, const TrainerOptions& options, Communicator* comm,
     const DataParallelOptions& data_parallel) {
   if (comm == nullptr) return absl::InvalidArgumentError("data-parallel: no communicator");
+  absl::StatusOr<std::unique_ptr<DataParallelWorker>> w =
+      Build(solver, options, comm, data_parallel);
+  // The peers wait for this rank's parameters: let them fail now rather than at the timeout.
+  if (!w.ok()) comm->Abort(w.status().message());
+  return w;
+}
+
+absl::StatusOr<std::unique_ptr<DataParallelWorker>> DataParallelWorker::Build(
+    const SolverConfig& solver, const TrainerOptions& options, Communicator* comm,
+    const DataParallelOptions& data_parallel) {
   std::unique_ptr<DataParallelWorker> w(new DataParallelWorker());
   w->comm_ = comm;
   w->sync_ = std::make_unique<DataParallelSync>(comm, data_parallel);
@@ -48,12 +58,7 @@ absl::StatusOr<std::unique_ptr<DataParallelWorker>> DataParallelWorker::Create(
   with_sync.data_shard = comm->rank();
   with_sync.data_shards = comm->world_size();
   with_sync.gradient_sync = w->sync_.get();
-  absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(mine, with_sync);
-  if (!trainer.ok()) {
-    comm->Abort(trainer.status().message());  // the peers wait for this rank's parameters
-    return trainer.status();
-  }
-  w->trainer_ = std::move(*trainer);
+  KILN_ASSIGN_OR_RETURN(w->trainer_, Trainer::Create(mine, with_sync));
   return w;
 }
 
@@ -88,7 +93,7 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
   t->workers_.resize(comms.size());
   KILN_RETURN_IF_ERROR(OnEveryRank(comms, [&](int r) -> absl::Status {
     KILN_ASSIGN_OR_RETURN(t->workers_[r],
-                          DataParallelWorker::Create(solver, options, comms[r], data_parallel));
+                          DataParallelWorker::Build(solver, options, comms[r], data_parallel));
     return absl::OkStatus();
   }));
   return t;
@@ -96,7 +101,8 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
 
 absl::Status DataParallelTrainer::Step(int iterations) {
   return OnEveryRank(comms_, [&](int r) -> absl::Status {
-    for (int i = 0; i < iterations; ++i) KILN_RETURN_IF_ERROR(workers_[r]->Step());
+    // The Trainer's step, not the worker's: OnEveryRank aborts after recording the error.
+    for (int i = 0; i < iterations; ++i) KILN_RETURN_IF_ERROR(workers_[r]->trainer().Step());
     return absl::OkStatus();
   });
 }

@@ -49,7 +49,14 @@ class DataParallelWorker {
   const DataParallelSync& sync() const { return *sync_; }
 
  private:
+  friend class DataParallelTrainer;
   DataParallelWorker() = default;
+  // Create without aborting the communicator on failure (the in-process driver records the
+  // error first, then aborts every rank, so the root cause is the error it returns).
+  static absl::StatusOr<std::unique_ptr<DataParallelWorker>> Build(
+      const SolverConfig& solver, const TrainerOptions& options, Communicator* comm,
+      const DataParallelOptions& data_parallel);
+
   Communicator* comm_ = nullptr;
   std::unique_ptr<DataParallelSync> sync_;  // declared first: the Trainer uses it until it dies
   std::unique_ptr<Trainer> trainer_;

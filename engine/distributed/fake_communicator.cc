@@ -49,7 +49,7 @@ class FakeCommunicator : public Communicator {
     call.count = count;
     call.dtype = dtype;
     call.op = op;
-    return group_->Collective(rank_, call);
+    return Record(group_->Collective(rank_, call));
   }
 
   absl::Status Broadcast(void* buffer, int64_t count, DataType dtype, int root,
@@ -62,14 +62,16 @@ class FakeCommunicator : public Communicator {
     call.count = count;
     call.dtype = dtype;
     call.root = root;
-    return group_->Collective(rank_, call);
+    return Record(group_->Collective(rank_, call));
   }
 
   absl::Status Barrier(void* stream) override {
-    return group_->Collective(rank_, FakeCommunicatorGroup::Call());
+    return Record(group_->Collective(rank_, FakeCommunicatorGroup::Call()));
   }
 
-  absl::Status Wait(void* stream) override { return group_->failure(); }
+  // The operations completed inside their calls: the outcome of this rank's last one (a failure
+  // of the group after it, say a peer dying later, is for the next call to report).
+  absl::Status Wait(void* stream) override { return last_; }
 
   void Abort(absl::string_view reason) override {
     std::lock_guard<std::mutex> lock(group_->mu_);
@@ -80,8 +82,14 @@ class FakeCommunicator : public Communicator {
   absl::Duration timeout() const override { return group_->options_.timeout; }
 
  private:
+  absl::Status Record(absl::Status status) {
+    if (last_.ok()) last_ = status;
+    return status;
+  }
+
   std::shared_ptr<FakeCommunicatorGroup> group_;
   const int rank_;
+  absl::Status last_;  // the first failure of this rank's calls (OK while none failed)
 };
 
 absl::StatusOr<std::shared_ptr<FakeCommunicatorGroup>> FakeCommunicatorGroup::Create(

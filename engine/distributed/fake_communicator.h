@@ -7,7 +7,8 @@
 // them fail at once with Unavailable, as NCCL's remote errors do.
 //
 // Operations complete inside the call (the stream argument is ignored), so Wait has nothing to
-// wait for. The first failure poisons the whole group: every later call of any rank returns it.
+// wait for: it returns the first failure of this rank's calls. The first failure poisons the
+// whole group: every later call of any rank returns it.
 #ifndef KILN_ENGINE_DISTRIBUTED_FAKE_COMMUNICATOR_H_
 #define KILN_ENGINE_DISTRIBUTED_FAKE_COMMUNICATOR_H_
 

@@ -109,6 +109,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const SolverConfig& sol
         KILN_ASSIGN_OR_RETURN(s.accum, device.Allocate(bytes));
       }
       KILN_ASSIGN_OR_RETURN(s.scratch, device.Allocate(bytes));
+      // The accumulating step reads it times momentum 0: fresh memory holding a NaN or an Inf
+      // would poison the accumulator (0 x NaN), so it starts at zero.
+      KILN_RETURN_IF_ERROR(device.Fill(s.scratch, 0, bytes));
     }
     for (int h = 0; h < t->history_count_; ++h) {
       KILN_ASSIGN_OR_RETURN(s.history[h], device.Allocate(bytes));
