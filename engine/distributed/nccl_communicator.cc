@@ -79,6 +79,8 @@ class NcclCommunicator : public Communicator {
                    void* scratch)
       : comm_(comm), rank_(rank), world_size_(world_size), options_(options), scratch_(scratch) {}
 
+  // A destructor cannot report: the results of the teardown calls (finalize, destroy, abort,
+  // cudaFree) decide only between an orderly end and an abort.
   ~NcclCommunicator() override {
     std::unique_lock<std::mutex> lock(mu_);
     if (comm_ != nullptr && failure_.ok()) {
@@ -117,10 +119,12 @@ class NcclCommunicator : public Communicator {
   int world_size() const override { return world_size_; }
   std::string Describe() const override {
     int version = 0;
-    ncclGetVersion(&version);
-    return absl::StrCat("nccl ", version / 10000, ".", (version / 100) % 100, ".", version % 100,
-                        " (rank ", rank_, " of ", world_size_, ", cuda:", options_.cuda_device,
-                        ")");
+    const std::string number =
+        ncclGetVersion(&version) == ncclSuccess
+            ? absl::StrCat(version / 10000, ".", (version / 100) % 100, ".", version % 100)
+            : std::string("(version unknown)");
+    return absl::StrCat("nccl ", number, " (rank ", rank_, " of ", world_size_,
+                        ", cuda:", options_.cuda_device, ")");
   }
   absl::Duration timeout() const override { return options_.timeout; }
 

@@ -39,13 +39,17 @@ void ExpectWellFormed(const GradientBucketPlan& plan, const std::vector<Gradient
       EXPECT_EQ(plan.offsets[g] % options.alignment, 0);
       EXPECT_GE(plan.offsets[g], k.offset);
       EXPECT_LE(plan.offsets[g] + grads[g].bytes, k.offset + k.bytes);
-      if (g > k.first) EXPECT_GE(plan.offsets[g], plan.offsets[g - 1] + grads[g - 1].bytes);
+      if (g > k.first) {
+        EXPECT_GE(plan.offsets[g], plan.offsets[g - 1] + grads[g - 1].bytes);
+      }
       EXPECT_EQ(plan.ReadyAfter(g), g == k.last ? static_cast<int>(b) : -1);
     }
     // Over its cap only when it holds one gradient.
     const int64_t cap = b == 0 && options.first_bucket_bytes > 0 ? options.first_bucket_bytes
                                                                  : options.bucket_bytes;
-    if (k.last > k.first) EXPECT_LE(k.bytes, cap) << "bucket " << b;
+    if (k.last > k.first) {
+      EXPECT_LE(k.bytes, cap) << "bucket " << b;
+    }
     expected_offset = k.offset + k.bytes;
     next_gradient = k.last + 1;
   }

@@ -67,7 +67,9 @@ TEST(ShardedIndexTest, EveryEpochIsSplitDisjointlyAndCompletely) {
             EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), seen.size())
                 << "a record was read twice";
             for (int64_t rec : seen) EXPECT_TRUE(rec >= 0 && rec < d);
-            if (skipped == 0) EXPECT_LE(largest - smallest, 1u) << "uneven beyond one record";
+            if (skipped == 0) {
+              EXPECT_LE(largest - smallest, 1u) << "uneven beyond one record";
+            }
           }
         }
       }
