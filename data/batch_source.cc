@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "data/image_list.h"
 #include "engine/status_macros.h"
 
 namespace kiln {
@@ -32,15 +33,28 @@ std::string Where(const std::string& name, const std::string& source) {
   return absl::StrCat("data layer '", name, "': source '", source, "'");
 }
 
+// Old files keep the transform inside data_param / image_data_param; Caffe's upgrade moves it,
+// so honour it here too for a layer that was not upgraded.
+template <typename Param>
+void TakeDeprecatedTransform(const Param& old, caffe::TransformationParameter& t) {
+  if (old.has_scale() && !t.has_scale()) t.set_scale(old.scale());
+  if (old.has_mean_file() && !t.has_mean_file()) t.set_mean_file(old.mean_file());
+  if (old.has_crop_size() && !t.has_crop_size()) t.set_crop_size(old.crop_size());
+  if (old.has_mirror() && !t.has_mirror()) t.set_mirror(old.mirror());
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BatchSource>> BatchSource::OpenDataLayer(
     const caffe::LayerParameter& layer, caffe::Phase phase, const std::string& base_dir,
     uint64_t seed, bool shuffle, int shard, int num_shards) {
   const std::string where = absl::StrCat("data layer '", layer.name(), "'");
+  if (layer.type() == "ImageData") {
+    return OpenImageDataLayer(layer, phase, base_dir, seed, shuffle, shard, num_shards);
+  }
   if (layer.type() != "Data") {
-    return absl::UnimplementedError(
-        absl::StrCat(where, ": type '", layer.type(), "' is not supported (only \"Data\")"));
+    return absl::UnimplementedError(absl::StrCat(where, ": type '", layer.type(),
+                                                 "' is not supported (only Data and ImageData)"));
   }
   const caffe::DataParameter& data = layer.data_param();
   if (data.source().empty()) {
@@ -54,13 +68,7 @@ absl::StatusOr<std::unique_ptr<BatchSource>> BatchSource::OpenDataLayer(
   options.rand_skip = static_cast<int>(data.rand_skip());
   options.prefetch = static_cast<int>(data.prefetch());
   options.transform = layer.transform_param();
-  // Old files keep the transform inside data_param; Caffe's upgrade moves it, so honour it here
-  // too for a layer that was not upgraded.
-  caffe::TransformationParameter& t = options.transform;
-  if (data.has_scale() && !t.has_scale()) t.set_scale(data.scale());
-  if (data.has_mean_file() && !t.has_mean_file()) t.set_mean_file(data.mean_file());
-  if (data.has_crop_size() && !t.has_crop_size()) t.set_crop_size(data.crop_size());
-  if (data.has_mirror() && !t.has_mirror()) t.set_mirror(data.mirror());
+  TakeDeprecatedTransform(data, options.transform);
   options.phase = phase;
   options.base_dir = base_dir;
   options.seed = seed;
@@ -68,22 +76,75 @@ absl::StatusOr<std::unique_ptr<BatchSource>> BatchSource::OpenDataLayer(
   options.shard = shard;
   options.num_shards = num_shards;
   // Errors name the source as the prototxt gives it, not the resolved path.
-  return OpenNamed(options, data.source());
+  return OpenNamed(options, data.source(), nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<BatchSource>> BatchSource::OpenImageDataLayer(
+    const caffe::LayerParameter& layer, caffe::Phase phase, const std::string& base_dir,
+    uint64_t seed, bool shuffle, int shard, int num_shards) {
+  const caffe::ImageDataParameter& image = layer.image_data_param();
+  if (image.source().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data layer '", layer.name(), "': image_data_param.source is missing"));
+  }
+  BatchSourceOptions options;
+  options.name = layer.name();
+  options.source = Resolve(image.source(), base_dir);
+  options.batch_size = static_cast<int>(image.batch_size());
+  options.rand_skip = static_cast<int>(image.rand_skip());
+  options.transform = layer.transform_param();
+  TakeDeprecatedTransform(image, options.transform);
+  options.phase = phase;
+  options.base_dir = base_dir;
+  options.seed = seed;
+  options.shuffle = shuffle || image.shuffle();
+  options.shard = shard;
+  options.num_shards = num_shards;
+
+  const std::string where = Where(layer.name(), image.source());
+  ImageListOptions list;
+  // With no root_folder, relative image paths are resolved against base_dir: that is the
+  // root_folder base_dir stands for ("" keeps them relative to the working directory, Caffe's
+  // rule). Absolute paths are kept either way.
+  list.root_folder = image.root_folder().empty() ? "" : Resolve(image.root_folder(), base_dir);
+  list.is_color = image.is_color();
+  list.new_height = static_cast<int>(image.new_height());
+  list.new_width = static_cast<int>(image.new_width());
+  absl::StatusOr<std::vector<ImageListEntry>> entries = ReadImageList(options.source);
+  if (!entries.ok()) return Annotate(entries.status(), where);
+  if (image.root_folder().empty() && !base_dir.empty()) {
+    for (ImageListEntry& entry : *entries) entry.path = Resolve(entry.path, base_dir);
+  }
+  absl::StatusOr<std::unique_ptr<RecordReader>> records =
+      MakeImageListReader(std::move(*entries), list);
+  if (!records.ok()) return Annotate(records.status(), where);
+  return OpenNamed(options, image.source(), std::move(*records));
 }
 
 absl::StatusOr<std::unique_ptr<BatchSource>> BatchSource::Open(const BatchSourceOptions& options) {
-  return OpenNamed(options, options.source);
+  return OpenNamed(options, options.source, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<BatchSource>> BatchSource::Open(
+    const BatchSourceOptions& options, std::unique_ptr<RecordReader> records) {
+  if (records == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(options.name, options.source), ": no records"));
+  }
+  return OpenNamed(options, options.source, std::move(records));
 }
 
 absl::StatusOr<std::unique_ptr<BatchSource>> BatchSource::OpenNamed(
-    const BatchSourceOptions& options, const std::string& shown_source) {
+    const BatchSourceOptions& options, const std::string& shown_source,
+    std::unique_ptr<RecordReader> records) {
   std::unique_ptr<BatchSource> source(new BatchSource());
   source->where_ = Where(options.name, shown_source);
-  KILN_RETURN_IF_ERROR(Annotate(source->Start(options), source->where_));
+  KILN_RETURN_IF_ERROR(Annotate(source->Start(options, std::move(records)), source->where_));
   return source;
 }
 
-absl::Status BatchSource::Start(const BatchSourceOptions& options) {
+absl::Status BatchSource::Start(const BatchSourceOptions& options,
+                                std::unique_ptr<RecordReader> records) {
   if (options.batch_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("batch_size ", options.batch_size, " must be positive"));
@@ -100,7 +161,13 @@ absl::Status BatchSource::Start(const BatchSourceOptions& options) {
   num_shards_ = options.num_shards;
   shuffle_ = options.shuffle;
   seed_ = options.seed;
-  KILN_ASSIGN_OR_RETURN(reader_, DatumReader::Open(options.source, options.backend));
+  if (records != nullptr) {
+    reader_ = std::move(records);
+  } else {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<DatumReader> db,
+                          DatumReader::Open(options.source, options.backend));
+    KILN_ASSIGN_OR_RETURN(reader_, MakeDatumRecordReader(std::move(db), options.shuffle));
+  }
   dataset_size_ = reader_->Count();
   KILN_ASSIGN_OR_RETURN(
       DatumTransformer transformer,
@@ -108,13 +175,14 @@ absl::Status BatchSource::Start(const BatchSourceOptions& options) {
                                Mix(options.seed, 2 + static_cast<uint64_t>(options.shard))));
   transformer_ = std::make_unique<DatumTransformer>(std::move(transformer));
 
-  // The data shape comes from the first record, as Caffe's Data layer takes it at setup.
-  caffe::Datum first;
-  std::string first_key;
-  KILN_RETURN_IF_ERROR(reader_->Read(&first_key, &first));
-  KILN_RETURN_IF_ERROR(reader_->Rewind());
-  absl::StatusOr<std::vector<int64_t>> dims = transformer_->OutputDims(first);
-  if (!dims.ok()) return Annotate(dims.status(), absl::StrCat("record '", first_key, "'"));
+  // The data shape comes from the first record, as Caffe's data layers take it at setup.
+  caffe::Datum first, decoded;
+  std::string first_label;
+  KILN_RETURN_IF_ERROR(reader_->Read(0, &first_label, &first));
+  absl::StatusOr<const caffe::Datum*> raw = transformer_->DecodeIfEncoded(first, &decoded);
+  if (!raw.ok()) return Annotate(raw.status(), first_label);
+  absl::StatusOr<std::vector<int64_t>> dims = transformer_->OutputDims(**raw);
+  if (!dims.ok()) return Annotate(dims.status(), first_label);
   data_dims_ = {batch_size_, (*dims)[0], (*dims)[1], (*dims)[2]};
 
   int64_t skip = 0;
@@ -123,11 +191,6 @@ absl::Status BatchSource::Start(const BatchSourceOptions& options) {
                                 static_cast<uint64_t>(options.rand_skip));
   }
   position_ = skip + options.shard;
-  if (shuffle_) {
-    KILN_ASSIGN_OR_RETURN(keys_, reader_->Keys());
-  } else {
-    KILN_RETURN_IF_ERROR(reader_->Skip(position_ % dataset_size_));
-  }
   thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
 }
@@ -141,7 +204,8 @@ BatchSource::~BatchSource() {
   if (thread_.joinable()) thread_.join();
 }
 
-absl::Status BatchSource::NextRecord(caffe::Datum* datum, std::string* key) {
+absl::Status BatchSource::NextRecord(caffe::Datum* datum, std::string* label) {
+  int64_t index = position_ % dataset_size_;
   if (shuffle_) {
     const int64_t epoch = position_ / dataset_size_;
     if (epoch != permutation_epoch_) {
@@ -155,12 +219,9 @@ absl::Status BatchSource::NextRecord(caffe::Datum* datum, std::string* key) {
       }
       permutation_epoch_ = epoch;
     }
-    *key = keys_[permutation_[position_ % dataset_size_]];
-    KILN_RETURN_IF_ERROR(reader_->Get(*key, datum));
-  } else {
-    KILN_RETURN_IF_ERROR(reader_->Read(key, datum));
-    if (num_shards_ > 1) KILN_RETURN_IF_ERROR(reader_->Skip(num_shards_ - 1));
+    index = permutation_[index];
   }
+  KILN_RETURN_IF_ERROR(reader_->Read(index, label, datum));
   position_ += num_shards_;
   return absl::OkStatus();
 }
@@ -170,21 +231,24 @@ absl::Status BatchSource::Fill(Batch* batch) {
   batch->data_dims = data_dims_;
   batch->data.resize(sample * batch_size_);
   batch->labels.resize(batch_size_);
-  caffe::Datum datum;
-  std::string key;
+  caffe::Datum datum, decoded;
+  std::string record;
   for (int i = 0; i < batch_size_; ++i) {
-    KILN_RETURN_IF_ERROR(NextRecord(&datum, &key));
-    const std::string record = absl::StrCat("record '", key, "'");
-    absl::StatusOr<std::vector<int64_t>> dims = transformer_->OutputDims(datum);
+    KILN_RETURN_IF_ERROR(NextRecord(&datum, &record));
+    // Decoded once here; the transformer then sees a raw record.
+    absl::StatusOr<const caffe::Datum*> raw = transformer_->DecodeIfEncoded(datum, &decoded);
+    if (!raw.ok()) return Annotate(raw.status(), record);
+    absl::StatusOr<std::vector<int64_t>> dims = transformer_->OutputDims(**raw);
     if (!dims.ok()) return Annotate(dims.status(), record);
     if ((*dims)[0] != data_dims_[1] || (*dims)[1] != data_dims_[2] || (*dims)[2] != data_dims_[3]) {
       return absl::InvalidArgumentError(absl::StrCat(
           record, ": transforms to ", absl::StrJoin(*dims, "x"), " but the first record to ",
-          data_dims_[1], "x", data_dims_[2], "x", data_dims_[3], " (Data layers need one size)"));
+          data_dims_[1], "x", data_dims_[2], "x", data_dims_[3],
+          " (a data layer's top has one size: resize or crop the images to one)"));
     }
     KILN_RETURN_IF_ERROR(
-        Annotate(transformer_->Transform(datum, &batch->data[i * sample]), record));
-    batch->labels[i] = static_cast<float>(datum.label());
+        Annotate(transformer_->Transform(**raw, &batch->data[i * sample]), record));
+    batch->labels[i] = static_cast<float>((*raw)->label());
   }
   return absl::OkStatus();
 }

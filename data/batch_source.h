@@ -1,5 +1,6 @@
-// The object a Trainer pulls training batches from: one Caffe Data layer's database, read in a
-// background thread, transformed, and batched ahead of need.
+// The object a Trainer pulls training batches from: one Caffe data layer's records (a Data
+// layer's database, an ImageData layer's image files), read in a background thread, transformed,
+// and batched ahead of need.
 #ifndef KILN_DATA_BATCH_SOURCE_H_
 #define KILN_DATA_BATCH_SOURCE_H_
 
@@ -15,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "data/datum_db.h"
+#include "data/record_reader.h"
 #include "data/transform.h"
 #include "proto/caffe.pb.h"
 
@@ -45,8 +47,10 @@ struct BatchSourceOptions {
   // get the same seed (the shards then share the skip and the permutation, which keeps them
   // disjoint); each shard's crop/mirror stream is derived from the seed and its shard index.
   uint64_t seed = 1;
-  // Kiln's extension: visit the records in a new seeded permutation every epoch instead of key
-  // order. Off by default, as Caffe's Data layer always reads in key order.
+  // Visit the records in a new seeded permutation every epoch instead of in order: Caffe's
+  // image_data_param.shuffle for ImageData; a Kiln extension for Data, whose layer in Caffe
+  // always reads in key order. The permutation of epoch 0 is drawn before rand_skip applies, so
+  // the skip lands inside the shuffled order, as in Caffe's ImageData layer.
   bool shuffle = false;
   // Stride sharding for data-parallel training: shard k of n takes stream positions k, k+n, ...,
   // so in each pass over the data every record goes to exactly one shard.
@@ -56,20 +60,26 @@ struct BatchSourceOptions {
   int prefetch = 4;
 };
 
-// Reads a Data layer's database in a background thread that keeps `prefetch` transformed batches
-// ready, so the Trainer rarely waits on disk or on the transformer. Records cycle forever: after
-// the last one the stream wraps to the first, as Caffe's does.
+// Reads a data layer's records in a background thread that keeps `prefetch` transformed batches
+// ready, so the Trainer rarely waits on disk, the image decoder or the transformer. Records cycle
+// forever: after the last one the stream wraps to the first, as Caffe's does. Encoded records
+// (JPEG/PNG in a Datum) are decoded on the same thread.
 //
 // Thread model: Next, data_dims and dataset_size are for one consumer thread; the prefetch thread
 // is internal and stops (and is joined) in the destructor, even while blocked on a full queue.
 class BatchSource {
  public:
-  // From one Caffe Data layer (type "Data": data_param.source, backend, batch_size, rand_skip,
-  // prefetch; transform_param, plus the deprecated transform fields of data_param when
-  // transform_param does not set them) in `phase`. Relative sources and mean files are resolved
-  // against `base_dir`. `seed`, `shuffle`, `shard` and `num_shards` as in BatchSourceOptions.
-  // Errors name the layer and the source: "data layer 'mnist': source 'x_lmdb': ...". Other
-  // data-layer types are Unimplemented.
+  // From one Caffe data layer in `phase`:
+  //   * type "Data": data_param.source, backend, batch_size, rand_skip, prefetch;
+  //   * type "ImageData": image_data_param.source (the image list), root_folder, batch_size,
+  //     rand_skip, shuffle, new_height, new_width, is_color (data/image_list.h); every image must
+  //     come out of the transform with the same size, since the data top has one shape;
+  // plus transform_param, and the deprecated transform fields of data_param/image_data_param
+  // when transform_param does not set them. Relative sources, root folders and mean files are
+  // resolved against `base_dir` (and, for ImageData without a root_folder, relative image
+  // paths). `seed`, `shard` and `num_shards` as in BatchSourceOptions; `shuffle` is ORed with
+  // image_data_param.shuffle. Errors name the layer and the source: "data layer 'mnist': source
+  // 'x_lmdb': ...". Other data-layer types are Unimplemented.
   static absl::StatusOr<std::unique_ptr<BatchSource>> OpenDataLayer(
       const caffe::LayerParameter& layer, caffe::Phase phase, const std::string& base_dir,
       uint64_t seed, bool shuffle = false, int shard = 0, int num_shards = 1);
@@ -77,6 +87,11 @@ class BatchSource {
   // From explicit options. Opens the database, reads its first record to learn the data shape
   // (and to check it against crop_size and the mean), then starts the prefetch thread.
   static absl::StatusOr<std::unique_ptr<BatchSource>> Open(const BatchSourceOptions& options);
+
+  // The same over any records: `options.source` and `backend` then only name the source in
+  // errors.
+  static absl::StatusOr<std::unique_ptr<BatchSource>> Open(const BatchSourceOptions& options,
+                                                           std::unique_ptr<RecordReader> records);
 
   ~BatchSource();
   BatchSource(const BatchSource&) = delete;
@@ -92,21 +107,26 @@ class BatchSource {
   // before it, and again on every later call.
   absl::Status Next(Batch* batch);
 
-  // Records in the database (all shards together).
+  // Records in the source (all shards together).
   int64_t dataset_size() const { return dataset_size_; }
 
  private:
   BatchSource() = default;
-  // Open, with errors naming `shown_source` (the path as the prototxt wrote it).
-  static absl::StatusOr<std::unique_ptr<BatchSource>> OpenNamed(const BatchSourceOptions& options,
-                                                                const std::string& shown_source);
-  absl::Status Start(const BatchSourceOptions& options);
+  // Open, with errors naming `shown_source` (the path as the prototxt wrote it). `records` null:
+  // open options.source as a database.
+  static absl::StatusOr<std::unique_ptr<BatchSource>> OpenNamed(
+      const BatchSourceOptions& options, const std::string& shown_source,
+      std::unique_ptr<RecordReader> records);
+  static absl::StatusOr<std::unique_ptr<BatchSource>> OpenImageDataLayer(
+      const caffe::LayerParameter& layer, caffe::Phase phase, const std::string& base_dir,
+      uint64_t seed, bool shuffle, int shard, int num_shards);
+  absl::Status Start(const BatchSourceOptions& options, std::unique_ptr<RecordReader> records);
   void Run();
   absl::Status Fill(Batch* batch);
-  absl::Status NextRecord(caffe::Datum* datum, std::string* key);
+  absl::Status NextRecord(caffe::Datum* datum, std::string* label);
 
   std::string where_;  // "data layer 'x': source 'y'"
-  std::unique_ptr<DatumReader> reader_;
+  std::unique_ptr<RecordReader> reader_;
   std::unique_ptr<DatumTransformer> transformer_;
   std::vector<int64_t> data_dims_;
   int64_t dataset_size_ = 0;
@@ -118,7 +138,6 @@ class BatchSource {
   int num_shards_ = 1;
   bool shuffle_ = false;
   uint64_t seed_ = 0;
-  std::vector<std::string> keys_;     // shuffle only: every key in order
   std::vector<int64_t> permutation_;  // shuffle only: this epoch's order
   int64_t permutation_epoch_ = -1;
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "data/image_datum.h"
 #include "engine/status_macros.h"
 #include "proto/caffe_io.h"
 
@@ -47,6 +48,7 @@ absl::StatusOr<DatumTransformer> DatumTransformer::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("transform_param: scale ", param.scale(), " is not finite"));
   }
+  KILN_ASSIGN_OR_RETURN(t.encoded_mode_, EncodedColorMode(param));
   if (param.has_mean_file() && param.mean_value_size() > 0) {
     return absl::InvalidArgumentError(
         "transform_param: mean_file and mean_value cannot both be given");
@@ -76,12 +78,20 @@ absl::StatusOr<DatumTransformer> DatumTransformer::Create(
 
 int DatumTransformer::Rand(int n) { return static_cast<int>(rng_() % static_cast<uint32_t>(n)); }
 
+absl::StatusOr<const caffe::Datum*> DatumTransformer::DecodeIfEncoded(const caffe::Datum& datum,
+                                                                      caffe::Datum* scratch) const {
+  if (!datum.encoded()) return &datum;
+  KILN_RETURN_IF_ERROR(DecodeDatum(datum, encoded_mode_, "encoded datum", scratch));
+  return scratch;
+}
+
 absl::StatusOr<std::vector<int64_t>> DatumTransformer::OutputDims(const caffe::Datum& datum) const {
-  const int64_t c = datum.channels(), h = datum.height(), w = datum.width();
   if (datum.encoded()) {
-    return absl::UnimplementedError(
-        "datum is encoded (a compressed image): Kiln has no image decoder yet");
+    caffe::Datum decoded;
+    KILN_ASSIGN_OR_RETURN(const caffe::Datum* raw, DecodeIfEncoded(datum, &decoded));
+    return OutputDims(*raw);
   }
+  const int64_t c = datum.channels(), h = datum.height(), w = datum.width();
   if (c < 1 || h < 1 || w < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("datum size ", c, "x", h, "x", w, " is not positive"));
@@ -107,7 +117,10 @@ absl::StatusOr<std::vector<int64_t>> DatumTransformer::OutputDims(const caffe::D
   return std::vector<int64_t>{c, crop > 0 ? crop : h, crop > 0 ? crop : w};
 }
 
-absl::Status DatumTransformer::Transform(const caffe::Datum& datum, float* out) {
+absl::Status DatumTransformer::Transform(const caffe::Datum& encoded_or_raw, float* out) {
+  caffe::Datum decoded;
+  KILN_ASSIGN_OR_RETURN(const caffe::Datum* raw, DecodeIfEncoded(encoded_or_raw, &decoded));
+  const caffe::Datum& datum = *raw;
   KILN_ASSIGN_OR_RETURN(const std::vector<int64_t> dims, OutputDims(datum));
   const int64_t channels = datum.channels(), height = datum.height(), width = datum.width();
   const int64_t count = channels * height * width;

@@ -19,6 +19,7 @@
 //   LRNGradient(x, dy) -> dx                       (y recomputed from x)
 //   SoftmaxGradient(y, dy) -> dx
 //   BatchNormGradient(x, dy, mean, variance, scale_factor?) -> dx
+//   AffineBatchNormGradient(x, dy, scale) -> dx, dscale, dbias    batch statistics from x
 //   EltwiseMaxGradient(x_0..x_{n-1}, dy) -> dx_which
 //   CropGradient(dy) -> dx                          dy placed at the crop's offsets, zeros around
 //   SoftmaxWithLossGradient(logits, labels) -> dlogits         loss_weight as an attribute: the
@@ -176,6 +177,20 @@ absl::StatusOr<Types> InferBatchNormGradient(const InferContext& ctx) {
   return DenseLike(ctx.input(1), ctx.input(1).dims());
 }
 
+absl::StatusOr<Types> InferAffineBatchNormGradient(const InferContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  if (x.dims() != ctx.input(1).dims())
+    return absl::InvalidArgumentError("x and dy differ in shape");
+  if (x.rank() < 2) return absl::InvalidArgumentError("x needs at least N and C dims");
+  KILN_RETURN_IF_ERROR(RequireDims(ctx.input(2), {x.dim(1)}, "scale"));
+  if (ctx.GetFloat("eps") <= 0) return absl::InvalidArgumentError("eps must be > 0");
+  KILN_ASSIGN_OR_RETURN(Types out, DenseLike(ctx.input(1), ctx.input(1).dims()));
+  // The parameter gradients in the parameter's own dtype and shape.
+  out.push_back(ctx.input(2).Contiguous());
+  out.push_back(ctx.input(2).Contiguous());
+  return out;
+}
+
 absl::StatusOr<Types> InferEltwiseMaxGradient(const InferContext& ctx) {
   const int n = ctx.num_inputs() - 1;
   const int64_t which = ctx.GetInt("which");
@@ -309,6 +324,11 @@ absl::Status RegisterGradientOps(OpRegistry& registry) {
                           InferBatchNormGradient,
                           "Gradient of BatchNorm's input (through the batch statistics in "
                           "training mode)."));
+  defs.push_back(Gradient("AffineBatchNormGradient", {"x", "dy", "scale"}, 3, 3,
+                          {{"eps", AttrKind::kFloat, AttrValue(1e-5)}},
+                          InferAffineBatchNormGradient,
+                          "Gradients of AffineBatchNorm's input, scale and bias (through the batch "
+                          "statistics, recomputed from x)."));
   defs.push_back(Gradient("EltwiseMaxGradient", {"inputs...", "dy"}, 2, -1,
                           {{"which", AttrKind::kInt, std::nullopt}}, InferEltwiseMaxGradient,
                           "dy where input `which` is the first maximum, else 0."));

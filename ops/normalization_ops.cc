@@ -14,6 +14,12 @@
 // moving_average_fraction plus the batch's mean and unbiased variance, the factor times the
 // fraction plus 1. mode "spatial" has per-channel statistics [C];
 // "per_activation" has one per (C, spatial...) element, shaped like x without N.
+//
+// AffineBatchNorm(x, mean, variance, scale_factor, scale, bias) is a training-mode spatial
+// BatchNorm followed by Caffe's per-channel Scale with bias: y = scale (x - mean_B) / sqrt(var_B +
+// eps) + bias with the batch's statistics, updating the running ones as BatchNorm does. Training
+// graphs fuse the Caffe pair into it (passes/fuse_batchnorm_scale.cc), so one primitive pass
+// normalizes and scales, and one backward pass gives dx, dscale and dbias.
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "ops/all_ops.h"
@@ -84,6 +90,31 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) 
   return out;
 }
 
+// AffineBatchNorm(x, mean, variance, scale_factor, scale, bias): the training-mode BatchNorm
+// and the per-channel Scale (with bias) Caffe puts after it, as one op: y = scale[c] x̂ + bias[c]
+// with x̂ normalized by the batch statistics. Same running-statistic outputs as BatchNorm.
+absl::StatusOr<std::vector<TensorType>> InferAffineBatchNorm(const InferContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  KILN_RETURN_IF_ERROR(RequireFloat(x, "input"));
+  if (x.rank() < 2) return absl::InvalidArgumentError("input needs at least N and C dims");
+  if (ctx.GetFloat("eps") <= 0) return absl::InvalidArgumentError("eps must be > 0");
+  const std::vector<int64_t> channels = {x.dim(1)};
+  const char* names[] = {"", "mean", "variance", "scale_factor", "scale", "bias"};
+  for (int i = 1; i < 6; ++i) {
+    KILN_RETURN_IF_ERROR(
+        RequireDims(ctx.input(i), i == 3 ? std::vector<int64_t>{1} : channels, names[i]));
+    KILN_RETURN_IF_ERROR(RequireFloat(ctx.input(i), names[i]));
+  }
+  if (x.num_elements() / std::max<int64_t>(x.dim(1), 1) < 1) {
+    return absl::InvalidArgumentError("batch statistics need at least one element");
+  }
+  std::vector<TensorType> out = {OutputLike(x, x.dims())};
+  if (ctx.GetBool("update_running_stats")) {
+    for (int i = 1; i < 4; ++i) out.push_back(ctx.input(i).Contiguous());
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::Status RegisterNormalizationOps(OpRegistry& registry) {
@@ -116,7 +147,24 @@ absl::Status RegisterNormalizationOps(OpRegistry& registry) {
   bn.differentiable = true;
   bn.weight_inputs = {1, 2, 3};
   bn.summary = "Batch normalization (stored or batch statistics; Caffe's 3-blob form).";
-  return registry.Register(std::move(bn));
+  KILN_RETURN_IF_ERROR(registry.Register(std::move(bn)));
+
+  OpDef affine;
+  affine.name = "AffineBatchNorm";
+  affine.family = "normalization";
+  affine.input_names = {"x", "mean", "variance", "scale_factor", "scale", "bias"};
+  affine.min_inputs = 6;
+  affine.max_inputs = 6;
+  affine.attrs = {{"eps", AttrKind::kFloat, AttrValue(1e-5)},
+                  {"moving_average_fraction", AttrKind::kFloat, AttrValue(0.999)},
+                  {"update_running_stats", AttrKind::kBool, AttrValue(false)}};
+  affine.infer_types = InferAffineBatchNorm;
+  affine.differentiable = true;
+  affine.weight_inputs = {1, 2, 3, 4, 5};
+  affine.summary =
+      "Training-mode BatchNorm (batch statistics, per channel) and the Scale with bias after "
+      "it as one op, like an affine BatchNorm2d.";
+  return registry.Register(std::move(affine));
 }
 
 }  // namespace kiln

@@ -34,6 +34,8 @@ bool IsF32ParameterPort(const Node& node, int port) {
   const std::string& op = node.op();
   if (op == "BatchNorm") return port >= 1;
   if (op == "BatchNormGradient") return port >= 2;
+  if (op == "AffineBatchNorm") return port >= 1;
+  if (op == "AffineBatchNormGradient") return port == 2;
   if (op == "PReLU" || op == "PReLUGradient" || op == "Bias") return port == 1;
   if (op == "Scale") return port >= 1;
   return false;

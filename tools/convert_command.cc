@@ -1,8 +1,5 @@
 #include "tools/convert_command.h"
 
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -10,42 +7,10 @@
 #include "engine/status_macros.h"
 #include "tools/caffe_commands.h"
 #include "tools/command_line.h"
+#include "tools/convert_images.h"
+#include "tools/progress_line.h"
 
 namespace kiln {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// One progress line on stderr: rewritten in place on a terminal, a new line every few seconds
-// when stderr goes to a file or a pipe (where carriage returns would pile up).
-class ProgressLine {
- public:
-  ProgressLine() : tty_(isatty(STDERR_FILENO) == 1), start_(Clock::now()), last_(start_) {}
-
-  void Update(int64_t done, int64_t total) {
-    const Clock::time_point now = Clock::now();
-    const double since_last = std::chrono::duration<double>(now - last_).count();
-    if (done != total && since_last < (tty_ ? 0.1 : 5.0)) return;
-    last_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double rate = elapsed > 0 ? done / elapsed : 0.0;
-    const double eta = rate > 0 ? (total - done) / rate : 0.0;
-    std::fprintf(stderr, "%sconvert: %lld/%lld records (%.1f%%), %.0f records/s, ETA %.0fs%s",
-                 tty_ ? "\r" : "", static_cast<long long>(done), static_cast<long long>(total),
-                 total > 0 ? 100.0 * done / total : 100.0, rate, eta,
-                 tty_ && done != total ? "" : "\n");
-    std::fflush(stderr);
-  }
-
-  double Seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
-
- private:
-  bool tty_;
-  Clock::time_point start_;
-  Clock::time_point last_;
-};
-
-}  // namespace
 
 absl::StatusOr<int64_t> ConvertIdx(const IdxConversion& conversion) {
   KILN_ASSIGN_OR_RETURN(const IdxArray images, ReadIdxFile(conversion.images));
@@ -90,6 +55,10 @@ absl::StatusOr<int64_t> ConvertIdx(const IdxConversion& conversion) {
 }
 
 int ConvertCommand(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--list" || arg.rfind("--list=", 0) == 0) return ConvertImagesCommand(argc, argv);
+  }
   auto line =
       CommandLine::Parse(argc, argv, 2, {"images", "labels", "out", "backend"}, {"overwrite"});
   if (!line.ok()) return Fail(line.status());
@@ -99,13 +68,14 @@ int ConvertCommand(int argc, char** argv) {
   conversion.out = line->Get("out");
   if (conversion.images.empty() || conversion.labels.empty() || conversion.out.empty()) {
     return Fail(absl::InvalidArgumentError(
-        "convert needs --images I --labels L --out DIR [--backend lmdb|leveldb] [--overwrite]"));
+        "convert needs --images I --labels L --out DIR [--backend lmdb|leveldb] [--overwrite], "
+        "or --list L --out DIR ... for images"));
   }
   auto backend = ParseDbBackend(line->Get("backend", "lmdb"));
   if (!backend.ok()) return Fail(backend.status());
   conversion.backend = *backend;
   conversion.overwrite = line->Has("overwrite");
-  ProgressLine progress;
+  ProgressLine progress("convert", "records");
   conversion.progress = [&progress](int64_t done, int64_t total) { progress.Update(done, total); };
   auto written = ConvertIdx(conversion);
   if (!written.ok()) return Fail(written.status());

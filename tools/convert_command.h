@@ -1,5 +1,6 @@
 // `kiln convert`: IDX image and label files (MNIST, Fashion-MNIST) into a Caffe Datum database
-// that a Data layer reads, as Caffe's convert_mnist_data does.
+// that a Data layer reads, as Caffe's convert_mnist_data does; with --list, an image list and
+// its JPEG/PNG files (tools/convert_images.h), as convert_imageset does.
 #ifndef KILN_TOOLS_CONVERT_COMMAND_H_
 #define KILN_TOOLS_CONVERT_COMMAND_H_
 
@@ -28,8 +29,9 @@ struct IdxConversion {
 // (N, H, W) images and (N) labels of the same N.
 absl::StatusOr<int64_t> ConvertIdx(const IdxConversion& conversion);
 
-// kiln convert --images I --labels L --out DIR [--backend lmdb|leveldb] [--overwrite]
-// Prints a live progress line (count, rate, ETA) on stderr and a summary on stdout.
+// kiln convert --images I --labels L --out DIR [--backend lmdb|leveldb] [--overwrite], or
+// kiln convert --list L ... (ConvertImagesCommand). Prints a live progress line (count, rate,
+// ETA) on stderr and a summary on stdout.
 int ConvertCommand(int argc, char** argv);
 
 }  // namespace kiln

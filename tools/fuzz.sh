@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 runs="${1:-1000000}"
 base="${HOME}/.cache/kiln-fuzz-output-base"
 out="${KILN_FUZZ_OUT:-/tmp/kiln-fuzz}"
-targets=(net_text net_binary solver graph_text)
+targets=(net_text net_binary solver graph_text image)
 # libFuzzer comes with clang's runtime libraries.
 if ! command -v clang >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev
@@ -29,6 +29,7 @@ for t in "${targets[@]}"; do
     net_binary) cp "$models"/mtcnn_det1_pnet.caffemodel "$corpus"/ ;;
     solver) cp "$models"/*solver*.prototxt "$corpus"/ ;;
     graph_text) cp tests/fuzz/graph_seed.txt "$corpus"/ ;;
+    image) cp tests/fuzz/image_seed* "$corpus"/ ;;
   esac
   log="$out/$t.log"
   "$bin/${t}_libfuzzer" -runs="$runs" -max_len=4096 -rss_limit_mb=4096 -print_final_stats=1 \

@@ -9,12 +9,13 @@ if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "train" ]; then
   # update, the CLI, Fashion-MNIST's IDX files and the train prototxts for the benchmark.
   bazel build --config=portable //tools:kiln //tests/kernels:cuda_gradient_test \
     //tests/kernels:solver_update_cuda_test //tests/kernels:cuda_graph_nn_test \
-    //tests/kernels:cuda_graph_tensor_test //tests/engine:cuda_network_test || exit 1
+    //tests/kernels:cuda_graph_tensor_test //tests/engine:cuda_network_test \
+    //tests/kernels:primitives_cuda_test || exit 1
   rm -rf .gpu /tmp/kiln-stage && mkdir -p .gpu/models .gpu/fashion_mnist /tmp/kiln-stage
   # Stripped copies: the symbols are most of the bytes, and the carry limit is 64 MiB.
   for b in tools/kiln tests/kernels/cuda_gradient_test tests/kernels/solver_update_cuda_test \
     tests/kernels/cuda_graph_nn_test tests/kernels/cuda_graph_tensor_test \
-    tests/engine/cuda_network_test; do
+    tests/engine/cuda_network_test tests/kernels/primitives_cuda_test; do
     mkdir -p "/tmp/kiln-stage/$(dirname "$b")"
     strip -o "/tmp/kiln-stage/$b" "bazel-bin/$b"
   done
@@ -146,6 +147,7 @@ if [ "$what" = train ]; then
   run graph_nn_test "$bin/tests/kernels/cuda_graph_nn_test"
   run graph_tensor_test "$bin/tests/kernels/cuda_graph_tensor_test"
   run network_test "$bin/tests/engine/cuda_network_test"
+  run primitives_test "$bin/tests/kernels/primitives_cuda_test"
   fm=/tmp/fashion_mnist && mkdir -p "$fm"
   for set in train t10k; do
     name=$([ "$set" = train ] && echo train || echo test)
@@ -170,7 +172,8 @@ if [ "$what" = train ]; then
     cp /tmp/train_bench/train_bench.json /tmp/train_bench/train_bench.md "$out/" 2>/dev/null
   fi
   cat "$out/nvidia_smi.log"
-  for k in gradient_test solver_test graph_nn_test graph_tensor_test network_test; do
+  for k in gradient_test solver_test graph_nn_test graph_tensor_test network_test \
+    primitives_test; do
     grep -E "^\[  (PASSED|FAILED)|cases checked|cuda gradients|Failure|FAILED  \]" \
       "$out/$k.log" | head -12
   done
@@ -180,8 +183,8 @@ if [ "$what" = train ]; then
     tail -2 "$out/train_$p.err"
   done
   [ -f "$out/train_bench.log" ] && tail -20 "$out/train_bench.log"
-  for k in gradient_test solver_test graph_nn_test graph_tensor_test network_test train_fp32 \
-    train_fp16 train_bench; do
+  for k in gradient_test solver_test graph_nn_test graph_tensor_test network_test \
+    primitives_test train_fp32 train_fp16 train_bench; do
     [ -n "${result[$k]+x}" ] && printf '%-18s exit %s\n' "$k" "${result[$k]}"
   done
   exit 0

@@ -3,7 +3,7 @@
 //   kiln ops       every registered op and, per backend, the kernels (dtype/layout/algorithm)
 //   kiln info      a Caffe model's layers, shapes and parameter counts (text or --json)
 //   kiln run       a forward pass of a Caffe model on .npy inputs
-//   kiln convert   IDX image/label files into a Caffe LMDB/LevelDB of Datum records
+//   kiln convert   IDX files or an image list into a Caffe LMDB/LevelDB of Datum records
 //   kiln train     a Caffe solver's training (caffe train)
 //   kiln test      a trained net's TEST phase over its data layers (caffe test)
 #include <cstdio>
@@ -96,6 +96,10 @@ int main(int argc, char** argv) {
       "            [--batch N] [plan flags]: the fused graph and the arena over time\n"
       "  convert   --images I --labels L --out DIR [--backend lmdb|leveldb] [--overwrite]:\n"
       "            IDX files (MNIST, Fashion-MNIST; .gz too) into a Caffe Datum database\n"
+      "  convert   --list L [--root_folder R] --out DIR [--backend ...] [--overwrite]\n"
+      "            [--resize_height H --resize_width W] [--gray] [--shuffle [--seed S]]\n"
+      "            [--encoded] [--check_size] [--skip_bad]: JPEG/PNG images of a\n"
+      "            \"path label\" list into a Caffe Datum database (convert_imageset)\n"
       "  train     --solver F [--weights W | --snapshot S.solverstate] [--iterations N]\n"
       "            [--curve C.svg] [--data-seed N] [--loss-scale S] [plan flags]: Caffe's\n"
       "            solvers\n"

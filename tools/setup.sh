@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(bazel-bootstrap g++ libabsl-dev libprotobuf-dev protobuf-compiler libgtest-dev
           libgmock-dev libbenchmark-dev libopenblas-dev graphviz liblmdb-dev libleveldb-dev
-          libsnappy-dev zlib1g-dev dataset-fashion-mnist)
+          libsnappy-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev
+          dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

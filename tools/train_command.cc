@@ -311,6 +311,17 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
       std::fprintf(stderr, "  %-34s %3d steps %9.3f ms %5.1f%%\n", op.c_str(), by_op[op].second, ms,
                    total > 0 ? 100.0 * ms / total : 0.0);
     }
+    // The slowest steps one by one, with what their kernels chose: where to look next.
+    std::vector<const Trainer::StepTime*> slowest;
+    for (const Trainer::StepTime& s : steps) slowest.push_back(&s);
+    std::sort(slowest.begin(), slowest.end(),
+              [](const Trainer::StepTime* a, const Trainer::StepTime* b) { return a->ms > b->ms; });
+    std::fprintf(stderr, "slowest steps:\n");
+    for (size_t i = 0; i < slowest.size() && i < 25; ++i) {
+      const Trainer::StepTime& s = *slowest[i];
+      std::fprintf(stderr, "  %8.3f ms  %-26s %-30s %s  [%s]\n", s.ms, s.op.c_str(), s.node.c_str(),
+                   s.shape.c_str(), s.description.c_str());
+    }
   }
   if (json) {
     std::printf(

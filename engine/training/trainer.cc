@@ -309,7 +309,10 @@ absl::StatusOr<std::vector<Trainer::StepTime>> Trainer::ProfilePass() {
   std::vector<StepTime> out;
   const auto& steps = train_->plan->steps();
   for (size_t i = 0; i < steps.size() && i < profile.step_ms.size(); ++i) {
-    out.push_back({steps[i].node->op(), steps[i].node->name(), profile.step_ms[i]});
+    const Node& node = *steps[i].node;
+    out.push_back({node.op(), node.name(), steps[i].description,
+                   node.num_inputs() > 0 ? node.input(0).type().ToString() : "",
+                   profile.step_ms[i]});
   }
   return out;
 }

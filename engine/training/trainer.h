@@ -55,6 +55,8 @@ class Trainer {
   // each plan step's device milliseconds with its node's op and name (forward and backward).
   struct StepTime {
     std::string op, node;
+    std::string description;  // what the kernel chose at plan time ("algo=...")
+    std::string shape;        // the step's first input type, for reports
     double ms = 0;
   };
   absl::StatusOr<std::vector<StepTime>> ProfilePass();

@@ -5,12 +5,14 @@
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "engine/training/backward.h"
+#include "passes/training_passes.h"
 
 namespace kiln {
 
 absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_backward,
                                                 const std::vector<std::string>* only,
-                                                double loss_scale) {
+                                                double loss_scale,
+                                                const PassManagerOptions* forward_passes) {
   TrainingGraph out;
   Graph& graph = *model.graph;
   std::set<std::string> wanted;
@@ -108,6 +110,11 @@ absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_back
       graph.SetOrigins(seeded, origins);
       KILN_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(old->output(0), seeded->output(0)));
     }
+  }
+  if (forward_passes != nullptr) {
+    PassContext context;
+    context.inference = false;
+    KILN_RETURN_IF_ERROR(MakeTrainingForwardPipeline(*forward_passes).Run(graph, context).status());
   }
   graph.RemoveDeadNodes();
   for (const CaffeInput& in : model.inputs) out.data_inputs.push_back(in.name);

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/ir/host_tensor.h"
+#include "passes/pass_manager.h"
 #include "proto/caffe_model.h"
 
 namespace kiln {
@@ -64,9 +65,13 @@ struct TrainingGraph {
 // net's parameters and statistics, as inputs; others keep their imported values).
 // `loss_scale` multiplies the seed of backward (every loss weight), so 16-bit gradients keep
 // their small values above f16's underflow; the trainer divides the gradients by it again.
+// `forward_passes`, when not null, runs the training forward pipeline (passes/training_passes.h:
+// BatchNorm + Scale as one AffineBatchNorm) with those options before backward is built, so the
+// backward is the fused ops' own.
 absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_backward,
                                                 const std::vector<std::string>* only = nullptr,
-                                                double loss_scale = 1.0);
+                                                double loss_scale = 1.0,
+                                                const PassManagerOptions* forward_passes = nullptr);
 
 }  // namespace kiln
 

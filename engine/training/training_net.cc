@@ -25,6 +25,9 @@ std::string ResolveSource(const std::string& source, const std::string& solver_d
   return !solver_dir.empty() && fs::exists(beside) ? beside.string() : source;
 }
 
+// The data layers the trainer feeds from a BatchSource.
+bool IsFedDataLayer(const std::string& type) { return type == "Data" || type == "ImageData"; }
+
 }  // namespace
 
 TrainingNet::~TrainingNet() {
@@ -86,12 +89,13 @@ absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(const SolverNet& sp
   import.init = ParamInit::kFillers;
   import.fill_seed = fill_seed;
   for (const caffe::LayerParameter& layer : filtered.layer()) {
-    if (layer.type() != "Data") {
-      if (layer.type() == "ImageData" || layer.type() == "HDF5Data" ||
-          layer.type() == "MemoryData" || layer.type() == "WindowData") {
-        return absl::UnimplementedError(absl::StrCat(
-            "training: data layer '", layer.name(), "' of type ", layer.type(),
-            " (Kiln reads Data layers: LMDB or LevelDB of Datum records; see kiln convert)"));
+    if (!IsFedDataLayer(layer.type())) {
+      if (layer.type() == "HDF5Data" || layer.type() == "MemoryData" ||
+          layer.type() == "WindowData") {
+        return absl::UnimplementedError(
+            absl::StrCat("training: data layer '", layer.name(), "' of type ", layer.type(),
+                         " (Kiln reads Data layers, LMDB or LevelDB of Datum records, and "
+                         "ImageData layers, lists of JPEG/PNG files; see kiln convert)"));
       }
       continue;
     }
@@ -107,8 +111,17 @@ absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(const SolverNet& sp
       dims = given->second;
     } else {
       caffe::LayerParameter resolved = layer;
-      resolved.mutable_data_param()->set_source(
-          ResolveSource(layer.data_param().source(), options.solver_dir));
+      if (layer.type() == "ImageData") {
+        caffe::ImageDataParameter& image = *resolved.mutable_image_data_param();
+        image.set_source(ResolveSource(image.source(), options.solver_dir));
+        // Image paths are relative to root_folder, or to the working directory without one.
+        if (!image.root_folder().empty()) {
+          image.set_root_folder(ResolveSource(image.root_folder(), options.solver_dir));
+        }
+      } else {
+        resolved.mutable_data_param()->set_source(
+            ResolveSource(layer.data_param().source(), options.solver_dir));
+      }
       const bool sharded = phase == caffe::TRAIN;  // TEST passes read the whole database
       KILN_ASSIGN_OR_RETURN(
           source, BatchSource::OpenDataLayer(resolved, phase, "", options.data_seed, false,
@@ -132,10 +145,15 @@ absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(const SolverNet& sp
       if (in.name == s.label) s.label = in.node;
     }
   }
+  // The training rewrites follow the plan flags: on with the CLI's --optimize (its default),
+  // off in the library's default CompileOptions; --disable-pass names them too.
+  PassManagerOptions passes;
+  passes.disabled = options.compile.disabled_passes;
   KILN_ASSIGN_OR_RETURN(net->tg,
-                        MakeTrainingGraph(std::move(model), backward, only, options.loss_scale));
+                        MakeTrainingGraph(std::move(model), backward, only, options.loss_scale,
+                                          options.compile.optimize ? &passes : nullptr));
   for (const CaffeInput& in : net->tg.model.inputs) {
-    if (in.layer_type != "Data") {
+    if (!IsFedDataLayer(in.layer_type)) {
       return absl::UnimplementedError(absl::StrCat("training: input '", in.name, "' (layer '",
                                                    in.layer, "', ", in.layer_type,
                                                    ") has no data source"));

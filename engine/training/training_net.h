@@ -1,7 +1,7 @@
 // One compiled net of a solver (the TRAIN net or a TEST net): its trainable graph, plan and
-// context, the data sources feeding its Data layers and the device buffers of its data inputs
-// and outputs. The Trainer (trainer.h) owns the parameters, gradients and statistics these nets
-// read and write; `kiln test` uses one alone (TestNet).
+// context, the data sources feeding its data layers (Data, ImageData) and the device buffers of
+// its data inputs and outputs. The Trainer (trainer.h) owns the parameters, gradients and
+// statistics these nets read and write; `kiln test` uses one alone (TestNet).
 #ifndef KILN_ENGINE_TRAINING_TRAINING_NET_H_
 #define KILN_ENGINE_TRAINING_TRAINING_NET_H_
 
@@ -23,7 +23,8 @@ class GradientSync;  // engine/training/gradient_sync.h
 
 struct TrainerOptions {
   // Backend, precision, layout, algorithm choice of every plan (the CLI's flags). The inference
-  // rewrites are never run on training plans.
+  // rewrites are never run on training plans; `compile.optimize` runs the training forward
+  // rewrites instead (passes/training_passes.h), minus `compile.disabled_passes`.
   CompileOptions compile;
   // Seeds the data order, crops and mirrors; the solver's random_seed (when >= 0) seeds fillers.
   uint64_t data_seed = 1;
@@ -84,8 +85,8 @@ struct TrainingNet {
 };
 
 // Imports, makes trainable (with backward when `backward`), compiles and sets up one net of a
-// solver; its Data layers are opened (or made synthetic, TrainerOptions::synthetic_data) first
-// so their tops get shapes. `only` as in MakeTrainingGraph.
+// solver; its data layers (Data, ImageData) are opened (or made synthetic,
+// TrainerOptions::synthetic_data) first so their tops get shapes. `only` as in MakeTrainingGraph.
 absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(const SolverNet& spec,
                                                              caffe::Phase phase,
                                                              const TrainerOptions& options,

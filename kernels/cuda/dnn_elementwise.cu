@@ -441,6 +441,23 @@ int LaunchFor(const ElementwiseCall& c, void* stream) {
   return LastError();
 }
 
+// Eltwise ops take up to kMaxOperands operands; the common two- and three-operand calls (a
+// residual sum, its gradient sum) are instantiated for their count, which lets them take the
+// vectorized dense kernel (it holds kPerThread x 4 values per operand in registers).
+template <ElementwiseOp kOp>
+int LaunchEltwise(const ElementwiseCall& c, void* stream) {
+  switch (c.num_inputs) {
+    case 1:
+      return LaunchFor<kOp, 1>(c, stream);
+    case 2:
+      return LaunchFor<kOp, 2>(c, stream);
+    case 3:
+      return LaunchFor<kOp, 3>(c, stream);
+    default:
+      return LaunchFor<kOp, kMaxOperands>(c, stream);
+  }
+}
+
 }  // namespace
 
 int LaunchElementwise(ElementwiseCall call, void* stream) {
@@ -463,15 +480,15 @@ int LaunchElementwise(ElementwiseCall call, void* stream) {
       return call.num_inputs == 1 ? LaunchFor<ElementwiseOp::kAffine, 1>(call, stream)
                                   : LaunchFor<ElementwiseOp::kAffine, 2>(call, stream);
     case ElementwiseOp::kEltwiseSum:
-      return LaunchFor<ElementwiseOp::kEltwiseSum, kMaxOperands>(call, stream);
+      return LaunchEltwise<ElementwiseOp::kEltwiseSum>(call, stream);
     case ElementwiseOp::kEltwiseProd:
-      return LaunchFor<ElementwiseOp::kEltwiseProd, kMaxOperands>(call, stream);
+      return LaunchEltwise<ElementwiseOp::kEltwiseProd>(call, stream);
     case ElementwiseOp::kEltwiseMax:
-      return LaunchFor<ElementwiseOp::kEltwiseMax, kMaxOperands>(call, stream);
+      return LaunchEltwise<ElementwiseOp::kEltwiseMax>(call, stream);
     case ElementwiseOp::kEltwiseProdGradient:
-      return LaunchFor<ElementwiseOp::kEltwiseProdGradient, kMaxOperands>(call, stream);
+      return LaunchEltwise<ElementwiseOp::kEltwiseProdGradient>(call, stream);
     case ElementwiseOp::kEltwiseMaxGradient:
-      return LaunchFor<ElementwiseOp::kEltwiseMaxGradient, kMaxOperands>(call, stream);
+      return LaunchEltwise<ElementwiseOp::kEltwiseMaxGradient>(call, stream);
   }
   return static_cast<int>(cudaErrorInvalidValue);
 }

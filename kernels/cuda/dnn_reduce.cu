@@ -5,7 +5,9 @@
 // every run.
 #include <type_traits>
 
+#include "kernels/cuda/dnn_reduce_rows.h"
 #include "kernels/cuda/primitive_launch.h"
+#include "kernels/cuda/reduce_terms.cuh"
 #include "kernels/cuda/storage_access.cuh"
 
 namespace kiln {
@@ -48,25 +50,7 @@ __device__ __forceinline__ void AccumulateGroup(ReduceOp op, const float* a, con
   using Acc = std::conditional_t<kCount == 1, double, float>;
   Acc t0 = 0, t1 = 0;
 #pragma unroll
-  for (int k = 0; k < kCount; ++k) {
-    const Acc ak = a[k], bk = b[k];
-    switch (op) {
-      case ReduceOp::kMoments:
-        t0 += ak;
-        t1 += ak * ak;
-        break;
-      case ReduceOp::kGradientSums:  // a = x, b = dy
-        t0 += bk;
-        t1 += bk * ak;
-        break;
-      case ReduceOp::kSum:
-        t0 += ak;
-        break;
-      case ReduceOp::kPReluSlope:  // a = x, b = dy
-        t0 += ak <= 0 ? bk * ak : 0;
-        break;
-    }
-  }
+  for (int k = 0; k < kCount; ++k) AddTerms<Acc>(op, a[k], b[k], &t0, &t1);
   *s0 += t0;
   *s1 += t1;
 }
@@ -201,7 +185,7 @@ __global__ void __launch_bounds__(kThreads)
   const Index chunk = (count + c.splits - 1) / c.splits;
   const Index begin = split * chunk;
   const Index end = begin + chunk < count ? begin + chunk : count;
-  const bool two = c.op == ReduceOp::kGradientSums || c.op == ReduceOp::kPReluSlope;
+  const bool two = ReadsSecond(c.op);
   double s0 = 0, s1 = 0;
   if (f < static_cast<Index>(c.features)) {
     Index fa, fb;
@@ -264,7 +248,7 @@ __global__ void __launch_bounds__(kFinishWarps * 32)
   const int64_t po = ParamOffset(c, f);
   const double m = static_cast<double>(c.reduce_count);
   const int64_t F = c.features;
-  if (c.op == ReduceOp::kSum || c.op == ReduceOp::kPReluSlope) {
+  if (c.op == ReduceOp::kSum || c.op == ReduceOp::kPReluSlope || c.op == ReduceOp::kDot) {
     c.out0[po] = BlendInto(c.alpha, s0, c.beta, c.out0 + po);
     return;
   }
@@ -380,14 +364,17 @@ int LaunchReduce(const ReduceCall& c, void* stream) {
   const bool narrow = c.features * c.reduce_count < (int64_t{1} << 30) && span < (int64_t{1} << 30);
   const dim3 grid(static_cast<unsigned>(c.feature_major ? (c.features + 31) / 32 : c.features),
                   static_cast<unsigned>(c.splits));
-  if (c.feature_major) {
+  RowsView rows;
+  if (c.feature_major && RowsViewOf(c, &rows) && c.splits == RowsSplits(c.features, rows.rows)) {
+    LaunchReduceRows(c, rows, stream);
+  } else if (c.feature_major) {
     if (narrow) {
       ReduceAcrossKernel<uint32_t><<<grid, kThreads, 0, s>>>(c);
     } else {
       ReduceAcrossKernel<int64_t><<<grid, kThreads, 0, s>>>(c);
     }
   } else {
-    const bool two = c.op == ReduceOp::kGradientSums || c.op == ReduceOp::kPReluSlope;
+    const bool two = ReadsSecond(c.op);
     if (two && c.b.type != c.a.type) return static_cast<int>(cudaErrorInvalidValue);
     switch (c.a.type) {
       case Storage::kF16:

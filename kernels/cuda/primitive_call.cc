@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cuda/dnn_reduce_rows.h"
 
 namespace kiln {
 namespace dnn {
@@ -119,6 +120,11 @@ cuda::ReduceCall ReduceOver(cuda::ReduceOp op, const TensorDescriptor& a, const 
   }
   c.feature_major = smallest_is_feature;
   c.splits = cuda::ReduceSplits(c.features, c.reduce_count, c.feature_major);
+  // Channels-last tensors take the rows kernel, which splits the rows its own way.
+  cuda::RowsView rows;
+  if (c.feature_major && cuda::RowsViewOf(c, &rows)) {
+    c.splits = cuda::RowsSplits(c.features, rows.rows);
+  }
   return c;
 }
 

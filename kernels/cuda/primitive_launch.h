@@ -80,6 +80,7 @@ enum class ReduceOp : int {
   kGradientSums,  // Σ dy, Σ dy x -> batch-norm backward
   kSum,           // Σ dy -> bias gradients (ReduceTensorSum)
   kPReluSlope,    // Σ dy x [x <= 0] -> PReLU slope gradient
+  kDot,           // Σ a b -> scale-parameter gradients (Σ x dy)
 };
 
 struct ReduceCall {

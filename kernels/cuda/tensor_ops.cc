@@ -73,6 +73,36 @@ absl::Status ReduceTensorSum(Handle& handle, float alpha, const TensorDescriptor
   return LaunchStatus(cuda::LaunchReduce(r, handle.stream()), where);
 }
 
+size_t ReduceTensorDotWorkspaceSize(const TensorDescriptor& ad, const TensorDescriptor& dbd) {
+  if (dbd.rank() != ad.rank()) return 0;
+  return internal::ReduceWorkspaceBytes(internal::ReduceOver(
+      cuda::ReduceOp::kDot, ad, nullptr, &ad, nullptr, internal::KeptDims(dbd, ad), dbd));
+}
+
+absl::Status ReduceTensorDot(Handle& handle, float alpha, const TensorDescriptor& ad, const void* a,
+                             const TensorDescriptor& bd, const void* b, float beta,
+                             const TensorDescriptor& dbd, void* db, void* workspace,
+                             size_t workspace_bytes) {
+  const char* where = "ReduceTensorDot";
+  KILN_RETURN_IF_ERROR(CheckSameShape(ad, "a", bd, "b", where));
+  if (ad.dtype != bd.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": a is ", DataTypeName(ad.dtype),
+                                                   " but b is ", DataTypeName(bd.dtype)));
+  }
+  KILN_RETURN_IF_ERROR(CheckBroadcastable(dbd, "db", ad, "a", where));
+  if (dbd.dtype != DataType::kF32) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": db must be f32"));
+  }
+  cuda::ReduceCall r =
+      internal::ReduceOver(cuda::ReduceOp::kDot, ad, a, &bd, b, internal::KeptDims(dbd, ad), dbd);
+  KILN_RETURN_IF_ERROR(internal::BindReduceWorkspace(r, workspace, workspace_bytes, where));
+  r.dense = nullptr;
+  r.alpha = alpha;
+  r.beta = beta;
+  r.out0 = static_cast<float*>(db);
+  return LaunchStatus(cuda::LaunchReduce(r, handle.stream()), where);
+}
+
 absl::Status EltwiseForward(Handle& handle, EltwiseOp op, const std::vector<double>& coefficients,
                             float alpha, const std::vector<TensorDescriptor>& xds,
                             const std::vector<const void*>& xs, float beta,

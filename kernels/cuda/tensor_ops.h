@@ -29,6 +29,13 @@ size_t ReduceTensorSumWorkspaceSize(const TensorDescriptor& dyd, const TensorDes
 absl::Status ReduceTensorSum(Handle& handle, float alpha, const TensorDescriptor& dyd,
                              const void* dy, float beta, const TensorDescriptor& dbd, void* db,
                              void* workspace, size_t workspace_bytes);
+// db = alpha Σ a b over the dims where db has 1 + beta db (a and b of one shape and dtype, db
+// f32): a scale parameter's gradient Σ x dy in one pass, with no product tensor. Deterministic.
+size_t ReduceTensorDotWorkspaceSize(const TensorDescriptor& ad, const TensorDescriptor& dbd);
+absl::Status ReduceTensorDot(Handle& handle, float alpha, const TensorDescriptor& ad,
+                             const void* a, const TensorDescriptor& bd, const void* b, float beta,
+                             const TensorDescriptor& dbd, void* db, void* workspace,
+                             size_t workspace_bytes);
 
 // Eltwise over 1..8 inputs of y's shape; coefficients only for kSum (empty: all 1).
 absl::Status EltwiseForward(Handle& handle, EltwiseOp op, const std::vector<double>& coefficients,

@@ -1,4 +1,5 @@
-// Reference LRN (both regions) and BatchNorm (stored, Caffe-accumulated or batch statistics).
+// Reference LRN (both regions), BatchNorm (stored, Caffe-accumulated or batch statistics) and
+// AffineBatchNorm.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -114,10 +115,50 @@ absl::Status BatchNorm(const Node& node, const DenseArgs& a) {
   return absl::OkStatus();
 }
 
+// Batch statistics per channel, then y = scale (x - mean) / sqrt(var + eps) + bias; the running
+// statistics as BatchNorm updates them.
+absl::Status AffineBatchNorm(const Node& node, const DenseArgs& a) {
+  const TensorType& t = a.in_types[0];
+  const double eps = node.GetFloat("eps");
+  const int64_t n = t.dim(0), channels = t.dim(1);
+  const int64_t inner = ProductOfDims(t.dims(), 2, t.rank());
+  const double m = static_cast<double>(n * inner);
+  for (int64_t c = 0; c < channels; ++c) {
+    double sum = 0.0, sq = 0.0;
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const double v = a.in[0][(b * channels + c) * inner + i];
+        sum += v;
+        sq += v * v;
+      }
+    }
+    const double mean = sum / m;
+    const double var = std::max(0.0, sq / m - mean * mean);
+    const double inv = 1.0 / std::sqrt(var + eps);
+    const double scale = a.in[4][c], bias = a.in[5][c];
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t at = (b * channels + c) * inner + i;
+        a.out[0][at] = static_cast<float>(scale * (a.in[0][at] - mean) * inv + bias);
+      }
+    }
+    if (node.GetBool("update_running_stats")) {
+      const double maf = node.GetFloat("moving_average_fraction");
+      a.out[1][c] = static_cast<float>(maf * a.in[1][c] + mean);
+      a.out[2][c] = static_cast<float>(maf * a.in[2][c] + (m > 1 ? m / (m - 1) : 1.0) * var);
+    }
+  }
+  if (node.GetBool("update_running_stats")) {
+    a.out[3][0] = static_cast<float>(node.GetFloat("moving_average_fraction") * a.in[3][0] + 1.0);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RegisterReferenceNormalization(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReference(registry, "LRN", Lrn));
+  KILN_RETURN_IF_ERROR(RegisterReference(registry, "AffineBatchNorm", AffineBatchNorm));
   return RegisterReference(registry, "BatchNorm", BatchNorm);
 }
 

@@ -208,9 +208,51 @@ absl::Status BatchNorm(const Node& node, const DenseArgs& a) {
   return absl::OkStatus();
 }
 
+// dscale = Σ dy x̂, dbias = Σ dy, dx = scale / σ (dy - dbias / m - x̂ dscale / m), per channel.
+absl::Status AffineBatchNorm(const Node& node, const DenseArgs& a) {
+  const TensorType& t = a.in_types[0];
+  const double eps = node.GetFloat("eps");
+  const int64_t n = t.dim(0), channels = t.dim(1);
+  const int64_t inner = ProductOfDims(t.dims(), 2, t.rank());
+  const double m = static_cast<double>(n * inner);
+  const float* x = a.in[0];
+  const float* dy = a.in[1];
+  auto at = [&](int64_t b, int64_t c, int64_t i) { return (b * channels + c) * inner + i; };
+  for (int64_t c = 0; c < channels; ++c) {
+    double sum = 0.0, sq = 0.0;
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t i = 0; i < inner; ++i) {
+        sum += x[at(b, c, i)];
+        sq += double{x[at(b, c, i)]} * x[at(b, c, i)];
+      }
+    }
+    const double mean = sum / m;
+    const double inv = 1.0 / std::sqrt(std::max(0.0, sq / m - mean * mean) + eps);
+    double dy_sum = 0.0, dy_xhat = 0.0;
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t i = 0; i < inner; ++i) {
+        dy_sum += dy[at(b, c, i)];
+        dy_xhat += dy[at(b, c, i)] * (x[at(b, c, i)] - mean) * inv;
+      }
+    }
+    const double scale = a.in[2][c];
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const double xhat = (x[at(b, c, i)] - mean) * inv;
+        a.out[0][at(b, c, i)] =
+            static_cast<float>(scale * inv * (dy[at(b, c, i)] - dy_sum / m - xhat * dy_xhat / m));
+      }
+    }
+    a.out[1][c] = static_cast<float>(dy_xhat);
+    a.out[2][c] = static_cast<float>(dy_sum);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RegisterReferenceWindowGradients(KernelRegistry& registry) {
+  KILN_RETURN_IF_ERROR(RegisterReference(registry, "AffineBatchNormGradient", AffineBatchNorm));
   KILN_RETURN_IF_ERROR(RegisterReference(registry, "PoolingGradient", Pooling, "direct"));
   KILN_RETURN_IF_ERROR(RegisterReference(registry, "LRNGradient", Lrn));
   KILN_RETURN_IF_ERROR(RegisterReference(registry, "SoftmaxGradient", Softmax));

@@ -145,6 +145,21 @@ absl::StatusOr<Grads> BatchNormGradient(GraphBuilder& b, const GradientRequest& 
   return g;
 }
 
+// One node gives all three gradients: the reductions that dx needs are dscale and dbias.
+absl::StatusOr<Grads> AffineBatchNormGradient(GraphBuilder& b, const GradientRequest& r) {
+  const Node& n = *r.node;
+  KILN_ASSIGN_OR_RETURN(Value dy, SingleOutputGradient(r));
+  Grads g(n.num_inputs());
+  if (!r.needs_grad[0] && !r.needs_grad[4] && !r.needs_grad[5]) return g;
+  KILN_ASSIGN_OR_RETURN(std::vector<Value> d,
+                        AddGradientNodes(b, n, "grad", "AffineBatchNormGradient",
+                                         {n.input(0), dy, n.input(4)}, PickAttrs(n, {"eps"})));
+  if (r.needs_grad[0]) g[0] = d[0];
+  if (r.needs_grad[4]) g[4] = d[1];
+  if (r.needs_grad[5]) g[5] = d[2];
+  return g;
+}
+
 // Scale: dx = dy * scale (a Scale without bias), dscale = Σ x dy, dbias = Σ dy.
 absl::StatusOr<Grads> ScaleGradient(GraphBuilder& b, const GradientRequest& r) {
   const Node& n = *r.node;
@@ -200,6 +215,7 @@ absl::Status RegisterNnGradients(OpRegistry& registry) {
   KILN_RETURN_IF_ERROR(registry.SetGradient("LRN", LrnGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("BatchNorm", BatchNormGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Scale", ScaleGradient));
+  KILN_RETURN_IF_ERROR(registry.SetGradient("AffineBatchNorm", AffineBatchNormGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Bias", BiasGradientOf));
   return registry.SetGradient("Softmax", SoftmaxGradient);
 }

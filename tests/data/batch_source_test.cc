@@ -203,9 +203,10 @@ TEST(BatchSourceTest, SetupErrorsNameTheLayerAndTheSource) {
                                          caffe::TRAIN, BaseDir(), 1);
   EXPECT_NE(crop.status().message().find("record '00000000': crop_size 9"), std::string::npos)
       << crop.status();
-  auto type = BatchSource::OpenDataLayer(Layer("name: 'img' type: 'ImageData'"), caffe::TRAIN,
-                                         BaseDir(), 1);
+  auto type =
+      BatchSource::OpenDataLayer(Layer("name: 'h5' type: 'HDF5Data'"), caffe::TRAIN, BaseDir(), 1);
   EXPECT_EQ(type.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(type.status().message().find("'HDF5Data'"), std::string::npos) << type.status();
   auto no_source =
       BatchSource::OpenDataLayer(Layer("name: 'd' type: 'Data'"), caffe::TRAIN, BaseDir(), 1);
   EXPECT_NE(no_source.status().message().find("data_param.source is missing"), std::string::npos);

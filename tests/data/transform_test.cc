@@ -1,13 +1,16 @@
-// Caffe's Datum transformer: mean, scale, crops, mirror, float_data, and its errors.
+// Caffe's Datum transformer: mean, scale, crops, mirror, float_data, encoded records, and its
+// errors.
 #include "data/transform.h"
 
 #include <set>
 #include <string>
 #include <vector>
 
+#include "data/image_datum.h"
 #include "gtest/gtest.h"
 #include "proto/caffe_io.h"
 #include "tests/util/caffe_files.h"
+#include "tests/util/image_files.h"
 
 namespace kiln {
 namespace {
@@ -153,11 +156,64 @@ TEST(TransformTest, MeanFileAtTheSourcePixel) {
             std::string::npos);
 }
 
+// An encoded record holding a PNG: the transform decodes it and gives what the raw record of the
+// same pixels gives; force_color/force_gray choose the channels.
+TEST(TransformTest, EncodedRecordsAreDecoded) {
+  const Image color = SmoothImage(3, 4, 3, 5);
+  caffe::Datum encoded;
+  encoded.set_data(EncodePng(color));
+  encoded.set_encoded(true);
+  encoded.set_label(3);
+  const caffe::Datum raw = ImageToDatum(color, 3);
+  ASSERT_EQ(raw.channels(), 3);
+  // ImageToDatum's CHW planes: channel 1 (green) of pixel (y=2, x=1).
+  EXPECT_EQ(static_cast<uint8_t>(raw.data()[1 * 12 + 2 * 4 + 1]),
+            color.pixels[(2 * 4 + 1) * 3 + 1]);
+
+  DatumTransformer native = Make("scale: 0.5 mean_value: 1", caffe::TEST);
+  auto dims = native.OutputDims(encoded);
+  ASSERT_TRUE(dims.ok()) << dims.status();
+  EXPECT_EQ(*dims, (std::vector<int64_t>{3, 3, 4}));
+  EXPECT_EQ(Apply(native, encoded), Apply(native, raw));
+  caffe::Datum scratch;
+  auto decoded = native.DecodeIfEncoded(encoded, &scratch);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(*decoded, &scratch);
+  EXPECT_EQ(scratch.data(), raw.data());
+  EXPECT_EQ(scratch.label(), 3);
+  EXPECT_EQ(*native.DecodeIfEncoded(raw, &scratch), &raw);  // raw records pass through
+
+  DatumTransformer gray = Make("force_gray: true", caffe::TEST);
+  EXPECT_EQ(*gray.OutputDims(encoded), (std::vector<int64_t>{1, 3, 4}));
+  const std::vector<float> luma = Apply(gray, encoded);
+  const uint8_t* p = &color.pixels[0];
+  EXPECT_FLOAT_EQ(luma[0], GrayFromBgr(p[0], p[1], p[2]));
+
+  caffe::Datum gray_png;
+  gray_png.set_data(EncodePng(SmoothImage(2, 2, 1)));
+  gray_png.set_encoded(true);
+  EXPECT_EQ(*native.OutputDims(gray_png), (std::vector<int64_t>{1, 2, 2}));  // the file's own
+  DatumTransformer forced = Make("force_color: true", caffe::TEST);
+  EXPECT_EQ(*forced.OutputDims(gray_png), (std::vector<int64_t>{3, 2, 2}));
+
+  caffe::TransformationParameter both;
+  both.set_force_color(true);
+  both.set_force_gray(true);
+  EXPECT_NE(DatumTransformer::Create(both, caffe::TEST, "", 1)
+                .status()
+                .message()
+                .find("force_color and force_gray"),
+            std::string::npos);
+}
+
 TEST(TransformTest, RefusesBadDatums) {
   DatumTransformer t = Make("", caffe::TEST);
   caffe::Datum d = Grid(1, 2, 2);
-  d.set_encoded(true);
-  EXPECT_EQ(t.OutputDims(d).status().code(), absl::StatusCode::kUnimplemented);
+  d.set_encoded(true);  // bytes that are no image
+  EXPECT_EQ(t.OutputDims(d).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(t.OutputDims(d).status().message().find("not a JPEG or PNG"), std::string::npos);
+  std::vector<float> none(4);
+  EXPECT_EQ(t.Transform(d, none.data()).code(), absl::StatusCode::kInvalidArgument);
   d = Grid(1, 2, 2);
   d.set_height(3);
   std::vector<float> out(6);

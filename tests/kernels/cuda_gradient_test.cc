@@ -72,7 +72,7 @@ bool IsLabelPort(const std::string& op, int port) {
 // Ports whose parameters the primitives read as f32 whatever the data's dtype
 // (passes/precision_layout.cc keeps them f32 in 16-bit plans).
 bool IsF32ParameterPort(const std::string& op, int port) {
-  if (op == "BatchNorm" || op == "Scale") return port >= 1;
+  if (op == "BatchNorm" || op == "Scale" || op == "AffineBatchNorm") return port >= 1;
   if (op == "PReLU" || op == "Bias") return port == 1;
   return false;
 }

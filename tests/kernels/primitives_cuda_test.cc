@@ -510,11 +510,19 @@ TEST_F(PrimitivesCudaTest, Lrn) {
 }
 
 TEST_F(PrimitivesCudaTest, BatchNorm) {
+  // Spatial statistics of channels-last tensors with many rows take the rows kernel with
+  // several splits: 64 and 24 channels (whole 16-byte vectors in every dtype) and 20 (not in
+  // f16/bf16). Per-activation statistics keep the common shapes: over a batch of 2 some of the
+  // thousands of features of the larger shapes have two nearly equal samples, a variance near
+  // 0 and a gradient too ill-conditioned for any fixed f32 tolerance.
+  const auto spatial_shapes =
+      WithExtra(Shapes(), {{4, 64, 14, 14}, {2, 24, 33, 7}, {3, 20, 17, 9}});
   for (auto mode : {dnn::BatchNormMode::kSpatial, dnn::BatchNormMode::kPerActivation}) {
+    const auto& shapes = mode == dnn::BatchNormMode::kSpatial ? spatial_shapes : Shapes();
     for (auto rule : {dnn::RunningStatsRule::kExponential, dnn::RunningStatsRule::kCaffeSum}) {
       for (DataType dt : kDtypes) {
         for (Layout layout : kLayouts) {
-          for (const auto& dims : Shapes()) {
+          for (const auto& dims : shapes) {
             for (Blend b : kBlends) {
               const std::string what =
                   absl::StrCat("bn ", static_cast<int>(mode), "/", static_cast<int>(rule), " ",
@@ -767,6 +775,24 @@ TEST_F(PrimitivesCudaTest, TensorOpsEltwiseConcat) {
                 ref::ReduceTensorSum(b.alpha, y.desc(), y.h(), b.beta, dbd, old_db.data()).ok());
             CheckParams(absl::StrCat("reduce to [", absl::StrJoin(bdims, ","), "] ", what), db_d,
                         old_db, ToleranceFor(dt, 100));
+            // The scale gradient: Σ y other onto b's shape in one pass, against the sum of the
+            // product (gaps are NaN in both, and the reference reads no gap).
+            TestTensor other(dt, dims, layout);
+            other.Random(rng_, -1, 1);
+            Vec old_dot = testing::Uniform(dbd.ElementCount(), -1, 1, rng_);
+            DeviceBuffer dot_d(old_dot), dot_ws(dnn::ReduceTensorDotWorkspaceSize(y.desc(), dbd));
+            ASSERT_TRUE(dnn::ReduceTensorDot(*handle_, b.alpha, y.desc(), y.d(), other.desc(),
+                                             other.d(), b.beta, dbd, dot_d.get(), dot_ws.get(),
+                                             dot_ws.bytes())
+                            .ok());
+            Vec product = y.host();
+            for (size_t i = 0; i < product.size(); ++i) product[i] *= other.host()[i];
+            const ptrdiff_t first = y.h() - y.host().data();  // the layout's leading offset
+            ASSERT_TRUE(ref::ReduceTensorSum(b.alpha, y.desc(), product.data() + first, b.beta, dbd,
+                                             old_dot.data())
+                            .ok());
+            CheckParams(absl::StrCat("dot to [", absl::StrJoin(bdims, ","), "] ", what), dot_d,
+                        old_dot, ToleranceFor(dt, 100));
           }
           // Scale in place.
           y.Random(rng_, -1, 1);

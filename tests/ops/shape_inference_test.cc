@@ -263,6 +263,8 @@ TEST(OpRegistryTest, EveryOpHasInferenceAndASummary) {
   const std::vector<std::string> expected = {"AbsVal",
                                              "Accuracy",
                                              "ActivationGradient",
+                                             "AffineBatchNorm",
+                                             "AffineBatchNormGradient",
                                              "BatchNorm",
                                              "BatchNormGradient",
                                              "Bias",

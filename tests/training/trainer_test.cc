@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "proto/caffe_io.h"
 #include "proto/solver.h"
 #include "tests/util/caffe_files.h"
+#include "tests/util/image_files.h"
 
 namespace kiln {
 namespace {
@@ -49,9 +51,11 @@ absl::StatusOr<SolverConfig> WriteAndLoadSolver(const std::string& name, const s
 }
 
 absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const SolverConfig& solver,
-                                                     double loss_scale = 1.0) {
+                                                     double loss_scale = 1.0,
+                                                     bool optimize = false) {
   TrainerOptions options;
   options.loss_scale = loss_scale;
+  options.compile.optimize = optimize;
   const std::string any = ScratchFile("x");
   options.solver_dir = any.substr(0, any.rfind('/'));
   return Trainer::Create(solver, options);
@@ -100,7 +104,7 @@ std::string ResumeDb() {
 
 // A small convolutional classifier; the bias's lr_mult 2 and the decay make every rule of the
 // update matter. `batch_norm` puts a BatchNorm layer between the convolution and its ReLU.
-std::string ResumeNet(const std::string& source, bool batch_norm = false) {
+std::string ResumeNet(const std::string& source, bool batch_norm = false, bool with_scale = false) {
   const std::string head = R"pb(
     name: "tiny"
     layer {
@@ -152,7 +156,22 @@ std::string ResumeNet(const std::string& source, bool batch_norm = false) {
     }
     layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
   )pb";
-  return absl::StrReplaceAll(absl::StrCat(head, batch_norm ? bn : "", tail), {{"SOURCE", source}});
+  const std::string scale = R"pb(
+    layer {
+      name: "bn_scale"
+      type: "Scale"
+      bottom: "conv"
+      top: "conv"
+      scale_param {
+        bias_term: true
+        filler { type: "uniform" min: 0.5 max: 1.5 }
+        bias_filler { type: "uniform" min: -0.2 max: 0.2 }
+      }
+    }
+  )pb";
+  return absl::StrReplaceAll(
+      absl::StrCat(head, batch_norm ? bn : "", batch_norm && with_scale ? scale : "", tail),
+      {{"SOURCE", source}});
 }
 
 // Trains 20 iterations straight, and 10 + snapshot + restore into a new Trainer + 10; the final
@@ -454,18 +473,69 @@ TEST(TrainerRules, BatchNormStatisticsAccumulateAsCaffes) {
   EXPECT_NE(blobs[0], std::vector<float>(blobs[0].size(), 0.0f));
 }
 
+// With the training rewrites on (the CLI's default), BatchNorm + Scale train as one
+// AffineBatchNorm: the same losses, weights and running statistics as the Caffe pair, to f32
+// rounding.
+TEST(TrainerRules, FusedBatchNormScaleTrainsLikeThePair) {
+  const std::string net = ResumeNet(ResumeDb(), /*batch_norm=*/true, /*with_scale=*/true);
+  auto config = WriteAndLoadSolver("batchnorm_scale", net,
+                                   "type: \"SGD\"\nbase_lr: 0.05\nmomentum: 0.9\n"
+                                   "lr_policy: \"fixed\"\nrandom_seed: 3\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto pair = MakeTrainer(*config, 1.0, /*optimize=*/false);
+  auto fused = MakeTrainer(*config, 1.0, /*optimize=*/true);
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  // The fused plan runs one AffineBatchNorm forward and one backward, and no Scale.
+  auto ops = [](Trainer& t) {
+    std::map<std::string, int> count;
+    auto steps = t.ProfilePass();
+    EXPECT_TRUE(steps.ok()) << steps.status();
+    if (steps.ok()) {
+      for (const Trainer::StepTime& s : *steps) ++count[s.op];
+    }
+    return count;
+  };
+  auto fused_ops = ops(**fused), pair_ops = ops(**pair);
+  EXPECT_EQ(fused_ops["AffineBatchNorm"], 1);
+  EXPECT_EQ(fused_ops["AffineBatchNormGradient"], 1);
+  EXPECT_EQ(fused_ops["Scale"], 0);
+  EXPECT_EQ(pair_ops["AffineBatchNorm"], 0);
+  EXPECT_EQ(pair_ops["Scale"], 2);  // forward and Scale's dx
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE((*pair)->Step().ok());
+    ASSERT_TRUE((*fused)->Step().ok());
+    EXPECT_NEAR((*fused)->last_loss(), (*pair)->last_loss(), 1e-4 * std::fabs((*pair)->last_loss()))
+        << "iteration " << i;
+  }
+  auto want = (*pair)->WeightsAsNet();
+  auto got = (*fused)->WeightsAsNet();
+  ASSERT_TRUE(want.ok() && got.ok());
+  for (const char* layer : {"conv", "bn", "bn_scale", "ip"}) {
+    const auto w = Blobs(*want, layer), g = Blobs(*got, layer);
+    ASSERT_EQ(w.size(), g.size()) << layer;
+    ASSERT_FALSE(w.empty()) << layer;
+    for (size_t b = 0; b < w.size(); ++b) {
+      ASSERT_EQ(w[b].size(), g[b].size()) << layer;
+      for (size_t i = 0; i < w[b].size(); ++i) {
+        EXPECT_NEAR(g[b][i], w[b][i], 1e-4 * (1 + std::fabs(w[b][i]))) << layer << " blob " << b;
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Errors.
 
-TEST(TrainerErrors, AnImageDataLayerIsUnimplementedNamingTheLayer) {
+TEST(TrainerErrors, AnHdf5DataLayerIsUnimplementedNamingTheLayer) {
   const std::string net = R"pb(
-    name: "images"
+    name: "hdf5"
     layer {
-      name: "photos"
-      type: "ImageData"
+      name: "arrays"
+      type: "HDF5Data"
       top: "data"
       top: "label"
-      image_data_param { source: "list.txt" batch_size: 4 new_height: 8 new_width: 8 }
+      hdf5_data_param { source: "list.txt" batch_size: 4 }
     }
     layer {
       name: "ip"
@@ -477,13 +547,66 @@ TEST(TrainerErrors, AnImageDataLayerIsUnimplementedNamingTheLayer) {
     layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
   )pb";
   auto config =
-      WriteAndLoadSolver("image_data", net, "type: \"SGD\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\n");
+      WriteAndLoadSolver("hdf5_data", net, "type: \"SGD\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\n");
   ASSERT_TRUE(config.ok()) << config.status();
   auto trainer = MakeTrainer(*config);
   ASSERT_FALSE(trainer.ok());
   EXPECT_EQ(trainer.status().code(), absl::StatusCode::kUnimplemented) << trainer.status();
-  EXPECT_NE(trainer.status().message().find("'photos'"), std::string::npos) << trainer.status();
-  EXPECT_NE(trainer.status().message().find("ImageData"), std::string::npos) << trainer.status();
+  EXPECT_NE(trainer.status().message().find("'arrays'"), std::string::npos) << trainer.status();
+  EXPECT_NE(trainer.status().message().find("HDF5Data"), std::string::npos) << trainer.status();
+}
+
+// An ImageData layer feeds the trainer like a Data layer: its list and root folder are found
+// beside the solver, the images are resized to new_height x new_width, and a linear classifier
+// learns dark (label 0) from bright (label 1) pictures.
+TEST(TrainerImageData, TrainsFromAnImageList) {
+  std::filesystem::create_directories(ScratchFile("train_images"));
+  std::string list;
+  for (int i = 0; i < 8; ++i) {
+    const uint8_t base = i % 2 == 0 ? 30 : 220;
+    Image image = SolidImage(5 + i % 3, 7, base, base, base);
+    for (size_t p = 0; p < image.pixels.size(); ++p) image.pixels[p] += (p * 7 + i) % 11;
+    const std::string name = absl::StrCat("pic", i, ".png");
+    ASSERT_TRUE(WriteBytes(ScratchFile("train_images/" + name), EncodePng(image)));
+    absl::StrAppend(&list, name, " ", i % 2, "\n");
+  }
+  ASSERT_TRUE(WriteBytes(ScratchFile("train_images.txt"), list));
+  const std::string net = R"pb(
+    name: "images"
+    layer {
+      name: "photos"
+      type: "ImageData"
+      top: "data"
+      top: "label"
+      transform_param { scale: 0.00390625 }
+      image_data_param {
+        source: "train_images.txt"
+        root_folder: "train_images/"
+        batch_size: 4
+        new_height: 6
+        new_width: 6
+        shuffle: true
+      }
+    }
+    layer {
+      name: "ip"
+      type: "InnerProduct"
+      bottom: "data"
+      top: "ip"
+      inner_product_param { num_output: 2 }
+    }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+  )pb";
+  auto config =
+      WriteAndLoadSolver("image_data", net, "type: \"SGD\"\nbase_lr: 0.05\nlr_policy: \"fixed\"\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto trainer = MakeTrainer(*config);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ASSERT_TRUE((*trainer)->Step().ok());
+  const double first = (*trainer)->last_loss();
+  EXPECT_NEAR(first, std::log(2.0), 1e-4);  // zero-filled weights: both classes at 1/2
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE((*trainer)->Step().ok());
+  EXPECT_LT((*trainer)->last_loss(), 0.7 * first);  // about 0.35 after 31 steps
 }
 
 TEST(TrainerErrors, AMissingSourceIsNamed) {

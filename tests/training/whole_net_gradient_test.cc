@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
+#include "passes/training_passes.h"
 #include "proto/caffe_io.h"
 #include "proto/caffe_model.h"
 
@@ -268,6 +269,7 @@ struct CheckedNet {
   std::vector<std::string> checked;   // graph inputs whose gradients are checked
   std::vector<std::string> relu_ins;  // outputs holding every ReLU's input
   std::vector<MaxPoolWatch> pools;
+  int affine_batchnorms = 0;  // AffineBatchNorm nodes after the optional fusion
 };
 
 std::vector<int64_t> Spatial(const std::vector<int64_t>& v) {
@@ -275,8 +277,9 @@ std::vector<int64_t> Spatial(const std::vector<int64_t>& v) {
 }
 
 // Imports `text` for TRAIN, promotes every learnable blob to an input "param/<node>", keeps the
-// inputs of ReLUs and max poolings visible, and adds the backward of the loss.
-absl::Status Prepare(const char* text, uint64_t seed, CheckedNet& out) {
+// inputs of ReLUs and max poolings visible, and adds the backward of the loss. With `fuse`, the
+// training forward pipeline (BatchNorm + Scale as AffineBatchNorm) runs before the backward.
+absl::Status Prepare(const char* text, uint64_t seed, CheckedNet& out, bool fuse) {
   caffe::NetParameter net;
   if (absl::Status s = ParseTextMessage(text, "net", net); !s.ok()) return s;
   CaffeImportOptions import;
@@ -303,6 +306,14 @@ absl::Status Prepare(const char* text, uint64_t seed, CheckedNet& out) {
     out.checked.push_back(name);
   }
   graph.RemoveDeadNodes();
+  if (fuse) {
+    PassContext context;
+    context.inference = false;
+    if (absl::Status s = MakeTrainingForwardPipeline().Run(graph, context).status(); !s.ok()) {
+      return s;
+    }
+  }
+  for (Node* node : graph.nodes()) out.affine_batchnorms += node->op() == "AffineBatchNorm";
   // Data: values in [-1, 1]; labels: fixed classes.
   std::mt19937 rng(static_cast<uint32_t>(seed));
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -421,10 +432,12 @@ struct CheckResult {
 // Probes up to `per_input` elements of every checked input, spread over it. Each analytic value
 // passes through `tamper` first (to show the comparison can fail).
 CheckResult CheckNet(const char* text, uint64_t seed, int per_input,
-                     const std::function<double(double)>& tamper) {
+                     const std::function<double(double)>& tamper, bool fuse = false,
+                     int* affine_batchnorms = nullptr) {
   CheckResult result;
   CheckedNet net;
-  const absl::Status prepared = Prepare(text, seed, net);
+  const absl::Status prepared = Prepare(text, seed, net, fuse);
+  if (affine_batchnorms != nullptr) *affine_batchnorms = net.affine_batchnorms;
   EXPECT_TRUE(prepared.ok()) << prepared;
   if (!prepared.ok()) return result.failed = true, result;
   auto base = net.ctx->Run(net.bindings);
@@ -496,6 +509,20 @@ TEST(WholeNetGradient, ResidualBatchNormNetMatchesFiniteDifferences) {
   EXPECT_LE(r.worst, 1.0);
   // 3 convolutions, 3 Scale layers (scale and bias), the classifier (weight and bias) and the
   // data: 12 inputs.
+  EXPECT_GE(r.checked, 130);
+  EXPECT_LE(r.straddling * 8, r.checked);
+}
+
+// The same net with each BatchNorm + Scale fused into one AffineBatchNorm (the CLI's training
+// plans): its own backward (dx, dscale and dbias from one node) against finite differences.
+TEST(WholeNetGradient, FusedResidualBatchNormNetMatchesFiniteDifferences) {
+  int fused = 0;
+  const CheckResult r = CheckNet(kResidual, 11, 24, Identity, /*fuse=*/true, &fused);
+  ASSERT_FALSE(r.failed);
+  std::printf("residual fused: %d probes checked, %d straddled a kink, worst ratio %.3f\n",
+              r.checked, r.straddling, r.worst);
+  EXPECT_EQ(fused, 3);
+  EXPECT_LE(r.worst, 1.0);
   EXPECT_GE(r.checked, 130);
   EXPECT_LE(r.straddling * 8, r.checked);
 }

@@ -111,6 +111,13 @@ void AddWindowCases(std::vector<GradientCase>& out) {
   bn_global.fixed_inputs[2] = Uniform(0.5f, 2.0f);
   bn_global.fixed_inputs[3] = Constant(2.0f);
   out.push_back(bn_global);
+  // The fused training form of Caffe's BatchNorm + Scale: x, scale and bias get gradients.
+  GradientCase affine =
+      Case("affine_batchnorm", "AffineBatchNorm", {{4, 3, 2, 3}, {3}, {3}, {1}, {3}, {3}});
+  affine.fixed_inputs[1] = Uniform(-0.5f, 0.5f);
+  affine.fixed_inputs[2] = Uniform(0.5f, 2.0f);
+  affine.fixed_inputs[3] = Constant(2.0f);
+  out.push_back(affine);
   out.push_back(Case("scale_bias", "Scale", {{2, 3, 4, 4}, {3}, {3}}));
   out.push_back(Case("scale_two_axes", "Scale", {{2, 3, 4, 2}, {3, 4}}, {{"num_axes", I(2)}}));
   out.push_back(Case("bias", "Bias", {{2, 3, 2, 2}, {3}}));

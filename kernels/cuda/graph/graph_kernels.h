@@ -19,6 +19,8 @@ absl::Status RegisterCudaActivationKernels(KernelRegistry& registry);
 absl::Status RegisterCudaPoolingKernels(KernelRegistry& registry);
 // BatchNorm, Scale, Bias; BatchNormGradient, BiasGradient, ScaleParamGradient.
 absl::Status RegisterCudaNormalizationKernels(KernelRegistry& registry);
+// AffineBatchNorm (training BatchNorm + Scale, fused) and AffineBatchNormGradient.
+absl::Status RegisterCudaAffineBatchNormKernels(KernelRegistry& registry);
 // Softmax and SoftmaxGradient.
 absl::Status RegisterCudaSoftmaxKernels(KernelRegistry& registry);
 // Concat, Slice, Split, Crop, Flatten, Reshape, Convert; CropGradient.

@@ -387,9 +387,9 @@ absl::StatusOr<PreparedKernel> PrepareBatchNormGradient(const Node& node, const 
 
 // ---- BiasGradient(dy) and ScaleParamGradient(x, dy) ----
 
-// Σ dy (times x for a scale) over the dims the parameter broadcasts along, as the primitive's
-// deterministic reduction into packed f32; a parameter gradient of another type or layout is
-// reduced into the workspace and converted. The product x·dy goes to the workspace first.
+// Σ dy (Σ x dy for a scale, one pass over both, no product tensor) over the dims the parameter
+// broadcasts along, as the primitive's deterministic reduction into packed f32; a parameter
+// gradient of another type is reduced into the workspace and converted.
 absl::StatusOr<PreparedKernel> PrepareParamGradient(const Node& node, const KernelOptions&) {
   const bool scale = node.op() == "ScaleParamGradient";
   const TensorType& dy = node.input(scale ? 1 : 0).type();
@@ -412,46 +412,38 @@ absl::StatusOr<PreparedKernel> PrepareParamGradient(const Node& node, const Kern
     return absl::UnimplementedError(
         absl::StrCat("cuda ", node.op(), ": strided output ", dparam.ToString()));
   }
+  if (scale && node.input(0).type().dtype() != dy.dtype()) {
+    return absl::UnimplementedError(absl::StrCat("cuda ScaleParamGradient: x is ",
+                                                 DataTypeName(node.input(0).type().dtype()),
+                                                 " but dy is ", DataTypeName(dy.dtype())));
+  }
   dnn::TensorDescriptor out = reduced;
   out.dtype = dparam.dtype();
   const bool convert = dparam.dtype() != DataType::kF32;
-  // Workspace: [product x·dy (dense, dy's dtype)] [reduced f32] [reduction scratch].
-  size_t at = 0;
-  size_t product_at = 0, reduced_at = 0;
-  dnn::TensorDescriptor productd;
-  if (scale) {
-    KILN_ASSIGN_OR_RETURN(productd, DescriptorOf(dy.Contiguous().WithDataType(DataType::kF32)));
-    product_at = at;
-    at += AlignUp(dy.num_elements() * sizeof(float));
-  }
+  // Workspace: [reduced f32, when converted] [reduction scratch].
+  size_t at = 0, reduced_at = 0;
   if (convert) {
     reduced_at = at;
     at += AlignUp(reduced.ElementCount() * sizeof(float));
   }
   const size_t reduce_at = at;
-  const size_t reduce_bytes = dnn::ReduceTensorSumWorkspaceSize(scale ? productd : dyd, reduced);
+  const size_t reduce_bytes = scale ? dnn::ReduceTensorDotWorkspaceSize(dyd, reduced)
+                                    : dnn::ReduceTensorSumWorkspaceSize(dyd, reduced);
   PreparedKernel k;
   k.workspace_bytes = at + reduce_bytes;
   k.description = scale ? "sum of x*dy" : "sum of dy";
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, DescriptorOf(node.input(0).type()));
   k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
-    namespace in = dnn::internal;
     char* ws = static_cast<char*>(a.workspace);
-    const void* source = a.inputs[scale ? 1 : 0].data;
-    dnn::TensorDescriptor sourced = dyd;
-    if (scale) {
-      cuda::ElementwiseCall mul = in::ElementwiseOver(cuda::ElementwiseOp::kEltwiseProd, productd,
-                                                      ws + product_at, 1.0f, 0.0f);
-      in::AddInput(mul, in::OperandOf(xd, a.inputs[0].data));
-      in::AddInput(mul, in::OperandOf(dyd, a.inputs[1].data));
-      KILN_RETURN_IF_ERROR(in::LaunchStatus(cuda::LaunchElementwise(mul, handle.stream()),
-                                            "cuda ScaleParamGradient"));
-      source = ws + product_at;
-      sourced = productd;
-    }
     void* target = convert ? ws + reduced_at : a.outputs[0].data;
-    KILN_RETURN_IF_ERROR(dnn::ReduceTensorSum(handle, 1.0f, sourced, source, 0.0f, reduced, target,
-                                              ws + reduce_at, reduce_bytes));
+    if (scale) {
+      KILN_RETURN_IF_ERROR(dnn::ReduceTensorDot(handle, 1.0f, xd, a.inputs[0].data, dyd,
+                                                a.inputs[1].data, 0.0f, reduced, target,
+                                                ws + reduce_at, reduce_bytes));
+    } else {
+      KILN_RETURN_IF_ERROR(dnn::ReduceTensorSum(handle, 1.0f, dyd, a.inputs[0].data, 0.0f, reduced,
+                                                target, ws + reduce_at, reduce_bytes));
+    }
     if (!convert) return absl::OkStatus();
     return dnn::TransformTensor(handle, 1.0f, reduced, target, 0.0f, out, a.outputs[0].data);
   };

@@ -9,6 +9,7 @@ absl::Status RegisterCudaKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterCudaActivationKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaPoolingKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaNormalizationKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaAffineBatchNormKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaSoftmaxKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaTensorKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaEltwiseKernels(registry));

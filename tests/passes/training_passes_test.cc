@@ -1,0 +1,196 @@
+// The training forward rewrites: fuse_batchnorm_scale's structure on the text dump, the cases it
+// declines (identical dump, with the reason recorded), and numerics: the fused graph's forward
+// outputs, running statistics and gradients equal the unfused graph's on the reference backend.
+#include "passes/training_passes.h"
+
+#include <cmath>
+#include <map>
+
+#include "engine/ir/graph_builder.h"
+#include "engine/ir/text_format.h"
+#include "engine/runtime/compiler.h"
+#include "engine/runtime/executor.h"
+#include "engine/training/backward.h"
+#include "gtest/gtest.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
+#include "tests/util/op_test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::F32;
+using testing::RandomTensor;
+
+using Outputs = std::map<std::string, HostTensor>;
+
+struct Options {
+  bool bias = true;            // the Scale has a bias
+  bool global_stats = false;   // the BatchNorm uses stored statistics
+  bool second_reader = false;  // the BatchNorm output is also a graph output
+  bool update_stats = true;    // the BatchNorm outputs its running statistics
+};
+
+// data -> conv -> BatchNorm -> Scale -> ReLU -> Σ against a weight "w": a scalar "loss", the
+// running statistics as outputs "stats/*", parameters as inputs.
+std::unique_ptr<Graph> Net(const Options& o) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", F32({3, 4, 5, 5}));
+  Value w = *b.Input("conv/w", F32({6, 4, 3, 3}));
+  Value conv = *b.Op1("Convolution", {x, w}, {{"pad", std::vector<int64_t>{1}}}, "conv");
+  Value mean = *b.Input("bn/mean", F32({6}));
+  Value var = *b.Input("bn/var", F32({6}));
+  Value factor = *b.Input("bn/factor", F32({1}));
+  std::vector<Value> bn =
+      *b.Op("BatchNorm", {conv, mean, var, factor},
+            {{"use_global_stats", o.global_stats}, {"update_running_stats", o.update_stats}}, "bn");
+  std::vector<Value> scale_in = {bn[0], *b.Input("scale/s", F32({6}))};
+  if (o.bias) scale_in.push_back(*b.Input("scale/b", F32({6})));
+  Value scaled = *b.Op1("Scale", scale_in, {}, "scale");
+  Value relu = *b.Relu(scaled, 0.0, "relu");
+  Value loss = *b.Op1("EuclideanLoss", {relu, *b.Input("target", F32({3, 6, 5, 5}))}, {}, "loss");
+  EXPECT_TRUE(b.Output("loss", loss).ok());
+  if (o.update_stats) {
+    for (int i = 1; i < 4; ++i) EXPECT_TRUE(b.Output("stats/" + std::to_string(i), bn[i]).ok());
+  }
+  if (o.second_reader) EXPECT_TRUE(b.Output("normalized", bn[0]).ok());
+  return b.Finish();
+}
+
+Outputs Inputs() {
+  Outputs in;
+  in["data"] = RandomTensor(F32({3, 4, 5, 5}), 1);
+  in["conv/w"] = RandomTensor(F32({6, 4, 3, 3}), 2, -0.3f, 0.3f);
+  in["bn/mean"] = RandomTensor(F32({6}), 3);
+  in["bn/var"] = RandomTensor(F32({6}), 4, 0.5f, 2.0f);
+  in["bn/factor"] = RandomTensor(F32({1}), 5, 1.0f, 2.0f);
+  in["scale/s"] = RandomTensor(F32({6}), 6, 0.5f, 1.5f);
+  in["scale/b"] = RandomTensor(F32({6}), 7);
+  in["target"] = RandomTensor(F32({3, 6, 5, 5}), 8);
+  return in;
+}
+
+// Adds the loss's backward with gradient outputs "grad/<input>" for the parameters and data.
+void AddBackward(Graph& g) {
+  std::vector<Value> wrt;
+  std::vector<std::string> names;
+  for (Node* p : g.Parameters()) {
+    if (p->name() == "target" || p->name().rfind("bn/", 0) == 0) continue;
+    wrt.push_back(p->output(0));
+    names.push_back(p->name());
+  }
+  Value loss;
+  for (const GraphOutput& o : g.outputs()) {
+    if (o.name == "loss") loss = o.value;
+  }
+  auto grads = BuildBackward(g, {{loss, 1.0}}, wrt, {});
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  for (size_t i = 0; i < grads->size(); ++i) {
+    ASSERT_TRUE(g.AddOutput("grad/" + names[i], (*grads)[i]).ok());
+  }
+}
+
+Outputs RunReference(const Graph& g, const Outputs& inputs) {
+  CompileOptions options;
+  options.backend = BackendChoice::kReference;
+  auto plan = Compile(g, DefaultKernelRegistry(), options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (!plan.ok()) return {};
+  auto ctx = ExecutionContext::Create(**plan);
+  EXPECT_TRUE(ctx.ok()) << ctx.status();
+  Outputs bound;
+  for (const Node* p : g.Parameters()) bound[p->name()] = inputs.at(p->name());
+  auto out = (*ctx)->Run(bound);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *out : Outputs{};
+}
+
+absl::StatusOr<bool> Fuse(Graph& g, std::vector<PassRemark>* remarks = nullptr) {
+  PassContext context;
+  context.inference = false;
+  context.remarks = remarks;
+  return MakeTrainingForwardPipeline().Run(g, context);
+}
+
+int CountOps(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const Node* node : g.nodes()) n += node->op() == op ? 1 : 0;
+  return n;
+}
+
+TEST(FuseBatchNormScaleTest, TrainingPairBecomesOneAffineBatchNorm) {
+  auto g = Net({});
+  auto changed = Fuse(*g);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  const std::string dump = PrintGraph(*g);
+  EXPECT_EQ(CountOps(*g, "AffineBatchNorm"), 1) << dump;
+  EXPECT_EQ(CountOps(*g, "BatchNorm"), 0) << dump;
+  EXPECT_EQ(CountOps(*g, "Scale"), 0) << dump;
+  // It keeps the BatchNorm's name, reads the Scale's parameters, and reports both layers.
+  const Node* fused = g->FindNode("bn");
+  ASSERT_NE(fused, nullptr) << dump;
+  EXPECT_EQ(fused->op(), "AffineBatchNorm");
+  EXPECT_EQ(fused->input(4).node->name(), "scale/s");
+  EXPECT_EQ(fused->input(5).node->name(), "scale/b");
+  EXPECT_EQ(fused->origins(), (std::vector<std::string>{"bn", "scale"}));
+  // The statistics outputs now come from the fused node.
+  for (const GraphOutput& o : g->outputs()) {
+    if (o.name.rfind("stats/", 0) == 0) EXPECT_EQ(o.value.node, fused) << o.name;
+  }
+}
+
+TEST(FuseBatchNormScaleTest, DeclinedCasesLeaveTheGraphAsItWas) {
+  for (const auto& [what, options] : std::vector<std::pair<std::string, Options>>{
+           {"no bias", Options{false, false, false, true}},
+           {"stored statistics", Options{true, true, false, false}},
+           {"second reader", Options{true, false, true, true}}}) {
+    auto g = Net(options);
+    const std::string before = PrintGraph(*g);
+    std::vector<PassRemark> remarks;
+    auto changed = Fuse(*g, &remarks);
+    ASSERT_TRUE(changed.ok()) << what << ": " << changed.status();
+    EXPECT_FALSE(*changed) << what;
+    EXPECT_EQ(PrintGraph(*g), before) << what;
+    if (what != "stored statistics") {
+      ASSERT_EQ(remarks.size(), 1u) << what;
+      EXPECT_EQ(remarks[0].pass, "fuse_batchnorm_scale");
+      EXPECT_FALSE(remarks[0].reason.empty());
+    }
+  }
+}
+
+// Forward outputs, running statistics and every gradient (data, filter, scale, bias) of the
+// fused graph against the unfused one.
+TEST(FuseBatchNormScaleTest, FusedGraphTrainsLikeTheCaffePair) {
+  auto unfused = Net({});
+  auto fused = Net({});
+  ASSERT_TRUE(Fuse(*fused).ok());
+  ASSERT_EQ(CountOps(*fused, "AffineBatchNorm"), 1);
+  AddBackward(*unfused);
+  AddBackward(*fused);
+  ASSERT_EQ(CountOps(*fused, "AffineBatchNormGradient"), 1) << PrintGraph(*fused);
+  EXPECT_EQ(CountOps(*fused, "ScaleParamGradient"), 0);
+  const Outputs in = Inputs();
+  const Outputs want = RunReference(*unfused, in);
+  const Outputs got = RunReference(*fused, in);
+  ASSERT_FALSE(want.empty());
+  for (const char* name : {"loss", "stats/1", "stats/2", "stats/3", "grad/data", "grad/conv/w",
+                           "grad/scale/s", "grad/scale/b"}) {
+    ASSERT_TRUE(got.count(name) && want.count(name)) << name;
+    const HostTensor& a = got.at(name);
+    const HostTensor& b = want.at(name);
+    ASSERT_EQ(a.type().num_elements(), b.type().num_elements()) << name;
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < a.type().num_elements(); ++i) {
+      const double d = a.GetFloat(i) - b.GetFloat(i);
+      num += d * d;
+      den += double{b.GetFloat(i)} * b.GetFloat(i);
+    }
+    EXPECT_LE(std::sqrt(num / std::max(den, 1e-30)), 1e-5) << name;
+    EXPECT_GT(den, 0) << name;  // nothing compared against all zeros
+  }
+}
+
+}  // namespace
+}  // namespace kiln
