@@ -10,6 +10,7 @@
 #include "data/batch_source.h"
 #include "engine/runtime/executor.h"
 #include "engine/status_macros.h"
+#include "engine/training/gradient_sync.h"
 #include "engine/training/training_graph.h"
 #include "engine/training/training_net.h"
 #include "kernels/all_kernels.h"
@@ -38,6 +39,20 @@ absl::StatusOr<dnn::SolverType> SolverTypeOf(const std::string& type) {
 
 int64_t BytesOf(const TensorType& t) { return t.span_bytes(); }
 
+// The last plan step that writes graph output `output` (-1: none, or no such output).
+int ProducingStep(const ExecutionPlan& plan, const std::string& output) {
+  auto it = plan.outputs().find(output);
+  if (output.empty() || it == plan.outputs().end()) return -1;
+  const int root = plan.RootBuffer(it->second);
+  int last = -1;
+  for (size_t i = 0; i < plan.steps().size(); ++i) {
+    for (int o : plan.steps()[i].outputs) {
+      if (plan.RootBuffer(o) == root) last = static_cast<int>(i);
+    }
+  }
+  return last;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const SolverConfig& solver,
@@ -52,6 +67,14 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const SolverConfig& sol
         absl::StrCat("training: loss scale must be a positive number, got ", options.loss_scale));
   }
   t->loss_scale_ = options.loss_scale;
+  if (options.data_shards < 1 || options.data_shard < 0 ||
+      options.data_shard >= options.data_shards) {
+    return absl::InvalidArgumentError(absl::StrCat("training: data shard ", options.data_shard,
+                                                   " of ", options.data_shards,
+                                                   " is out of range"));
+  }
+  t->sync_ = options.gradient_sync;
+  const bool accumulate = p.iter_size() > 1;
   const uint64_t fill_seed = p.random_seed() >= 0 ? static_cast<uint64_t>(p.random_seed()) : 1;
   KILN_ASSIGN_OR_RETURN(
       t->train_, LoadTrainingNet(solver.train, caffe::TRAIN, options, fill_seed, true, nullptr));
@@ -75,11 +98,20 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const SolverConfig& sol
     }
     KILN_ASSIGN_OR_RETURN(s.value, device.Allocate(bytes));
     KILN_RETURN_IF_ERROR(device.CopyToDevice(s.value, param.initial.data(), bytes));
-    KILN_ASSIGN_OR_RETURN(s.grad, device.Allocate(bytes));
-    KILN_RETURN_IF_ERROR(device.Fill(s.grad, 0, bytes));  // a parameter no loss reaches
-    if (p.iter_size() > 1) {
-      KILN_ASSIGN_OR_RETURN(s.accum, device.Allocate(bytes));
+    // With a GradientSync, the buffer the update reads (grad, or accum when accumulating) is
+    // placed in the sync's block below instead.
+    if (t->sync_ == nullptr || accumulate) {
+      KILN_ASSIGN_OR_RETURN(s.grad, device.Allocate(bytes));
+      KILN_RETURN_IF_ERROR(device.Fill(s.grad, 0, bytes));  // a parameter no loss reaches
+    }
+    if (accumulate) {
+      if (t->sync_ == nullptr) {
+        KILN_ASSIGN_OR_RETURN(s.accum, device.Allocate(bytes));
+      }
       KILN_ASSIGN_OR_RETURN(s.scratch, device.Allocate(bytes));
+      // The accumulating step reads it times momentum 0: fresh memory holding a NaN or an Inf
+      // would poison the accumulator (0 x NaN), so it starts at zero.
+      KILN_RETURN_IF_ERROR(device.Fill(s.scratch, 0, bytes));
     }
     for (int h = 0; h < t->history_count_; ++h) {
       KILN_ASSIGN_OR_RETURN(s.history[h], device.Allocate(bytes));
@@ -106,6 +138,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const SolverConfig& sol
   if (device.kind() == DeviceKind::kCuda) {
     KILN_ASSIGN_OR_RETURN(t->norm_scratch_, device.Allocate(sizeof(double)));
   }
+  if (t->sync_ != nullptr) {
+    KILN_RETURN_IF_ERROR(t->BindGradientSync(accumulate));
+    KILN_RETURN_IF_ERROR(t->ShareParameters());
+  }
   int64_t batch = 0;
   for (const TrainingNet::Source& s : t->train_->sources) {
     const std::string& top = s.data;
@@ -126,11 +162,17 @@ Trainer::~Trainer() {
   tests_.clear();
   if (train_ == nullptr || train_->ctx == nullptr) return;
   Device& device = train_->ctx->device();
+  auto in_block = [&](void* p) {
+    const char* b = static_cast<const char*>(gradient_block_);
+    const char* q = static_cast<const char*>(p);
+    return b != nullptr && q >= b && q < b + gradient_block_bytes_;
+  };
   for (ParamState& s : state_) {
     for (void* p : {s.value, s.grad, s.accum, s.scratch, s.history[0], s.history[1]}) {
-      if (p != nullptr) device.Free(p);
+      if (p != nullptr && !in_block(p)) device.Free(p);
     }
   }
+  if (gradient_block_ != nullptr) device.Free(gradient_block_);
   for (StatState& s : stats_) {
     device.Free(s.value);
     device.Free(s.next);
@@ -191,7 +233,55 @@ absl::Status Trainer::Step(bool read_loss) {
   recent_losses_.push_back(last_loss_);
   if (static_cast<int>(recent_losses_.size()) > window)
     recent_losses_.erase(recent_losses_.begin());
+  if (sync_ != nullptr) {
+    std::vector<DeviceSpan> stats;
+    for (StatState& st : stats_) stats.push_back({static_cast<float*>(st.value), st.count});
+    KILN_RETURN_IF_ERROR(sync_->ReduceStatistics(device, stats));
+    KILN_RETURN_IF_ERROR(sync_->ReduceGradients(device));
+  }
   return Update();
+}
+
+absl::Status Trainer::BindGradientSync(bool accumulate) {
+  const ExecutionPlan& plan = *train_->plan;
+  Device& device = train_->ctx->device();
+  std::vector<GradientSlot> slots;
+  for (size_t i = 0; i < state_.size(); ++i) {
+    const TrainableParam& param = train_->tg.params[i];
+    GradientSlot slot;
+    slot.node = param.node;
+    slot.count = state_[i].count;
+    slot.produced_at = accumulate ? -1 : ProducingStep(plan, param.gradient);
+    slots.push_back(slot);
+  }
+  KILN_ASSIGN_OR_RETURN(GradientLayout layout, sync_->PlanGradients(slots));
+  if (layout.offsets.size() != slots.size()) {
+    return absl::InternalError(absl::StrCat("training: the gradient sync placed ",
+                                            layout.offsets.size(), " gradients of ", slots.size()));
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const int64_t end = layout.offsets[i] + slots[i].count * static_cast<int64_t>(sizeof(float));
+    if (layout.offsets[i] < 0 || layout.offsets[i] % 256 != 0 || end > layout.total_bytes) {
+      return absl::InternalError(absl::StrCat("training: the gradient sync placed '", slots[i].node,
+                                              "' at ", layout.offsets[i], " in a block of ",
+                                              layout.total_bytes, " bytes"));
+    }
+  }
+  gradient_block_bytes_ = std::max<int64_t>(layout.total_bytes, 1);
+  KILN_ASSIGN_OR_RETURN(gradient_block_, device.Allocate(gradient_block_bytes_));
+  KILN_RETURN_IF_ERROR(device.Fill(gradient_block_, 0, gradient_block_bytes_));
+  for (size_t i = 0; i < state_.size(); ++i) {
+    void* placed = static_cast<char*>(gradient_block_) + layout.offsets[i];
+    (accumulate ? state_[i].accum : state_[i].grad) = placed;
+  }
+  return sync_->BindGradients(device, gradient_block_);
+}
+
+absl::Status Trainer::ShareParameters() {
+  std::vector<DeviceSpan> params, stats;
+  for (ParamState& s : state_) params.push_back({static_cast<float*>(s.value), s.count});
+  for (StatState& s : stats_) stats.push_back({static_cast<float*>(s.value), s.count});
+  return sync_->ShareParameters(train_->ctx->device(), params, stats);
 }
 
 absl::StatusOr<double> Trainer::TimeSteps(int iterations, int warmup) {
@@ -265,8 +355,10 @@ absl::Status Trainer::Update() {
   auto gradient_of = [&](ParamState& s) {
     return static_cast<float*>(iter_size > 1 ? s.accum : s.grad);
   };
-  // The gradients were computed from a loss scaled by loss_scale_: every use divides it out.
-  double scale = 1.0 / (iter_size * loss_scale_);
+  // The gradients were computed from a loss scaled by loss_scale_ (and, data-parallel, summed
+  // over the ranks): every use divides it out.
+  const double divisor = loss_scale_ * (sync_ != nullptr ? sync_->gradient_divisor() : 1);
+  double scale = 1.0 / (iter_size * divisor);
   if (p.clip_gradients() > 0) {
     // Caffe clips the accumulated gradients by their global L2 norm, before anything else.
     double sum = 0;
@@ -280,7 +372,7 @@ absl::Status Trainer::Update() {
     } else {
       for (ParamState& s : state_) sum += dnn::SumOfSquaresHost(s.count, gradient_of(s));
     }
-    const double norm = std::sqrt(sum) / loss_scale_;
+    const double norm = std::sqrt(sum) / divisor;
     if (norm > p.clip_gradients()) scale *= p.clip_gradients() / norm;
   }
   KILN_ASSIGN_OR_RETURN(dnn::SolverType type, SolverTypeOf(p.type()));
@@ -475,6 +567,7 @@ absl::Status Trainer::Restore(const std::string& solverstate_path,
         load(r.layer, r.index, r.caffe_shape, r.initial, stats_[i].value, stats_[i].count));
   }
   iter_ = state.iter;
+  if (sync_ != nullptr) KILN_RETURN_IF_ERROR(ShareParameters());
   return absl::OkStatus();
 }
 

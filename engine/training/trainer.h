@@ -78,6 +78,7 @@ class Trainer {
   // Writes <prefix>_iter_<N>.caffemodel and .solverstate; returns their paths.
   absl::StatusOr<std::pair<std::string, std::string>> Snapshot(const std::string& prefix);
   // Continues from a .solverstate (and the .caffemodel it names, unless `weights_path` is given).
+  // With a GradientSync every rank must call it (the parameters are then shared from rank 0).
   absl::Status Restore(const std::string& solverstate_path, const std::string& weights_path = "");
 
   // The current parameters as a Caffe net of the TRAIN net's layers (for --weights elsewhere).
@@ -86,6 +87,9 @@ class Trainer {
  private:
   Trainer() = default;
   absl::Status Update();
+  // With a GradientSync: places the gradients the update reads in the sync's block.
+  absl::Status BindGradientSync(bool accumulate);
+  absl::Status ShareParameters();
 
   SolverConfig solver_;
   std::unique_ptr<TrainingNet> train_;
@@ -117,6 +121,10 @@ class Trainer {
   int64_t images_per_iteration_ = 0;
   std::string backend_;
   void* norm_scratch_ = nullptr;  // one double, for clip_gradients on CUDA
+  // Data-parallel training (TrainerOptions::gradient_sync); null for one process.
+  GradientSync* sync_ = nullptr;
+  void* gradient_block_ = nullptr;  // the sync's layout of the gradients, owned here
+  int64_t gradient_block_bytes_ = 0;
 };
 
 }  // namespace kiln

@@ -122,8 +122,11 @@ absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(const SolverNet& sp
         resolved.mutable_data_param()->set_source(
             ResolveSource(layer.data_param().source(), options.solver_dir));
       }
-      KILN_ASSIGN_OR_RETURN(source,
-                            BatchSource::OpenDataLayer(resolved, phase, "", options.data_seed));
+      const bool sharded = phase == caffe::TRAIN;  // TEST passes read the whole database
+      KILN_ASSIGN_OR_RETURN(
+          source, BatchSource::OpenDataLayer(resolved, phase, "", options.data_seed, false,
+                                             sharded ? options.data_shard : 0,
+                                             sharded ? options.data_shards : 1));
       dims = source->data_dims();
     }
     if (layer.top_size() > 0) import.input_shapes[layer.top(0)] = dims;

@@ -19,6 +19,8 @@
 
 namespace kiln {
 
+class GradientSync;  // engine/training/gradient_sync.h
+
 struct TrainerOptions {
   // Backend, precision, layout, algorithm choice of every plan (the CLI's flags). The inference
   // rewrites are never run on training plans; `compile.optimize` runs the training forward
@@ -38,6 +40,14 @@ struct TrainerOptions {
   // gradients by it before anything else (clipping included), so only the rounding of 16-bit
   // gradients changes. 1: none (Caffe).
   double loss_scale = 1.0;
+  // Data-parallel training (engine/distributed): the TRAIN net's Data layers read shard
+  // `data_shard` of `data_shards` of their stream (positions data_shard + k * data_shards, as
+  // Caffe's solvers do; TEST nets read everything), and `gradient_sync` (not owned, outliving
+  // the Trainer) sums the gradients over the ranks before every update. The defaults: one
+  // process, and the Trainer as without them.
+  int data_shard = 0;
+  int data_shards = 1;
+  GradientSync* gradient_sync = nullptr;
 };
 
 // One output of a net (mean over the batches of a test pass), as Caffe reports it.

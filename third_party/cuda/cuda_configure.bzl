@@ -2,6 +2,9 @@
 
 When the toolkit is missing the repository still exists but `:available` is false and the CUDA
 targets fail with a message that says so, rather than Bazel failing on a missing path.
+
+NCCL is optional: `@local_cuda//:defs.bzl` says whether the toolkit has nccl.h and libnccl.so
+(HAS_NCCL), and `@local_cuda//:nccl` links it where it does (engine/distributed uses both).
 """
 
 def _cuda_configure_impl(repository_ctx):
@@ -14,6 +17,18 @@ def _cuda_configure_impl(repository_ctx):
     repository_ctx.symlink(cuda_path + "/bin", "bin")
     if repository_ctx.path(cuda_path + "/nvvm").exists:
         repository_ctx.symlink(cuda_path + "/nvvm", "nvvm")
+    has_nccl = (repository_ctx.path(cuda_path + "/include/nccl.h").exists and
+                repository_ctx.path(cuda_path + "/lib64/libnccl.so").exists)
+    repository_ctx.file("defs.bzl", "HAS_NCCL = %s\n" % ("True" if has_nccl else "False"))
+    nccl_target = """
+# NCCL, dynamic as cuBLAS (the toolkit has no static NCCL here).
+cc_library(
+    name = "nccl",
+    srcs = ["lib64/libnccl.so"],
+    linkopts = ["-Wl,-rpath,{cuda}/lib64"],
+    deps = [":cuda_headers"],
+)
+""" if has_nccl else ""
     repository_ctx.file("BUILD", """
 package(default_visibility = ["//visibility:public"])
 
@@ -58,7 +73,7 @@ cc_library(
     linkopts = ["-Wl,-rpath,{cuda}/lib64"],
     deps = [":cuda_headers"],
 )
-""".replace("{cuda}", cuda_path))
+""".replace("{cuda}", cuda_path) + nccl_target.replace("{cuda}", cuda_path))
 
 cuda_configure = repository_rule(
     implementation = _cuda_configure_impl,

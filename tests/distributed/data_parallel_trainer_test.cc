@@ -1,0 +1,414 @@
+// Data-parallel training on the CPU with FakeCommunicator: two ranks of batch B train a small
+// LeNet-like net exactly as one rank of batch 2B does (20 steps, parameters within 1e-5, and
+// bit-identical on both ranks), with iter_size and gradient clipping too; BatchNorm statistics
+// stay per rank unless synchronized; only rank 0 tests and snapshots; and a rank that is killed,
+// or dies silently, ends the others with an error instead of a hang.
+#include "engine/distributed/data_parallel_trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "data/datum_db.h"
+#include "engine/distributed/fake_communicator.h"
+#include "gtest/gtest.h"
+#include "proto/caffe_io.h"
+#include "proto/solver.h"
+#include "tests/util/caffe_files.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kRecords = 96;
+
+// 96 pseudo-random 1x8x8 images, labels 0..2; written once per process.
+std::string Db() {
+  static const std::string path = [] {
+    const std::string p = ScratchFile("dp_lmdb");
+    DatumWriterOptions options;
+    options.overwrite = true;
+    auto writer = DatumWriter::Open(p, DbBackend::kLmdb, options);
+    EXPECT_TRUE(writer.ok()) << writer.status();
+    for (int i = 0; i < kRecords; ++i) {
+      caffe::Datum d;
+      d.set_channels(1);
+      d.set_height(8);
+      d.set_width(8);
+      std::string pixels(64, '\0');
+      uint32_t state = 2246822519u * static_cast<uint32_t>(i + 1);
+      for (char& c : pixels) {
+        state = state * 1664525u + 1013904223u;
+        c = static_cast<char>(state >> 24);
+      }
+      d.set_data(pixels);
+      d.set_label(i % 3);
+      EXPECT_TRUE((*writer)->Put(DatumKey(i), d).ok());
+    }
+    EXPECT_TRUE((*writer)->Close().ok());
+    return p;
+  }();
+  return path;
+}
+
+// conv -> (BatchNorm) -> ReLU -> max pool -> ip 16 -> ReLU -> ip 3 -> softmax loss.
+std::string Net(int batch, bool batch_norm = false) {
+  const std::string text = absl::StrCat(
+      R"pb(
+        name: "small"
+        layer {
+          name: "data"
+          type: "Data"
+          top: "data"
+          top: "label"
+          include { phase: TRAIN }
+          transform_param { scale: 0.00390625 }
+          data_param { source: "SOURCE" batch_size: BATCH backend: LMDB }
+        }
+        layer {
+          name: "data"
+          type: "Data"
+          top: "data"
+          top: "label"
+          include { phase: TEST }
+          transform_param { scale: 0.00390625 }
+          data_param { source: "SOURCE" batch_size: 8 backend: LMDB }
+        }
+        layer {
+          name: "conv"
+          type: "Convolution"
+          bottom: "data"
+          top: "conv"
+          param { lr_mult: 1 }
+          param { lr_mult: 2 }
+          convolution_param {
+            num_output: 4
+            kernel_size: 3
+            weight_filler { type: "xavier" }
+            bias_filler { type: "constant" value: 0.1 }
+          }
+        })pb",
+      batch_norm ? R"pb(
+            layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "conv" })pb"
+                 : "",
+      R"pb(
+        layer { name: "relu1" type: "ReLU" bottom: "conv" top: "conv" }
+        layer {
+          name: "pool"
+          type: "Pooling"
+          bottom: "conv"
+          top: "pool"
+          pooling_param { pool: MAX kernel_size: 2 stride: 2 }
+        }
+        layer {
+          name: "ip1"
+          type: "InnerProduct"
+          bottom: "pool"
+          top: "ip1"
+          inner_product_param {
+            num_output: 16
+            weight_filler { type: "xavier" }
+          }
+        }
+        layer { name: "relu2" type: "ReLU" bottom: "ip1" top: "ip1" }
+        layer {
+          name: "ip2"
+          type: "InnerProduct"
+          bottom: "ip1"
+          top: "ip2"
+          inner_product_param {
+            num_output: 3
+            weight_filler { type: "xavier" }
+          }
+        }
+        layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
+        layer {
+          name: "accuracy"
+          type: "Accuracy"
+          bottom: "ip2"
+          bottom: "label"
+          top: "accuracy"
+          include { phase: TEST }
+        })pb");
+  return absl::StrReplaceAll(text, {{"SOURCE", Db()}, {"BATCH", absl::StrCat(batch)}});
+}
+
+SolverConfig Solver(const std::string& name, int batch, const std::string& extra = "",
+                    bool batch_norm = false) {
+  const std::string net_file = ScratchFile(name + "_net.prototxt");
+  EXPECT_TRUE(WriteFileBytes(net_file, Net(batch, batch_norm)).ok());
+  const std::string solver_file = ScratchFile(name + "_solver.prototxt");
+  EXPECT_TRUE(WriteFileBytes(
+                  solver_file,
+                  absl::StrCat("net: \"", net_file, "\"\n", "type: \"SGD\"\n",
+                               "base_lr: 0.05\nmomentum: 0.9\nweight_decay: 0.0005\n",
+                               "lr_policy: \"fixed\"\nmax_iter: 100\n", "random_seed: 3\n", extra))
+                  .ok());
+  absl::StatusOr<SolverConfig> config = LoadSolver(solver_file);
+  EXPECT_TRUE(config.ok()) << config.status();
+  return *config;
+}
+
+TrainerOptions CpuOptions() {
+  TrainerOptions options;
+  options.compile.backend = BackendChoice::kCpu;
+  return options;
+}
+
+// Every blob of every layer with parameters, flattened, in order.
+std::vector<float> Parameters(Trainer& trainer) {
+  absl::StatusOr<caffe::NetParameter> net = trainer.WeightsAsNet();
+  EXPECT_TRUE(net.ok()) << net.status();
+  std::vector<float> out;
+  for (const caffe::LayerParameter& layer : net->layer()) {
+    for (const caffe::BlobProto& blob : layer.blobs()) {
+      out.insert(out.end(), blob.data().begin(), blob.data().end());
+    }
+  }
+  return out;
+}
+
+std::vector<float> LayerBlobs(Trainer& trainer, const std::string& name) {
+  absl::StatusOr<caffe::NetParameter> net = trainer.WeightsAsNet();
+  EXPECT_TRUE(net.ok()) << net.status();
+  std::vector<float> out;
+  for (const caffe::LayerParameter& layer : net->layer()) {
+    if (layer.name() != name) continue;
+    for (const caffe::BlobProto& blob : layer.blobs()) {
+      out.insert(out.end(), blob.data().begin(), blob.data().end());
+    }
+  }
+  return out;
+}
+
+struct Group {
+  std::shared_ptr<FakeCommunicatorGroup> group;
+  std::vector<std::unique_ptr<Communicator>> comms;
+  std::vector<Communicator*> pointers;
+};
+
+Group MakeGroup(int n, absl::Duration timeout = absl::Seconds(60)) {
+  Group g;
+  FakeCommunicatorOptions options;
+  options.timeout = timeout;
+  g.group = *FakeCommunicatorGroup::Create(n, options);
+  for (int r = 0; r < n; ++r) {
+    g.comms.push_back(std::move(*g.group->TakeRank(r)));
+    g.pointers.push_back(g.comms.back().get());
+  }
+  return g;
+}
+
+double MaxAbsDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
+  }
+  return worst;
+}
+
+// Trains `steps` with one rank of batch 2B and with two ranks of batch B; compares.
+void ExpectTwoRanksMatchOne(const std::string& name, int batch, const std::string& extra,
+                            int steps) {
+  absl::StatusOr<std::unique_ptr<Trainer>> single =
+      Trainer::Create(Solver(name + "_single", 2 * batch, extra), CpuOptions());
+  ASSERT_TRUE(single.ok()) << single.status();
+  const std::vector<float> initial = Parameters(**single);
+  for (int i = 0; i < steps; ++i) ASSERT_TRUE((*single)->Step().ok());
+  const std::vector<float> expected = Parameters(**single);
+
+  Group g = MakeGroup(2);
+  absl::StatusOr<std::unique_ptr<DataParallelTrainer>> dp =
+      DataParallelTrainer::Create(Solver(name + "_dp", batch, extra), CpuOptions(), g.pointers);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  // Both ranks start from the same parameters as the single run (the same fillers, shared).
+  EXPECT_EQ(Parameters((*dp)->worker(1).trainer()), initial);
+  absl::Status status = (*dp)->Step(steps);
+  ASSERT_TRUE(status.ok()) << status;
+  const std::vector<float> rank0 = Parameters((*dp)->worker(0).trainer());
+  const std::vector<float> rank1 = Parameters((*dp)->worker(1).trainer());
+  EXPECT_EQ(rank0, rank1) << "the ranks' parameters differ";
+  EXPECT_LE(MaxAbsDifference(rank0, expected), 1e-5);
+  EXPECT_GT(MaxAbsDifference(initial, expected), 1e-2) << "training did not move the weights";
+  EXPECT_EQ((*dp)->worker(0).trainer().iter(), steps);
+  const DataParallelSync& sync = (*dp)->worker(0).sync();
+  EXPECT_GE(sync.buckets().buckets.size(), 1u);
+  EXPECT_EQ(sync.reductions(), steps * static_cast<int64_t>(sync.buckets().buckets.size()));
+}
+
+TEST(DataParallelTrainerTest, TwoRanksOfBatchBTrainAsOneRankOfBatch2B) {
+  ExpectTwoRanksMatchOne("dp_plain", 8, "", 20);
+}
+
+TEST(DataParallelTrainerTest, SmallBucketsGiveTheSameResult) {
+  // Many tiny buckets (one per gradient, about) reduce the same numbers.
+  absl::StatusOr<std::unique_ptr<Trainer>> single =
+      Trainer::Create(Solver("dp_buckets_single", 16), CpuOptions());
+  ASSERT_TRUE(single.ok()) << single.status();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE((*single)->Step().ok());
+  Group g = MakeGroup(2);
+  DataParallelOptions small;
+  small.buckets.bucket_bytes = 512;
+  small.buckets.first_bucket_bytes = 256;
+  absl::StatusOr<std::unique_ptr<DataParallelTrainer>> dp =
+      DataParallelTrainer::Create(Solver("dp_buckets", 8), CpuOptions(), g.pointers, small);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  ASSERT_TRUE((*dp)->Step(5).ok());
+  const DataParallelSync& sync = (*dp)->worker(0).sync();
+  // Six gradients (weights and biases of conv, ip1, ip2), 256-byte aligned, in 512-byte
+  // buckets after a 256-byte first one: at least four buckets.
+  EXPECT_GE(sync.buckets().buckets.size(), 4u) << sync.buckets().ToString(sync.production_order());
+  // The last layer's gradients are produced first.
+  EXPECT_NE(sync.production_order().front().name.find("ip2"), std::string::npos)
+      << sync.buckets().ToString(sync.production_order());
+  EXPECT_LE(MaxAbsDifference(Parameters((*dp)->worker(0).trainer()), Parameters(**single)), 1e-5);
+}
+
+TEST(DataParallelTrainerTest, IterSizeAndClippingMatchToo) {
+  // Two ranks x iter_size 2 x batch 4 = one rank x batch 16; the clipping threshold is low
+  // enough to act, so the norm must be the one of the averaged gradient.
+  ExpectTwoRanksMatchOne("dp_iter", 4, "iter_size: 2\nclip_gradients: 0.05\n", 20);
+}
+
+TEST(DataParallelTrainerTest, BatchNormStatisticsArePerRankUnlessSynchronized) {
+  for (bool synchronize : {false, true}) {
+    SCOPED_TRACE(synchronize ? "synchronized" : "per rank");
+    Group g = MakeGroup(2);
+    DataParallelOptions options;
+    options.sync_batch_norm_statistics = synchronize;
+    absl::StatusOr<std::unique_ptr<DataParallelTrainer>> dp =
+        DataParallelTrainer::Create(Solver(synchronize ? "dp_bn_sync" : "dp_bn", 8, "", true),
+                                    CpuOptions(), g.pointers, options);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    const std::vector<float> before = LayerBlobs((*dp)->worker(0).trainer(), "bn");
+    ASSERT_TRUE((*dp)->Step(3).ok());
+    Trainer& t0 = (*dp)->worker(0).trainer();
+    Trainer& t1 = (*dp)->worker(1).trainer();
+    EXPECT_EQ(Parameters(t0).size(), Parameters(t1).size());
+    EXPECT_EQ(LayerBlobs(t0, "conv"), LayerBlobs(t1, "conv"));
+    EXPECT_EQ(LayerBlobs(t0, "ip2"), LayerBlobs(t1, "ip2"));
+    const std::vector<float> bn0 = LayerBlobs(t0, "bn"), bn1 = LayerBlobs(t1, "bn");
+    ASSERT_FALSE(bn0.empty());
+    EXPECT_NE(bn0, before) << "the statistics did not move";
+    if (synchronize) {
+      EXPECT_EQ(bn0, bn1);
+    } else {
+      EXPECT_NE(bn0, bn1) << "different shards should give different statistics";
+    }
+  }
+}
+
+TEST(DataParallelTrainerTest, OnlyRankZeroTestsAndSnapshots) {
+  Group g = MakeGroup(2);
+  SolverConfig solver = Solver("dp_snap", 8, "test_iter: 2\ntest_interval: 100\n");
+  ASSERT_EQ(solver.tests.size(), 1u);
+  absl::StatusOr<std::unique_ptr<DataParallelTrainer>> dp =
+      DataParallelTrainer::Create(solver, CpuOptions(), g.pointers);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  ASSERT_TRUE((*dp)->Step(2).ok());
+  EXPECT_EQ((*dp)->worker(0).trainer().num_test_nets(), 1);
+  EXPECT_EQ((*dp)->worker(1).trainer().num_test_nets(), 0);
+  absl::StatusOr<std::vector<NetOutput>> tested = (*dp)->worker(0).trainer().Test();
+  ASSERT_TRUE(tested.ok()) << tested.status();
+  EXPECT_EQ((*dp)->worker(1).Snapshot(ScratchFile("dp_snap")).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto paths = (*dp)->worker(0).Snapshot(ScratchFile("dp_snap"));
+  ASSERT_TRUE(paths.ok()) << paths.status();
+  EXPECT_TRUE(std::filesystem::exists(paths->first));
+  EXPECT_TRUE(std::filesystem::exists(paths->second));
+}
+
+TEST(DataParallelTrainerTest, AKilledRankEndsTheOthersWithItsError) {
+  Group g = MakeGroup(2);
+  absl::StatusOr<std::unique_ptr<DataParallelTrainer>> dp =
+      DataParallelTrainer::Create(Solver("dp_kill", 8), CpuOptions(), g.pointers);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  const int64_t per_step = static_cast<int64_t>((*dp)->worker(0).sync().buckets().buckets.size());
+  // Rank 1 dies when it starts the reduction of step 4 (after 3 good steps).
+  g.group->KillAfter(1, g.group->completed() + 3 * per_step);
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status status = (*dp)->Step(10);
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+  EXPECT_NE(status.message().find("rank 1"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("killed"), std::string::npos) << status;
+  // Rank 0 stopped in step 4 at once (the driver aborted the group), not after the timeout.
+  EXPECT_EQ((*dp)->worker(0).trainer().iter(), 3) << status;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 50);
+  // The group stays failed: a further step fails at once.
+  EXPECT_FALSE((*dp)->Step(1).ok());
+}
+
+TEST(DataParallelTrainerTest, ASilentlyDeadRankEndsTheOtherAfterTheTimeout) {
+  // Workers driven by hand: rank 1 stops after two steps without a word (a hung machine).
+  Group g = MakeGroup(2, absl::Milliseconds(500));
+  SolverConfig solver = Solver("dp_silent", 8);
+  std::vector<std::unique_ptr<DataParallelWorker>> workers(2);
+  std::vector<absl::Status> created(2);
+  {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        auto w = DataParallelWorker::Create(solver, CpuOptions(), g.pointers[r]);
+        created[r] = w.status();
+        if (w.ok()) workers[r] = std::move(*w);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  ASSERT_TRUE(created[0].ok()) << created[0];
+  ASSERT_TRUE(created[1].ok()) << created[1];
+  absl::Status rank0;
+  double seconds_in_failing_step = 0;
+  std::thread t0([&] {
+    for (int i = 0; i < 10 && rank0.ok(); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      rank0 = workers[0]->Step();
+      seconds_in_failing_step =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  });
+  std::thread t1([&] {
+    for (int i = 0; i < 2; ++i) ASSERT_TRUE(workers[1]->Step().ok());
+  });
+  t1.join();
+  t0.join();
+  EXPECT_EQ(rank0.code(), absl::StatusCode::kDeadlineExceeded) << rank0;
+  EXPECT_NE(rank0.message().find("rank 1"), std::string::npos) << rank0;
+  EXPECT_EQ(workers[0]->trainer().iter(), 2);
+  EXPECT_GE(seconds_in_failing_step, 0.45);
+  EXPECT_LT(seconds_in_failing_step, 20);
+}
+
+TEST(DataParallelTrainerTest, BadSetupsAreStatuses) {
+  Group g = MakeGroup(2);
+  SolverConfig solver = Solver("dp_bad", 8);
+  EXPECT_EQ(DataParallelTrainer::Create(solver, CpuOptions(), {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DataParallelTrainer::Create(solver, CpuOptions(), {g.pointers[1], g.pointers[0]})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DataParallelWorker::Create(solver, CpuOptions(), nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  TrainerOptions bad_shard = CpuOptions();
+  bad_shard.data_shard = 2;
+  bad_shard.data_shards = 2;
+  EXPECT_EQ(Trainer::Create(solver, bad_shard).status().code(), absl::StatusCode::kInvalidArgument);
+  // A Trainer that cannot be built is an error on every rank, not a hang.
+  SolverConfig broken = solver;
+  broken.param.set_type("NoSuchSolver");
+  Group g2 = MakeGroup(2);
+  EXPECT_EQ(DataParallelTrainer::Create(broken, CpuOptions(), g2.pointers).status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace kiln
