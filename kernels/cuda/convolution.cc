@@ -930,6 +930,10 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
       return absl::OkStatus();
     case ConvAlgo::kImplicitPrecompGemm: {
       if (fwd) return absl::OkStatus();
+      // A grouped backward filter runs group by group (see RunConvolution).
+      if (direction == ConvDirection::kBackwardFilter && p.groups > 1) {
+        return CheckConvAlgoSupported(direction, OneGroupOf(p), algo);
+      }
       ConvProblem q;
       SubPixelPlan sub_pixel;
       if (direction == ConvDirection::kBackwardData &&
@@ -989,6 +993,9 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
         return PlanPrecomp(p, handle.multiprocessors()).bytes;
       }
       ConvProblem q;
+      if (direction == ConvDirection::kBackwardFilter && p.groups > 1) {
+        return GetConvolutionWorkspaceSize(handle, direction, OneGroupOf(p), algo);
+      }
       if (direction == ConvDirection::kBackwardFilter) {
         if (BackwardFilter1x1AsForward(p, &q))
           return PlanPrecomp(q, handle.multiprocessors()).bytes;
@@ -1111,6 +1118,17 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
         status = BackwardFilter1x1(handle, p, alpha, beta, x, y, w);
       } else if (algo == ConvAlgo::kWinogradNonfused) {
         status = BackwardFilterWinograd(handle, p, alpha, beta, x, y, w, ws);
+      } else if (algo == ConvAlgo::kImplicitPrecompGemm && p.groups > 1) {
+        // Each group is an ungrouped backward filter on slices of x, dy and dw (the groups'
+        // filters are disjoint), one after another on the stream, sharing the workspace.
+        const ConvProblem q = OneGroupOf(p);
+        const int64_t bytes = ElementBytes(p.dtype);
+        for (int64_t g = 0; g < p.groups && status.ok(); ++g) {
+          const GroupOffsets o = GroupOffsetsOf(p, g);
+          status = BackwardFilterPrecomp(
+              handle, q, alpha, beta, static_cast<char*>(x) + o.x * bytes,
+              static_cast<char*>(y) + o.y * bytes, static_cast<char*>(w) + o.w * bytes, ws);
+        }
       } else if (algo == ConvAlgo::kImplicitPrecompGemm) {
         status = BackwardFilterPrecomp(handle, p, alpha, beta, x, y, w, ws);
       } else {

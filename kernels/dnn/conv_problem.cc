@@ -79,6 +79,31 @@ absl::StatusOr<ConvProblem> MakeConvProblem(const TensorDescriptor& x, const Fil
   return p;
 }
 
+ConvProblem OneGroupOf(const ConvProblem& p) {
+  ConvProblem q = p;
+  q.groups = 1;
+  q.c = p.cg();
+  q.k = p.kg();
+  // The spans of one group's slice, from its own start.
+  const int64_t x_dims[5] = {q.n, q.c, q.in[0], q.in[1], q.in[2]};
+  const int64_t y_dims[5] = {q.n, q.k, q.out[0], q.out[1], q.out[2]};
+  q.x_span = q.y_span = 1;
+  for (int i = 0; i < 5; ++i) {
+    q.x_span += (x_dims[i] - 1) * p.x_stride[i];
+    q.y_span += (y_dims[i] - 1) * p.y_stride[i];
+  }
+  q.w_count = q.k * q.c * q.FilterTaps();
+  return q;
+}
+
+GroupOffsets GroupOffsetsOf(const ConvProblem& p, int64_t g) {
+  GroupOffsets o;
+  o.x = g * p.cg() * p.x_stride[1];
+  o.y = g * p.kg() * p.y_stride[1];
+  o.w = g * p.kg() * p.w_stride[0];
+  return o;
+}
+
 absl::Status CheckBiasDescriptor(const TensorDescriptor& db, const TensorDescriptor& dy,
                                  const char* where) {
   bool ok =

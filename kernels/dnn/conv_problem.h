@@ -51,6 +51,15 @@ absl::StatusOr<ConvProblem> MakeConvProblem(const TensorDescriptor& x, const Fil
                                             const ConvolutionDescriptor& conv,
                                             const TensorDescriptor& y, const char* where);
 
+// One group of a grouped problem as an ungrouped one (c = cg, k = kg, the same strides), and
+// where group g's x, y and w start (elements from the whole tensors' starts). Lets an algorithm
+// that serves only ungrouped problems run a grouped one group by group.
+ConvProblem OneGroupOf(const ConvProblem& p);
+struct GroupOffsets {
+  int64_t x = 0, y = 0, w = 0;
+};
+GroupOffsets GroupOffsetsOf(const ConvProblem& p, int64_t g);
+
 // Checks a bias-gradient tensor (1, K, 1, 1[, 1]) against dy's channel count.
 absl::Status CheckBiasDescriptor(const TensorDescriptor& db, const TensorDescriptor& dy,
                                  const char* where);
