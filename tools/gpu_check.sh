@@ -10,12 +10,13 @@ if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "train" ]; then
   bazel build --config=portable //tools:kiln //tests/kernels:cuda_gradient_test \
     //tests/kernels:solver_update_cuda_test //tests/kernels:cuda_graph_nn_test \
     //tests/kernels:cuda_graph_tensor_test //tests/engine:cuda_network_test \
-    //tests/kernels:primitives_cuda_test || exit 1
+    //tests/kernels:primitives_cuda_test //tests/kernels:conv_cuda_test || exit 1
   rm -rf .gpu /tmp/kiln-stage && mkdir -p .gpu/models .gpu/fashion_mnist /tmp/kiln-stage
   # Stripped copies: the symbols are most of the bytes, and the carry limit is 64 MiB.
   for b in tools/kiln tests/kernels/cuda_gradient_test tests/kernels/solver_update_cuda_test \
     tests/kernels/cuda_graph_nn_test tests/kernels/cuda_graph_tensor_test \
-    tests/engine/cuda_network_test tests/kernels/primitives_cuda_test; do
+    tests/engine/cuda_network_test tests/kernels/primitives_cuda_test \
+    tests/kernels/conv_cuda_test; do
     mkdir -p "/tmp/kiln-stage/$(dirname "$b")"
     strip -o "/tmp/kiln-stage/$b" "bazel-bin/$b"
   done
@@ -54,7 +55,8 @@ fi
 
 out="${OUT:-/tmp/kiln-gpu}"
 # all | conv (convolution tests, memcheck, benchmark) | conv-quick (no memcheck) | train (the
-# gradient kernels, Fashion-MNIST training, bench/train_bench.py; stage with --stage train) |
+# gradient kernels, Fashion-MNIST training, bench/train_bench.py; stage with --stage train;
+# KILN_SKIP_BENCH=1 skips the benchmark, KILN_SKIP_TESTS=1 the tests and the training runs) |
 # primitives (the other primitives: tests, memcheck, racecheck, benchmark) | primitives-quick
 what="${1:-all}"
 mkdir -p "$out"
@@ -142,12 +144,15 @@ if [ "$what" = train ]; then
   # bench/train_bench.py against PyTorch (unless KILN_SKIP_BENCH is set).
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/nvidia_smi.log" 2>&1
   export KILN_MODELS_DIR="$PWD/.gpu/models"
+  # KILN_SKIP_TESTS=1: only the benchmark (a second call, after the tests passed in a first).
+  if [ -z "${KILN_SKIP_TESTS:-}" ]; then
   run gradient_test "$bin/tests/kernels/cuda_gradient_test"
   run solver_test "$bin/tests/kernels/solver_update_cuda_test"
   run graph_nn_test "$bin/tests/kernels/cuda_graph_nn_test"
   run graph_tensor_test "$bin/tests/kernels/cuda_graph_tensor_test"
   run network_test "$bin/tests/engine/cuda_network_test"
   run primitives_test "$bin/tests/kernels/primitives_cuda_test"
+  run conv_test "$bin/tests/kernels/conv_cuda_test"
   fm=/tmp/fashion_mnist && mkdir -p "$fm"
   for set in train t10k; do
     name=$([ "$set" = train ] && echo train || echo test)
@@ -163,6 +168,7 @@ if [ "$what" = train ]; then
     result[train_$p]=$?
     echo "wall $((($(date +%s%N) - start) / 1000000)) ms" >>"$out/train_$p.log"
   done
+  fi
   if [ -z "${KILN_SKIP_BENCH:-}" ] && [ -f bench/train_bench.py ]; then
     mkdir -p /tmp/train_bench
     # Kiln measures its convolution algorithms as PyTorch's cudnn.benchmark does.
@@ -173,7 +179,7 @@ if [ "$what" = train ]; then
   fi
   cat "$out/nvidia_smi.log"
   for k in gradient_test solver_test graph_nn_test graph_tensor_test network_test \
-    primitives_test; do
+    primitives_test conv_test; do
     grep -E "^\[  (PASSED|FAILED)|cases checked|cuda gradients|Failure|FAILED  \]" \
       "$out/$k.log" | head -12
   done
@@ -184,7 +190,7 @@ if [ "$what" = train ]; then
   done
   [ -f "$out/train_bench.log" ] && tail -20 "$out/train_bench.log"
   for k in gradient_test solver_test graph_nn_test graph_tensor_test network_test \
-    primitives_test train_fp32 train_fp16 train_bench; do
+    primitives_test conv_test train_fp32 train_fp16 train_bench; do
     [ -n "${result[$k]+x}" ] && printf '%-18s exit %s\n' "$k" "${result[$k]}"
   done
   exit 0
