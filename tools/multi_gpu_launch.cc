@@ -220,7 +220,11 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
     for (char** e = environ; *e != nullptr; ++e) {
       if (std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0) envs[r].push_back(*e);
     }
-    envs[r].push_back(absl::StrCat("CUDA_VISIBLE_DEVICES=", options.gpus[r]));
+    const int gpu = options.gpus[r];
+    envs[r].push_back(
+        absl::StrCat("CUDA_VISIBLE_DEVICES=", gpu < static_cast<int>(options.visible_devices.size())
+                                                  ? options.visible_devices[gpu]
+                                                  : absl::StrCat(gpu)));
     children[r].rank = r;
     children[r].gpu = options.gpus[r];
     if (r > 0) children[r].log = absl::StrCat(dir, "/rank", r, ".log");
@@ -384,6 +388,9 @@ absl::Status LaunchOnGpus(int argc, char** argv, int first, absl::string_view co
   for (int i = 1; i < first; ++i) options.args.push_back(argv[i]);
   for (const std::string& a : ArgsWithout(argc, argv, first, {"gpus"})) options.args.push_back(a);
   options.gpus = *gpus;
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible != nullptr && *visible) {
+    options.visible_devices = absl::StrSplit(visible, ',');
+  }
   std::fprintf(stderr, "kiln %s: %zu process%s on GPU%s %s%s\n", std::string(command).c_str(),
                gpus->size(), gpus->size() == 1 ? "" : "es", gpus->size() == 1 ? "" : "s",
                absl::StrJoin(*gpus, ",").c_str(),

@@ -58,6 +58,9 @@ struct LaunchOptions {
   std::string program;
   std::vector<std::string> args;
   std::vector<int> gpus;  // one child per entry; child i gets CUDA_VISIBLE_DEVICES=gpus[i]
+  // This process's CUDA_VISIBLE_DEVICES entries, when it had one: GPU g is then its entry g (so
+  // `--gpus 0,1` under CUDA_VISIBLE_DEVICES=2,3 runs on the devices 2 and 3).
+  std::vector<std::string> visible_devices;
   // With more than one GPU each child also gets --rank i --world-size n --rendezvous file:...
   // (a private temporary folder); with one, the arguments unchanged.
   bool add_rank_flags = true;

@@ -170,6 +170,17 @@ TEST(LaunchWorkersTest, OneGpuGetsTheArgumentsUnchanged) {
   EXPECT_EQ(ReadAll(dir + "/out"), "1 []\n");
 }
 
+TEST(LaunchWorkersTest, GpusIndexTheVisibleDevicesWhenGiven) {
+  const std::string dir = Fresh("launch_visible");
+  LaunchOptions o =
+      Shell(absl::StrCat("echo $CUDA_VISIBLE_DEVICES > ", dir, "/out$1"), {1, 0}, dir + "/logs");
+  o.visible_devices = {"6", "7"};
+  absl::Status s = LaunchWorkers(o);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(ReadAll(dir + "/out0"), "7\n");
+  EXPECT_EQ(ReadAll(dir + "/out1"), "6\n");
+}
+
 TEST(LaunchWorkersTest, AFailingRankStopsTheOthersWithItsError) {
   const std::string dir = Fresh("launch_fail");
   const std::string script =
