@@ -284,6 +284,22 @@ def main():
     precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
     total = len(rows_spec) * len(precisions) * 2 * (int(not args.skip_kiln) +
                                                     int(not args.skip_torch))
+    try:
+        measure_all(args, rows_spec, precisions, gpus, n, env, rows, json_path, total)
+    except KeyboardInterrupt:
+        # `timeout -s INT` (tools/gpu_check_dist.sh caps the benchmark): report what finished.
+        import multiprocessing
+        for child in multiprocessing.active_children():
+            child.terminate()
+        log("interrupted: reporting the measurements that finished")
+        write_reports(rows, n, env, sys.argv, args)
+        return 3
+    write_reports(rows, n, env, sys.argv, args)
+    return 0
+
+
+def measure_all(args, rows_spec, precisions, gpus, n, env, rows, json_path, total):
+    """Every measurement, in row order; `rows` and the JSON grow as they finish."""
     done = 0
     for net, batch in rows_spec:
         prototxt_name, chw = tb.NETS[net]
@@ -311,8 +327,6 @@ def main():
                     derived(row, n)
                     with open(json_path, "w", encoding="utf-8") as f:
                         json.dump({"env": env, "gpus": gpus, "rows": rows}, f, indent=1)
-    write_reports(rows, n, env, sys.argv, args)
-    return 0
 
 
 if __name__ == "__main__":
