@@ -4,6 +4,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+# Several GPUs (issue 18): tools/gpu_check_dist.sh says what it checks.
+if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "dist" ]; then
+  exec bash tools/gpu_check_dist.sh --stage "${3:-.gpu-dist}"
+fi
+if [ "${1:-}" = "dist" ]; then
+  exec bash tools/gpu_check_dist.sh
+fi
 if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "train" ]; then
   # Training: the gradient kernels' tests, the graph tests (shared kernels changed), the solver
   # update, the CLI, Fashion-MNIST's IDX files and the train prototxts for the benchmark.
@@ -57,7 +64,9 @@ out="${OUT:-/tmp/kiln-gpu}"
 # all | conv (convolution tests, memcheck, benchmark) | conv-quick (no memcheck) | train (the
 # gradient kernels, Fashion-MNIST training, bench/train_bench.py; stage with --stage train;
 # KILN_SKIP_BENCH=1 skips the benchmark, KILN_SKIP_TESTS=1 the tests and the training runs) |
-# primitives (the other primitives: tests, memcheck, racecheck, benchmark) | primitives-quick
+# primitives (the other primitives: tests, memcheck, racecheck, benchmark) | primitives-quick |
+# dist (two GPUs: NCCL, --gpus training against one GPU, killed ranks, DDP benchmark; stage with
+# --stage dist; see tools/gpu_check_dist.sh)
 what="${1:-all}"
 mkdir -p "$out"
 bin=/tmp/kiln-bin

@@ -18,6 +18,7 @@
 #include "tools/caffe_commands.h"
 #include "tools/compile_command.h"
 #include "tools/convert_command.h"
+#include "tools/diff_weights_command.h"
 #include "tools/dump_command.h"
 #include "tools/plan_flags.h"
 #include "tools/time_command.h"
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
   if (command == "convert") return kiln::ConvertCommand(argc, argv);
   if (command == "train") return kiln::TrainCommand(argc, argv);
   if (command == "test") return kiln::TestCommand(argc, argv);
+  if (command == "diff-weights") return kiln::DiffWeightsCommand(argc, argv);
   std::fprintf(
       stderr,
       "usage: kiln <command>\n"
@@ -89,7 +91,9 @@ int main(int argc, char** argv) {
       "            [--output NAME=Y.npy ...] [--save-weights OUT.caffemodel]\n"
       "            [--phase ...] [--input-shape ...] [plan flags]\n"
       "  time      --model F [--weights W | --fill-seed S] [--batch N] [--iterations K]\n"
-      "            [--json] [--compare-unfused] [plan flags]\n"
+      "            [--json] [--compare-unfused] [plan flags]; --train --input-shape ...\n"
+      "            times training steps (with --gpus L or --rank/--world-size/--rendezvous:\n"
+      "            data-parallel steps, images/s of all GPUs)\n"
       "  compile   --model F [--weights W | --fill-seed S] [--batch N] [--json]\n"
       "            [--why-not-fused] [plan flags]: the steps, fused layers, memory\n"
       "  dump      --model F [--svg G.svg] [--dot G.dot] [--memory M.svg] [--why-not-fused]\n"
@@ -102,8 +106,11 @@ int main(int argc, char** argv) {
       "            \"path label\" list into a Caffe Datum database (convert_imageset)\n"
       "  train     --solver F [--weights W | --snapshot S.solverstate] [--iterations N]\n"
       "            [--curve C.svg] [--data-seed N] [--loss-scale S] [plan flags]: Caffe's\n"
-      "            solvers\n"
+      "            solvers; several GPUs: [--gpus all|0,1,...] [--sync-bn] [--dist-timeout S],\n"
+      "            or one rank of a job: --rank R --world-size W --rendezvous HOST:PORT|file:P\n"
       "  test      --model F --weights W [--iterations N] [plan flags]: mean test outputs\n"
+      "  diff-weights --weights A.caffemodel --against B.caffemodel [--tolerance T] [--quiet]:\n"
+      "            largest differences blob by blob (exit 1 over T)\n"
       "plan flags (run, time, compile, dump, train, test):\n%s",
       kiln::PlanFlagsUsage());
   return 2;

@@ -18,6 +18,7 @@
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 #include "tools/caffe_commands.h"
+#include "tools/multi_gpu_launch.h"
 #include "tools/plan_flags.h"
 #include "tools/plan_layers.h"
 #include "tools/train_command.h"
@@ -47,9 +48,21 @@ absl::Status Time(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
   flags.insert({"fill-seed", "batch", "iterations", "solver", "loss-scale"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
-  KILN_ASSIGN_OR_RETURN(
-      CommandLine line,
-      CommandLine::Parse(argc, argv, 2, flags, {"json", "compare-unfused", "train", "profile"}));
+  flags.insert(DistributedFlagNames().begin(), DistributedFlagNames().end());
+  std::set<std::string> switches = {"json", "compare-unfused", "train", "profile"};
+  switches.insert(DistributedSwitchNames().begin(), DistributedSwitchNames().end());
+  KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, switches));
+  const bool distributed = line.Has("gpus") || line.Has("rank") || line.Has("world-size") ||
+                           line.Has("rendezvous") || line.Has("sync-bn");
+  if (distributed && !line.Has("train")) {
+    return absl::InvalidArgumentError(
+        "time: --gpus, --rank, --world-size, --rendezvous and --sync-bn go with --train");
+  }
+  if (line.Has("train") && line.Has("gpus")) {
+    KILN_RETURN_IF_ERROR(ParseDistributedFlags(line, "time --train").status());
+    if (!line.Has("model")) return absl::InvalidArgumentError("time --train: --model is required");
+    return LaunchOnGpus(argc, argv, 2, "time --train");
+  }
   if (line.Has("train")) return TimeTrainingStep(line);
   if (line.Has("solver")) return absl::InvalidArgumentError("--solver goes with --train");
   CaffeImportOptions options;

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/distributed/data_parallel_trainer.h"
 #include "engine/status_macros.h"
 #include "engine/training/trainer.h"
 #include "proto/caffe_io.h"
@@ -20,6 +21,7 @@
 #include "tools/caffe_commands.h"
 #include "tools/command_line.h"
 #include "tools/curve_svg.h"
+#include "tools/multi_gpu_launch.h"
 #include "tools/plan_flags.h"
 
 namespace kiln {
@@ -39,7 +41,8 @@ double Seconds(Clock::time_point since) {
 class Progress {
  public:
   Progress() : tty_(isatty(STDERR_FILENO) == 1), start_(Clock::now()), last_(start_) {}
-  void Update(const Trainer& t, int64_t first, int64_t stop, bool force = false) {
+  // `world`: the number of ranks (each does t.images_per_iteration() a step).
+  void Update(const Trainer& t, int64_t first, int64_t stop, bool force, int64_t world) {
     const auto now = Clock::now();
     if (!force && std::chrono::duration<double>(now - last_).count() < (tty_ ? 0.2 : 10.0)) return;
     last_ = now;
@@ -49,7 +52,7 @@ class Progress {
     const double eta = rate > 0 ? (stop - t.iter()) / rate : 0;
     std::fprintf(stderr, "%strain: iter %lld/%lld  loss %.4f  lr %.3g  %.0f images/s  ETA %.0fs%s",
                  tty_ ? "\r" : "", static_cast<long long>(t.iter()), static_cast<long long>(stop),
-                 t.smoothed_loss(), t.last_rate(), rate * t.images_per_iteration(), eta,
+                 t.smoothed_loss(), t.last_rate(), rate * t.images_per_iteration() * world, eta,
                  tty_ ? "\033[K" : "\n");
     std::fflush(stderr);
   }
@@ -103,6 +106,7 @@ absl::Status RunTests(Trainer& trainer, Progress& progress, TrainingCurve& curve
 
 absl::Status Train(const CommandLine& line) {
   if (!line.Has("solver")) return absl::InvalidArgumentError("train: --solver is required");
+  KILN_ASSIGN_OR_RETURN(DistributedFlags dist, ParseDistributedFlags(line, "train"));
   if (line.Has("weights") && line.Has("snapshot")) {
     return absl::InvalidArgumentError("train: give --weights or --snapshot, not both");
   }
@@ -129,13 +133,33 @@ absl::Status Train(const CommandLine& line) {
     KILN_ASSIGN_OR_RETURN(weights, ReadNetParameter(line.Get("weights")));
     options.weights = &weights;
   }
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(solver, options));
+  // One rank of a data-parallel job (--rank/--world-size/--rendezvous), or the whole training.
+  // `comm` is declared before `worker`, which uses it until it is destroyed.
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<DataParallelWorker> worker;
+  std::unique_ptr<Trainer> single;
+  if (dist.enabled) {
+    KILN_ASSIGN_OR_RETURN(comm, JoinNcclJob(dist, line.Get("device", "auto"), "train"));
+    DataParallelOptions data_parallel;
+    data_parallel.sync_batch_norm_statistics = dist.sync_batch_norm;
+    KILN_ASSIGN_OR_RETURN(worker,
+                          DataParallelWorker::Create(solver, options, comm.get(), data_parallel));
+  } else {
+    KILN_ASSIGN_OR_RETURN(single, Trainer::Create(solver, options));
+  }
+  Trainer* trainer = worker != nullptr ? &worker->trainer() : single.get();
+  const bool root = dist.rank == 0;
+  const int64_t world = dist.world_size;
+  // Every rank restores from the same files, so they start equal again (as after a broadcast).
   if (line.Has("snapshot")) KILN_RETURN_IF_ERROR(trainer->Restore(line.Get("snapshot")));
   const caffe::SolverParameter& p = solver.param;
-  std::printf("kiln train: %s, solver %s, %lld iterations of %lld images, backend %s\n",
-              solver_path.c_str(), p.type().c_str(), static_cast<long long>(p.max_iter()),
-              static_cast<long long>(trainer->images_per_iteration()),
-              trainer->backend_description().c_str());
+  std::printf(
+      "kiln train: %s%s, solver %s, %lld iterations of %lld images%s, backend %s\n",
+      dist.enabled ? absl::StrCat("rank ", dist.rank, " of ", world, ": ").c_str() : "",
+      solver_path.c_str(), p.type().c_str(), static_cast<long long>(p.max_iter()),
+      static_cast<long long>(trainer->images_per_iteration() * world),
+      dist.enabled ? absl::StrCat(" (", trainer->images_per_iteration(), " per rank)").c_str() : "",
+      trainer->backend_description().c_str());
   std::fflush(stdout);
   std::signal(SIGINT, OnInterrupt);
   TrainingCurve curve;
@@ -149,7 +173,9 @@ absl::Status Train(const CommandLine& line) {
                                  ? std::filesystem::path(solver_path).replace_extension().string()
                                  : p.snapshot_prefix();
   auto snapshot = [&]() -> absl::Status {
-    KILN_ASSIGN_OR_RETURN(auto paths, trainer->Snapshot(prefix));
+    if (!root) return absl::OkStatus();  // rank 0 writes the snapshots (the weights are equal)
+    KILN_ASSIGN_OR_RETURN(auto paths,
+                          worker != nullptr ? worker->Snapshot(prefix) : trainer->Snapshot(prefix));
     progress.Break();
     std::printf("Snapshotting to %s and %s\n", paths.first.c_str(), paths.second.c_str());
     return absl::OkStatus();
@@ -159,7 +185,7 @@ absl::Status Train(const CommandLine& line) {
         (trainer->iter() > 0 || p.test_initialization())) {
       KILN_RETURN_IF_ERROR(RunTests(*trainer, progress, curve, nullptr));
     }
-    KILN_RETURN_IF_ERROR(trainer->Step());
+    KILN_RETURN_IF_ERROR(worker != nullptr ? worker->Step() : trainer->Step());
     curve.loss.push_back({trainer->iter(), trainer->last_loss()});
     if (!std::isfinite(trainer->last_loss())) {
       progress.Break();
@@ -167,16 +193,17 @@ absl::Status Train(const CommandLine& line) {
           absl::StrCat("train: the loss is ", trainer->last_loss(), " at iteration ",
                        trainer->iter(), " (diverged: lower base_lr, or use clip_gradients)"));
     }
-    if (p.display() > 0 && (trainer->iter() - 1) % p.display() == 0) {
+    if (root && p.display() > 0 && (trainer->iter() - 1) % p.display() == 0) {
       progress.Break();
       std::printf("Iteration %lld (%.2f s), loss = %.6g, lr = %.6g\n",
                   static_cast<long long>(trainer->iter() - 1), Seconds(start),
                   trainer->smoothed_loss(), trainer->last_rate());
       std::fflush(stdout);
     }
-    progress.Update(*trainer, first, stop);
+    if (root) progress.Update(*trainer, first, stop, false, world);
     if (p.snapshot() > 0 && trainer->iter() % p.snapshot() == 0) KILN_RETURN_IF_ERROR(snapshot());
     if (interrupted) {
+      if (!root) return absl::CancelledError("train: interrupted");
       progress.Break();
       std::printf("Interrupted at iteration %lld: snapshotting before stopping\n",
                   static_cast<long long>(trainer->iter()));
@@ -186,9 +213,14 @@ absl::Status Train(const CommandLine& line) {
     }
   }
   std::signal(SIGINT, SIG_DFL);
-  progress.Update(*trainer, first, stop, true);
-  progress.Break();
   const double seconds = Seconds(start);
+  if (!root) {
+    std::printf("kiln train: rank %d finished %lld iterations in %.1f s\n", dist.rank,
+                static_cast<long long>(trainer->iter() - first), seconds);
+    return absl::OkStatus();
+  }
+  progress.Update(*trainer, first, stop, true, world);
+  progress.Break();
   if (p.snapshot_after_train()) KILN_RETURN_IF_ERROR(snapshot());
   std::string summary;
   if (trainer->num_test_nets() > 0) {
@@ -198,7 +230,7 @@ absl::Status Train(const CommandLine& line) {
       line.Get("curve", absl::StrCat(prefix, "_iter_", trainer->iter(), "_curve.svg"));
   KILN_RETURN_IF_ERROR(WriteFileBytes(curve_path, TrainingCurveSvg(curve)));
   const double images = static_cast<double>(trainer->iter() - first) *
-                        static_cast<double>(trainer->images_per_iteration());
+                        static_cast<double>(trainer->images_per_iteration() * world);
   std::printf("kiln train: %lld iterations in %.1f s (%.0f images/s), final loss %.4f%s%s\n",
               static_cast<long long>(trainer->iter() - first), seconds,
               seconds > 0 ? images / seconds : 0.0, trainer->smoothed_loss(),
@@ -252,6 +284,7 @@ int Report(const absl::Status& status, const char* command) {
 
 absl::Status TimeTrainingStep(const CommandLine& line) {
   if (!line.Has("model")) return absl::InvalidArgumentError("time --train: --model is required");
+  KILN_ASSIGN_OR_RETURN(DistributedFlags dist, ParseDistributedFlags(line, "time --train"));
   CaffeImportOptions shapes;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, shapes));
   if (shapes.input_shapes.empty()) {
@@ -283,12 +316,29 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
   KILN_RETURN_IF_ERROR(ParseLossScale(line, options));
   options.synthetic_data = shapes.input_shapes;
   const bool json = line.Has("json");
-  if (!json) std::fprintf(stderr, "kiln time --train: compiling...\n");
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(solver, options));
-  if (!json) std::fprintf(stderr, "kiln time --train: timing %d steps...\n", iterations);
+  const bool root = dist.rank == 0;
+  if (!json && root) std::fprintf(stderr, "kiln time --train: compiling...\n");
+  // One rank of a data-parallel job times its own steps (each includes the all-reduce); rank 0
+  // reports world x batch images per median step.
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<DataParallelWorker> worker;
+  std::unique_ptr<Trainer> single;
+  if (dist.enabled) {
+    KILN_ASSIGN_OR_RETURN(comm, JoinNcclJob(dist, line.Get("device", "auto"), "time --train"));
+    DataParallelOptions data_parallel;
+    data_parallel.sync_batch_norm_statistics = dist.sync_batch_norm;
+    KILN_ASSIGN_OR_RETURN(worker,
+                          DataParallelWorker::Create(solver, options, comm.get(), data_parallel));
+  } else {
+    KILN_ASSIGN_OR_RETURN(single, Trainer::Create(solver, options));
+  }
+  Trainer* trainer = worker != nullptr ? &worker->trainer() : single.get();
+  if (!json && root) std::fprintf(stderr, "kiln time --train: timing %d steps...\n", iterations);
   KILN_ASSIGN_OR_RETURN(double ms, trainer->TimeSteps(iterations));
+  if (!root) return absl::OkStatus();
   const TrainerMemory m = trainer->Memory();
-  const double images = ms > 0 ? trainer->images_per_iteration() * 1000.0 / ms : 0;
+  const int64_t images_per_step = trainer->images_per_iteration() * dist.world_size;
+  const double images = ms > 0 ? images_per_step * 1000.0 / ms : 0;
   if (line.Has("profile")) {
     // Where a step's time goes: the plan's steps by op (forward and backward ops apart), on
     // stderr so --json stays one object.
@@ -325,20 +375,23 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
   }
   if (json) {
     std::printf(
-        "{\"model\": %s, \"images_per_step\": %lld, \"backend\": %s, \"iterations\": %d, "
+        "{\"model\": %s, \"images_per_step\": %lld, \"world_size\": %d, \"backend\": %s, "
+        "\"iterations\": %d, "
         "\"train_step_ms\": %.4f, \"images_per_second\": %.1f, \"memory\": {\"weights_bytes\": "
         "%lld, \"optimizer_bytes\": %lld, \"activations_bytes\": %lld, \"workspace_bytes\": %lld, "
         "\"io_bytes\": %lld, \"total_bytes\": %lld}}\n",
-        JsonEscape(line.Get("model")).c_str(),
-        static_cast<long long>(trainer->images_per_iteration()),
-        JsonEscape(trainer->backend_description()).c_str(), iterations, ms, images,
+        JsonEscape(line.Get("model")).c_str(), static_cast<long long>(images_per_step),
+        dist.world_size, JsonEscape(trainer->backend_description()).c_str(), iterations, ms, images,
         static_cast<long long>(m.weights), static_cast<long long>(m.optimizer),
         static_cast<long long>(m.activations), static_cast<long long>(m.workspace),
         static_cast<long long>(m.io), static_cast<long long>(m.total()));
     return absl::OkStatus();
   }
-  std::printf("%s: training step (forward, backward, %s update) on %s\n", line.Get("model").c_str(),
-              solver.param.type().c_str(), trainer->backend_description().c_str());
+  std::printf(
+      "%s: training step (forward, backward, %s update) on %s%s\n", line.Get("model").c_str(),
+      solver.param.type().c_str(), trainer->backend_description().c_str(),
+      dist.enabled ? absl::StrCat(", ", dist.world_size, " ranks (all-reduce included)").c_str()
+                   : "");
   std::printf("step (median of %d): %.4f ms, %.1f images/s\n", iterations, ms, images);
   std::printf(
       "device memory: weights %.1f MiB, parameters+gradients+history %.1f MiB, activations "
@@ -352,8 +405,17 @@ int TrainCommand(int argc, char** argv) {
   std::set<std::string> flags = {"solver",     "weights", "snapshot",
                                  "iterations", "curve",   "data-seed"};
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
-  absl::StatusOr<CommandLine> line = CommandLine::Parse(argc, argv, 2, flags, {});
+  flags.insert(DistributedFlagNames().begin(), DistributedFlagNames().end());
+  absl::StatusOr<CommandLine> line =
+      CommandLine::Parse(argc, argv, 2, flags, DistributedSwitchNames());
   if (!line.ok()) return Report(line.status(), "train");
+  if (line->Has("gpus")) {
+    absl::StatusOr<DistributedFlags> dist = ParseDistributedFlags(*line, "train");
+    if (!dist.ok()) return Report(dist.status(), "train");
+    if (!line->Has("solver"))
+      return Report(absl::InvalidArgumentError("train: --solver is required"), "train");
+    return Report(LaunchOnGpus(argc, argv, 2, "train"), "train");
+  }
   return Report(Train(*line), "train");
 }
 

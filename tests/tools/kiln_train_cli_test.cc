@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "data/datum_db.h"
+#include "engine/runtime/device.h"
 #include "gtest/gtest.h"
 #include "proto/caffe_io.h"
 #include "tests/util/caffe_files.h"
@@ -186,6 +187,42 @@ TEST(KilnTrainCliTest, UsageErrorsExitTwoWithAMessage) {
   r = Call({"train", "--solver", ScratchFile("no_such_solver.prototxt")});
   EXPECT_EQ(r.rc, 1);
   EXPECT_TRUE(Contains(r.err, "no_such_solver.prototxt")) << r.err;
+}
+
+// The multi-GPU flags through `kiln train`: usage errors exit 2 naming the flag; --gpus on a
+// machine without a GPU and a rank on the CPU fail with the reason (exit 1).
+TEST(KilnTrainCliTest, MultiGpuFlagsFailClearly) {
+  const std::string solver = WriteTinySolver();
+  Result r = Call({"train", "--solver", solver, "--rank", "0", "--world-size", "2"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(Contains(r.err, "--rendezvous is missing")) << r.err;
+
+  r = Call({"train", "--solver", solver, "--gpus", "0,1", "--rank", "1"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(Contains(r.err, "give either --gpus or --rank")) << r.err;
+
+  r = Call({"train", "--solver", solver, "--sync-bn"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(Contains(r.err, "--sync-bn needs several ranks")) << r.err;
+
+  r = Call({"train", "--gpus", "all"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(Contains(r.err, "--solver is required")) << r.err;
+
+  // A rank needs NCCL and a GPU: on the CPU backend it says so before touching the rendezvous.
+  r = Call({"train", "--solver", solver, "--rank", "0", "--world-size", "1", "--rendezvous",
+            "file:" + ScratchFile("cli_rdzv"), "--device", "cpu"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(Contains(r.err, "--rank/--world-size need GPUs")) << r.err;
+
+  if (ProbeCuda().usable) GTEST_SKIP() << "this machine has a GPU: --gpus would launch";
+  r = Call({"train", "--solver", solver, "--gpus", "all"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(Contains(r.err, "FAILED_PRECONDITION")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "--gpus all: no usable CUDA device on this machine")) << r.err;
+  r = Call({"train", "--solver", solver, "--gpus", "0,1"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(Contains(r.err, "--gpus 0,1: no usable CUDA device")) << r.err;
 }
 
 }  // namespace
