@@ -96,6 +96,20 @@ __device__ __forceinline__ void LoadChunk(const T* row, int c0, int channels, bo
   for (int k = 0; k < kVec; ++k) v[k] = c0 + k < channels ? ToFloat(row[c0 + k]) : 0.0f;
 }
 
+// Whether the chunk at c0 of a row with alignment flag `vec` moves as one 16-byte vector.
+template <typename T>
+__device__ __forceinline__ bool WholeChunk(bool vec, int c0, int channels) {
+  return vec && c0 + ChunkWidth<T>() <= channels;
+}
+
+// The raw 16 bytes of a whole chunk (WholeChunk) when `load`, else zeros: a predicated load with
+// no branch, so that a thread's loads of several chunks can all be in flight before the first is
+// used (Unpack them after).
+template <typename T>
+__device__ __forceinline__ uint4 LoadRaw(const T* row, int c0, bool load) {
+  return load ? __ldg(reinterpret_cast<const uint4*>(row + c0)) : make_uint4(0, 0, 0, 0);
+}
+
 // Writes alpha v + beta old over channels [c0, c0 + ChunkWidth) of `row`, those before
 // `channels` only; old is read only when beta != 0.
 template <typename T>

@@ -128,7 +128,11 @@ __global__ void __launch_bounds__(kThreads)
   const int c0 = chunk * kVec;
   const int chunks = static_cast<int>(g.chunks.divisor);
   float xo[kVec] = {}, dyo[kVec] = {};
-  if (valid) {
+  if (valid && WholeChunk<T>(g.vec_x && g.vec_dy, c0, g.channels)) {
+    const uint4 raw_x = LoadRaw(x, c0, true), raw_dy = LoadRaw(dy, c0, true);  // both in flight
+    Unpack<T>(raw_x, xo);
+    Unpack<T>(raw_dy, dyo);
+  } else if (valid) {
     LoadChunk(x, c0, g.channels, g.vec_x, xo);
     LoadChunk(dy, c0, g.channels, g.vec_dy, dyo);
   }

@@ -85,6 +85,11 @@ TEST_F(ChannelsLastTest, Pooling) {
       {{2, 3, 6, 7}, {3, 3}, {0, 0}, {2, 2}, R::kCeil, false},
       {{2, 40, 8, 9}, {2, 2}, {0, 0}, {2, 2}, R::kFloor, false},
       {{2, 12, 7, 6}, {3, 3}, {1, 1}, {1, 1}, R::kFloor, false},
+      // Several tiles of outputs a side in the tiled backward (up to 8 outputs a tile).
+      {{1, 16, 40, 37}, {3, 3}, {1, 1}, {2, 2}, R::kFloor, false},
+      {{2, 8, 35, 33}, {3, 3}, {0, 0}, {2, 2}, R::kCeil, false},
+      {{1, 8, 21, 19}, {3, 3}, {0, 0}, {1, 1}, R::kFloor, false},
+      {{1, 24, 36, 34}, {2, 2}, {0, 0}, {2, 2}, R::kFloor, false},
       // Run-time windows: rectangular with padding and ceil, 3-d, global.
       {{2, 20, 17, 19}, {5, 4}, {2, 1}, {1, 2}, R::kCeil, false},
       {{2, 9, 5, 6, 7}, {2, 3, 2}, {1, 1, 0}, {2, 2, 2}, R::kFloor, false},
