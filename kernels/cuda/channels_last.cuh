@@ -110,6 +110,39 @@ __device__ __forceinline__ uint4 LoadRaw(const T* row, int c0, bool load) {
   return load ? __ldg(reinterpret_cast<const uint4*>(row + c0)) : make_uint4(0, 0, 0, 0);
 }
 
+// 0xffff in each 16-bit lane where the two elements of T packed in a and b are equal (IEEE:
+// +0 equals -0, NaN equals nothing), as the f32 comparison of the unpacked values says.
+template <typename T>
+__device__ __forceinline__ uint32_t EqualPair(uint32_t a, uint32_t b);
+template <>
+__device__ __forceinline__ uint32_t EqualPair<__half>(uint32_t a, uint32_t b) {
+  return __heq2_mask(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+}
+template <>
+__device__ __forceinline__ uint32_t EqualPair<__nv_bfloat16>(uint32_t a, uint32_t b) {
+  return __heq2_mask(*reinterpret_cast<const __nv_bfloat162*>(&a),
+                     *reinterpret_cast<const __nv_bfloat162*>(&b));
+}
+
+// The channels where two whole chunks hold equal values, as a nibble mask: 0xf at bits
+// [4 k, 4 k + 4) where channel k's values are equal. Compares 16-bit types two at a time without
+// unpacking them.
+template <typename T>
+__device__ __forceinline__ uint32_t EqualNibbles(uint4 a, uint4 b) {
+  const uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
+  uint32_t m = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if constexpr (sizeof(T) == 4) {
+      m |= __uint_as_float(wa[j]) == __uint_as_float(wb[j]) ? 0xfu << (4 * j) : 0u;
+    } else {
+      const uint32_t e = EqualPair<T>(wa[j], wb[j]);  // channels 2 j (low lane), 2 j + 1
+      m |= ((e & 0xfu) | (e >> 12 & 0xf0u)) << (8 * j);
+    }
+  }
+  return m;
+}
+
 // Writes alpha v + beta old over channels [c0, c0 + ChunkWidth) of `row`, those before
 // `channels` only; old is read only when beta != 0.
 template <typename T>

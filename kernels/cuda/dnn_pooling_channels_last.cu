@@ -308,13 +308,13 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int e = 0; e < kWin * kWin; ++e) raw[e] = LoadRaw(tap(e), c0, inside(e));
         Unpack<T>(raw_dy, grad);
-        Unpack<T>(raw_y, best);
+        // Taps from last to first, each overwriting the channels where it equals y, so the first
+        // such tap is what stays; compared packed, without unpacking.
 #pragma unroll
-        for (int e = 0; e < kWin * kWin; ++e) {
+        for (int e = kWin * kWin - 1; e >= 0; --e) {
           if (!inside(e)) continue;
-          float v[kVec];
-          Unpack<T>(raw[e], v);
-          consider(e, v);
+          const uint32_t m = EqualNibbles<T>(raw[e], raw_y);
+          win = (win & ~m) | (static_cast<uint32_t>(e) * 0x11111111u & m);
         }
       } else if (max) {
         LoadChunk(dyp, c0, g.channels, g.vec_dy, grad);
@@ -383,12 +383,14 @@ __global__ void __launch_bounds__(kThreads)
           grad[4 * p + 3] = v.w;
         }
         if (max) {
-          const uint32_t word = winners[at];
           const uint32_t tap = static_cast<uint32_t>((ih - (oh * kStride - ah.pad)) * kWin +
                                                      (iw - (ow * kStride - aw.pad)));
+          // Bit 4 k set where channel k's winner nibble is `tap` (its xor is then 0).
+          const uint32_t z = ~(winners[at] ^ tap * 0x11111111u);
+          const uint32_t hits = z & z >> 1 & z >> 2 & z >> 3 & 0x11111111u;
 #pragma unroll
           for (int k = 0; k < kVec; ++k) {
-            if ((word >> (4 * k) & 0xfu) == tap) acc[k] += grad[k];
+            if (hits >> (4 * k) & 1u) acc[k] += grad[k];
           }
         } else {
 #pragma unroll
