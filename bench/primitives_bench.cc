@@ -1,9 +1,11 @@
 // Benchmark of the memory-bound primitives on the shapes: on 128x96x55x55 f32 NCHW,
 // ReLU, 3x3 stride-2 max pooling, LRN size 5 and batch-norm training, forward and backward, and
-// softmax on 128x1000. Each is timed with CUDA events (warm-up, median of --repeats), reported as
-// GB/s of the bytes the op must move, against the device-to-device copy bandwidth measured in
-// the same run (on the same byte count, and on a large buffer), and next to cuDNN's time for the
-// same op on the same buffers when libcudnn.so.9 can be loaded. Last, a table.
+// softmax on 128x1000; then channels-last (NHWC) LRN and pooling on CaffeNet's and ResNet-18's
+// shapes in f16, bf16 and f32 (primitives_bench_nhwc.cc). Each is timed with CUDA events (warm-up,
+// median of --repeats), reported as GB/s of the bytes the op must move, against the
+// device-to-device copy bandwidth measured in the same run (on the same byte count, and on a large
+// buffer), and next to cuDNN's time for the same op on the same buffers when libcudnn.so.9 can be
+// loaded. Last, a table.
 //
 //   primitives_bench [--repeats=20]
 #include <cuda_runtime_api.h>
@@ -21,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/cudnn_loader.h"
 #include "bench/event_timer.h"
+#include "bench/primitives_bench_nhwc.h"
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/normalization.h"
 #include "kernels/cuda/pooling.h"
@@ -143,7 +146,7 @@ int Main(int argc, char** argv) {
                  const std::function<bool()>& theirs) {
     Row r{op, bytes, MedianMs(kiln, repeats, stream, /*warmups=*/2), copy_ms(bytes), -1};
     if (cudnn.ops_loaded && theirs) r.cudnn_ms = MedianMs(theirs, repeats, stream, /*warmups=*/2);
-    std::printf("%-22s %8.3f MB  kiln %8.4f ms  copy-same %8.4f ms  cudnn %8.4f ms\n", op.c_str(),
+    std::printf("%-40s %8.3f MB  kiln %8.4f ms  copy-same %8.4f ms  cudnn %8.4f ms\n", op.c_str(),
                 bytes / 1e6, r.kiln_ms, r.copy_same_ms, r.cudnn_ms);
     std::fflush(stdout);
     rows.push_back(r);
@@ -307,17 +310,23 @@ int Main(int argc, char** argv) {
             cudnn, cudnn.SoftmaxBackward(ch, 1, 0, &one, cs, y.ptr, cs, dy.ptr, &zero, cs, dx.ptr),
             "softmax bwd");
       });
+
+  // Channels-last LRN and pooling on CaffeNet's and ResNet-18's shapes (f16, some bf16 and f32).
+  bench::AddChannelsLastRows(
+      h, cudnn, cudnn.ops_loaded ? ch : nullptr,
+      [&](const std::string& op, double bytes, const std::function<bool()>& kiln,
+          const std::function<bool()>& theirs) { add(op, bytes, kiln, theirs); });
   CHECK_CUDA(cudaDeviceSynchronize());
 
   const float big_copy_ms = copy_ms(2.0 * t);
   const double copy_gbs = 2.0 * t / (big_copy_ms * 1e6);
   std::printf("\ndevice copy: %.1f MB read + written in %.4f ms = %.0f GB/s\n\n", 2 * t / 1e6,
               big_copy_ms, copy_gbs);
-  std::printf("%-22s %9s %9s %8s %7s %9s %8s %9s %8s\n", "op", "MB", "kiln ms", "GB/s", "%copy",
+  std::printf("%-40s %9s %9s %8s %7s %9s %8s %9s %8s\n", "op", "MB", "kiln ms", "GB/s", "%copy",
               "copy-same", "%same", "cudnn ms", "cudnn/kiln");
   for (const Row& r : rows) {
     const double gbs = r.bytes / (r.kiln_ms * 1e6);
-    std::printf("%-22s %9.2f %9.4f %8.0f %6.0f%% %9.4f %7.0f%% %9.4f %8.2f\n", r.op.c_str(),
+    std::printf("%-40s %9.2f %9.4f %8.0f %6.0f%% %9.4f %7.0f%% %9.4f %8.2f\n", r.op.c_str(),
                 r.bytes / 1e6, r.kiln_ms, gbs, 100 * gbs / copy_gbs, r.copy_same_ms,
                 100 * r.copy_same_ms / r.kiln_ms, r.cudnn_ms,
                 r.cudnn_ms > 0 ? r.cudnn_ms / r.kiln_ms : 0.0);

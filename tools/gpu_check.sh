@@ -51,12 +51,14 @@ fi
 if [ "${1:-}" = "--stage" ]; then
   bazel build --config=portable //tests/kernels:cuda_test //tests/kernels:reference_test \
     //tests/kernels:conv_cuda_test //bench:conv_bench //examples:01_small_cnn //tools:kiln \
-    //tests/kernels:primitives_cuda_test //bench:primitives_bench || exit 1
+    //tests/kernels:primitives_cuda_test //tests/kernels:primitives_channels_last_cuda_test \
+    //bench:primitives_bench || exit 1
   # The static OpenBLAS makes each binary ~27 MB; compressed they fit the 64 MiB carry limit.
   rm -rf .gpu && mkdir -p .gpu
   tar -C bazel-bin -cJf .gpu/bin.tar.xz tests/kernels/cuda_test tests/kernels/reference_test \
     tests/kernels/conv_cuda_test bench/conv_bench examples/01_small_cnn tools/kiln \
-    tests/kernels/primitives_cuda_test bench/primitives_bench
+    tests/kernels/primitives_cuda_test tests/kernels/primitives_channels_last_cuda_test \
+    bench/primitives_bench
   exit 0
 fi
 
@@ -207,6 +209,7 @@ fi
 if [ "$what" = primitives ] || [ "$what" = primitives-quick ]; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/nvidia_smi.log" 2>&1
   run primitives_cuda_test "$bin/tests/kernels/primitives_cuda_test"
+  run channels_last_test "$bin/tests/kernels/primitives_channels_last_cuda_test"
   if [ "$what" = primitives ]; then
     # The same test under memcheck (out-of-bounds, misaligned) and racecheck (shared memory).
     run prim_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 \
@@ -217,16 +220,25 @@ if [ "$what" = primitives ] || [ "$what" = primitives-quick ]; then
     run prim_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 \
       "$bin/tests/kernels/primitives_cuda_test" \
       "--gtest_filter=*BatchNorm*:*Softmax*:*Lrn*:*PRelu*:*TensorOps*:*Pooling*"
+    # The channels-last kernels: LRN's warp shuffles and loads at a warp's ends, and the tiled
+    # pooling backward (outputs staged in shared memory, then gathered).
+    run cl_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 \
+      "$bin/tests/kernels/primitives_channels_last_cuda_test"
+    run cl_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 \
+      "$bin/tests/kernels/primitives_channels_last_cuda_test" "--gtest_filter=*Pooling*"
   fi
   run primitives_bench "$bin/bench/primitives_bench" ${KILN_BENCH_ARGS:-}
   cat "$out/nvidia_smi.log"
-  grep -E "^\[  (PASSED|FAILED)|results checked|Failure|got .* want|overwritten" \
-    "$out/primitives_cuda_test.log" | head -40
-  for k in prim_memcheck prim_racecheck; do
+  for k in primitives_cuda_test channels_last_test; do
+    grep -E "^\[  (PASSED|FAILED)|results checked|Failure|got .* want|overwritten" \
+      "$out/$k.log" | head -40
+  done
+  for k in prim_memcheck prim_racecheck cl_memcheck cl_racecheck; do
     [ -f "$out/$k.log" ] && tail -2 "$out/$k.log"
   done
   sed -n '/^device copy/,$p' "$out/primitives_bench.log"
-  for k in primitives_cuda_test prim_memcheck prim_racecheck primitives_bench; do
+  for k in primitives_cuda_test channels_last_test prim_memcheck prim_racecheck cl_memcheck \
+    cl_racecheck primitives_bench; do
     [ -n "${result[$k]+x}" ] && printf '%-22s exit %s\n' "$k" "${result[$k]}"
   done
   exit 0

@@ -1,15 +1,18 @@
-// LRN across channels and within channel. Three shapes of kernel:
-//  - chunked (across channels, channels not the contiguous dim, e.g. NCHW; sizes 3 to 11): one
+// LRN across channels and within channel. Channels-last tensors (channel stride 1) take the
+// kernels of dnn_lrn_channels_last.cu when they apply. Three shapes of kernel here:
+//  - chunked (across channels, sizes 3 to 11, channels not the contiguous dim, e.g. NCHW): one
 //    thread per (n, position, run of 16 or 32 channels) loads its run plus the window's halo into
 //    registers (unrolled at compile time per window size), so loads are independent and many are
 //    in flight; the halo re-reads hit L2 because the blocks of one position's runs are adjacent.
-//  - sliding (the same case, other sizes): one thread per (n, position) walks the channels with
-//    a running sum of squares; backward keeps the last size+1 scales in a shared-memory ring.
-//  - windowed (channels-last, or within channel): one thread per element sums its window; the
-//    neighbours it reads are its neighbours' too, so they come from L1.
+//  - sliding (across channels, other sizes or strides): one thread per (n, position) walks the
+//    channels with a running sum of squares; backward keeps the last size+1 scales in a
+//    shared-memory ring.
+//  - windowed (within channel, channels not contiguous): one thread per element sums its window;
+//    the neighbours it reads are its neighbours' too, so they come from L1.
 // Backward does not read y: it recomputes y_j = x_j scale_j^-beta from x, which costs a power
 // per element instead of a whole tensor's read, and is the true gradient even when the forward
 // blended into y.
+#include "kernels/cuda/lrn_channels_last.h"
 #include "kernels/cuda/primitive_launch.h"
 #include "kernels/cuda/storage_access.cuh"
 
@@ -419,8 +422,9 @@ template <typename T>
 int LaunchTyped(const LrnCall& c, bool forward, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   const int64_t positions = c.n * c.sp[0] * c.sp[1] * c.sp[2];
-  // Sliding when channels are not the contiguous dim and the ring fits in shared memory.
-  const bool sliding = c.across && c.x_strides[1] != 1 && c.size + 1 <= 64;
+  // Across channels, when the channels-last kernels did not take the call: chunked, else
+  // sliding (its ring fits in shared memory for every size the descriptor allows).
+  const bool sliding = c.across && c.size + 1 <= 64;
   if (sliding && LaunchChunked<T>(c, forward, s)) return LastError();
   if (sliding) {
     const unsigned blocks = BlocksFor(positions, kSlidingThreads, int64_t{1} << 31);
@@ -449,6 +453,8 @@ int LaunchTyped(const LrnCall& c, bool forward, void* stream) {
 }
 
 int LaunchLrn(const LrnCall& c, bool forward, void* stream) {
+  const int last = LaunchLrnChannelsLast(c, forward, stream);
+  if (last != kLrnChannelsLastNotApplicable) return last;
   switch (c.type) {
     case Storage::kF16:
       return LaunchTyped<__half>(c, forward, stream);

@@ -1,11 +1,14 @@
-// Pooling, 2-d and 3-d, any strides. Forward: one thread per output element, threads ordered
-// like the output's memory so stores coalesce. Backward gathers instead of scattering (one
+// Pooling, 2-d and 3-d, any strides: the general kernels, for what the row kernels
+// (dnn_pooling_rows.cu, contiguous rows) and the channels-last kernels
+// (dnn_pooling_channels_last.cu) do not take. Forward: one thread per output element, threads
+// ordered like the output's memory so stores coalesce. Backward gathers instead of scattering (one
 // thread per input element visits the outputs whose windows cover it), so there are no atomics
 // and the result is deterministic; max pooling sends the gradient to the first maximum of each
 // window in (d, h, w) order, found by comparing with the forward output y.
 #include <algorithm>
 #include <cfloat>
 
+#include "kernels/cuda/pooling_channels_last.h"
 #include "kernels/cuda/pooling_rows.h"
 #include "kernels/cuda/primitive_launch.h"
 #include "kernels/cuda/storage_access.cuh"
@@ -196,6 +199,8 @@ template <bool kForward>
 int LaunchPool(const PoolingCall& c, void* stream) {
   const int rows = LaunchPoolingRows(c, kForward, stream);
   if (rows != kPoolingRowsNotApplicable) return rows;
+  const int last = LaunchPoolingChannelsLast(c, kForward, stream);
+  if (last != kPoolingChannelsLastNotApplicable) return last;
   const int64_t* spatial = kForward ? c.out : c.in;
   const int64_t dims[5] = {c.n, c.c, spatial[0], spatial[1], spatial[2]};
   const Walk walk = WalkFor(dims, kForward ? c.y_strides : c.dx_strides);

@@ -115,12 +115,12 @@ inline unsigned BlocksFor(int64_t work, int per_block, int64_t cap = 1 << 20) {
 
 // Division by a loop-invariant divisor as a multiply-high and a shift (the round-up method):
 // exact for every dividend below 2^31, and several times cheaper than the hardware-less integer
-// division the compiler emits.
+// division the compiler emits. Made on the host, or once per block on the device.
 struct FastDiv {
   uint32_t divisor = 1, mul = 1, shift = 0;
 };
 
-inline FastDiv MakeFastDiv(uint32_t divisor) {
+__host__ __device__ inline FastDiv MakeFastDiv(uint32_t divisor) {
   FastDiv f;
   f.divisor = divisor;
   while ((uint64_t{1} << f.shift) < divisor) ++f.shift;
