@@ -17,13 +17,16 @@ if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "train" ]; then
   bazel build --config=portable //tools:kiln //tests/kernels:cuda_gradient_test \
     //tests/kernels:solver_update_cuda_test //tests/kernels:cuda_graph_nn_test \
     //tests/kernels:cuda_graph_tensor_test //tests/engine:cuda_network_test \
-    //tests/kernels:primitives_cuda_test //tests/kernels:conv_cuda_test || exit 1
+    //tests/kernels:primitives_cuda_test //tests/kernels:conv_cuda_test \
+    //tests/kernels:primitives_channels_last_cuda_test \
+    //tests/distributed:nccl_communicator_test || exit 1
   rm -rf .gpu /tmp/kiln-stage && mkdir -p .gpu/models .gpu/fashion_mnist /tmp/kiln-stage
   # Stripped copies: the symbols are most of the bytes, and the carry limit is 64 MiB.
   for b in tools/kiln tests/kernels/cuda_gradient_test tests/kernels/solver_update_cuda_test \
     tests/kernels/cuda_graph_nn_test tests/kernels/cuda_graph_tensor_test \
     tests/engine/cuda_network_test tests/kernels/primitives_cuda_test \
-    tests/kernels/conv_cuda_test; do
+    tests/kernels/conv_cuda_test tests/kernels/primitives_channels_last_cuda_test \
+    tests/distributed/nccl_communicator_test; do
     mkdir -p "/tmp/kiln-stage/$(dirname "$b")"
     strip -o "/tmp/kiln-stage/$b" "bazel-bin/$b"
   done
@@ -164,6 +167,9 @@ if [ "$what" = train ]; then
   run network_test "$bin/tests/engine/cuda_network_test"
   run primitives_test "$bin/tests/kernels/primitives_cuda_test"
   run conv_test "$bin/tests/kernels/conv_cuda_test"
+  run channels_last_test "$bin/tests/kernels/primitives_channels_last_cuda_test"
+  # One GPU: the one-rank NCCL cases run, the two-rank ones skip (tools/gpu_check_dist.sh).
+  run nccl_test "$bin/tests/distributed/nccl_communicator_test"
   fm=/tmp/fashion_mnist && mkdir -p "$fm"
   for set in train t10k; do
     name=$([ "$set" = train ] && echo train || echo test)
@@ -190,7 +196,7 @@ if [ "$what" = train ]; then
   fi
   cat "$out/nvidia_smi.log"
   for k in gradient_test solver_test graph_nn_test graph_tensor_test network_test \
-    primitives_test conv_test; do
+    primitives_test conv_test channels_last_test nccl_test; do
     grep -E "^\[  (PASSED|FAILED)|cases checked|cuda gradients|Failure|FAILED  \]" \
       "$out/$k.log" | head -12
   done
@@ -201,7 +207,7 @@ if [ "$what" = train ]; then
   done
   [ -f "$out/train_bench.log" ] && tail -20 "$out/train_bench.log"
   for k in gradient_test solver_test graph_nn_test graph_tensor_test network_test \
-    primitives_test conv_test train_fp32 train_fp16 train_bench; do
+    primitives_test conv_test channels_last_test nccl_test train_fp32 train_fp16 train_bench; do
     [ -n "${result[$k]+x}" ] && printf '%-18s exit %s\n' "$k" "${result[$k]}"
   done
   exit 0

@@ -277,13 +277,40 @@ __global__ void __launch_bounds__(kThreads)
       if (one_feature || consecutive_features) first_feature = DenseFeature<kOp>(c, divs, e0);
       if (one_feature) a = AffineAt(c, first_feature);
     }
+    // Channels-last with the four features 16-byte aligned in the coefficient vectors (C a
+    // multiple of 4): one 16-byte load per coefficient instead of four 4-byte loads per element,
+    // which otherwise makes the pass bound by load instructions rather than bytes.
+    float4 q[4];
+    bool packed_coefficients = false;
+    if constexpr (kOp == ElementwiseOp::kAffine) {
+      if (consecutive_features) {
+        packed_coefficients = true;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          packed_coefficients =
+              packed_coefficients &&
+              (reinterpret_cast<uintptr_t>(c.params[k] + first_feature) & 15) == 0;
+        }
+        if (packed_coefficients) {
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            q[k] = *reinterpret_cast<const float4*>(c.params[k] + first_feature);
+          }
+        }
+      }
+    }
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       float in[kN];
 #pragma unroll
       for (int i = 0; i < kN; ++i) in[i] = v[j][i][k];
       float value;
-      if (one_feature) {
+      if (packed_coefficients) {
+        auto lane = [k](const float4& f) {
+          return k == 0 ? f.x : k == 1 ? f.y : k == 2 ? f.z : f.w;
+        };
+        value = AffineValue<kN>(c, Affine{lane(q[0]), lane(q[1]), lane(q[2]), lane(q[3])}, in);
+      } else if (one_feature) {
         value = AffineValue<kN>(c, a, in);
       } else if (consecutive_features) {
         value = AffineValue<kN>(c, AffineAt(c, first_feature + k), in);
