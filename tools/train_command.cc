@@ -28,6 +28,31 @@ namespace kiln {
 
 namespace {
 
+// The trainer of `kiln train` and `kiln time --train`: one rank of a data-parallel job
+// (--rank/--world-size/--rendezvous, joined over NCCL) or the whole training in this process.
+// `comm` is declared before `worker`, which uses it until it is destroyed.
+struct TrainerSetup {
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<DataParallelWorker> worker;
+  std::unique_ptr<Trainer> single;
+
+  absl::Status Create(const DistributedFlags& dist, absl::string_view device,
+                      absl::string_view command, const SolverConfig& solver,
+                      const TrainerOptions& options) {
+    if (!dist.enabled) {
+      KILN_ASSIGN_OR_RETURN(single, Trainer::Create(solver, options));
+      return absl::OkStatus();
+    }
+    KILN_ASSIGN_OR_RETURN(comm, JoinNcclJob(dist, device, command));
+    DataParallelOptions data_parallel;
+    data_parallel.sync_batch_norm_statistics = dist.sync_batch_norm;
+    KILN_ASSIGN_OR_RETURN(worker,
+                          DataParallelWorker::Create(solver, options, comm.get(), data_parallel));
+    return absl::OkStatus();
+  }
+  Trainer* trainer() { return worker != nullptr ? &worker->trainer() : single.get(); }
+};
+
 using Clock = std::chrono::steady_clock;
 
 volatile std::sig_atomic_t interrupted = 0;
@@ -134,20 +159,10 @@ absl::Status Train(const CommandLine& line) {
     options.weights = &weights;
   }
   // One rank of a data-parallel job (--rank/--world-size/--rendezvous), or the whole training.
-  // `comm` is declared before `worker`, which uses it until it is destroyed.
-  std::unique_ptr<Communicator> comm;
-  std::unique_ptr<DataParallelWorker> worker;
-  std::unique_ptr<Trainer> single;
-  if (dist.enabled) {
-    KILN_ASSIGN_OR_RETURN(comm, JoinNcclJob(dist, line.Get("device", "auto"), "train"));
-    DataParallelOptions data_parallel;
-    data_parallel.sync_batch_norm_statistics = dist.sync_batch_norm;
-    KILN_ASSIGN_OR_RETURN(worker,
-                          DataParallelWorker::Create(solver, options, comm.get(), data_parallel));
-  } else {
-    KILN_ASSIGN_OR_RETURN(single, Trainer::Create(solver, options));
-  }
-  Trainer* trainer = worker != nullptr ? &worker->trainer() : single.get();
+  TrainerSetup setup;
+  KILN_RETURN_IF_ERROR(setup.Create(dist, line.Get("device", "auto"), "train", solver, options));
+  Trainer* trainer = setup.trainer();
+  DataParallelWorker* worker = setup.worker.get();
   const bool root = dist.rank == 0;
   const int64_t world = dist.world_size;
   // Every rank restores from the same files, so they start equal again (as after a broadcast).
@@ -320,19 +335,10 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
   if (!json && root) std::fprintf(stderr, "kiln time --train: compiling...\n");
   // One rank of a data-parallel job times its own steps (each includes the all-reduce); rank 0
   // reports world x batch images per median step.
-  std::unique_ptr<Communicator> comm;
-  std::unique_ptr<DataParallelWorker> worker;
-  std::unique_ptr<Trainer> single;
-  if (dist.enabled) {
-    KILN_ASSIGN_OR_RETURN(comm, JoinNcclJob(dist, line.Get("device", "auto"), "time --train"));
-    DataParallelOptions data_parallel;
-    data_parallel.sync_batch_norm_statistics = dist.sync_batch_norm;
-    KILN_ASSIGN_OR_RETURN(worker,
-                          DataParallelWorker::Create(solver, options, comm.get(), data_parallel));
-  } else {
-    KILN_ASSIGN_OR_RETURN(single, Trainer::Create(solver, options));
-  }
-  Trainer* trainer = worker != nullptr ? &worker->trainer() : single.get();
+  TrainerSetup setup;
+  KILN_RETURN_IF_ERROR(
+      setup.Create(dist, line.Get("device", "auto"), "time --train", solver, options));
+  Trainer* trainer = setup.trainer();
   if (!json && root) std::fprintf(stderr, "kiln time --train: timing %d steps...\n", iterations);
   KILN_ASSIGN_OR_RETURN(double ms, trainer->TimeSteps(iterations));
   if (!root) return absl::OkStatus();

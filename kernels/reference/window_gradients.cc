@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "engine/status_macros.h"
@@ -156,6 +157,40 @@ absl::Status Softmax(const Node& node, const DenseArgs& a) {
   return absl::OkStatus();
 }
 
+// The batch-statistics backward of statistic c of x and dy seen as [n, stats, inner]:
+// dx = scale / σ (dy - Σdy / m - x̂ Σ(dy x̂) / m), with σ and x̂ from the batch's own mean and
+// (biased) variance. Returns {Σ dy x̂, Σ dy}: the scale's and the bias's gradients.
+std::pair<double, double> BatchStatisticsBackward(const float* x, const float* dy, float* dx,
+                                                  int64_t n, int64_t stats, int64_t inner,
+                                                  int64_t c, double eps, double scale) {
+  auto at = [&](int64_t b, int64_t i) { return (b * stats + c) * inner + i; };
+  const double m = static_cast<double>(n * inner);
+  double sum = 0.0, sq = 0.0;
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t i = 0; i < inner; ++i) {
+      sum += x[at(b, i)];
+      sq += double{x[at(b, i)]} * x[at(b, i)];
+    }
+  }
+  const double mean = sum / m;
+  const double inv = 1.0 / std::sqrt(std::max(0.0, sq / m - mean * mean) + eps);
+  double dy_sum = 0.0, dy_xhat = 0.0;
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t i = 0; i < inner; ++i) {
+      dy_sum += dy[at(b, i)];
+      dy_xhat += dy[at(b, i)] * (x[at(b, i)] - mean) * inv;
+    }
+  }
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const double xhat = (x[at(b, i)] - mean) * inv;
+      dx[at(b, i)] =
+          static_cast<float>(scale * inv * (dy[at(b, i)] - dy_sum / m - xhat * dy_xhat / m));
+    }
+  }
+  return {dy_xhat, dy_sum};
+}
+
 // Batch statistics: dx = (dy - mean(dy) - x̂ mean(dy x̂)) / σ per statistic; stored statistics
 // are constants: dx = dy / σ.
 absl::Status BatchNorm(const Node& node, const DenseArgs& a) {
@@ -165,43 +200,18 @@ absl::Status BatchNorm(const Node& node, const DenseArgs& a) {
   const int64_t n = t.dim(0);
   const int64_t stats = spatial ? t.dim(1) : ProductOfDims(t.dims(), 1, t.rank());
   const int64_t inner = spatial ? ProductOfDims(t.dims(), 2, t.rank()) : 1;
-  const double m = static_cast<double>(n * inner);
-  const float* x = a.in[0];
-  const float* dy = a.in[1];
-  auto at = [&](int64_t b, int64_t c, int64_t i) { return (b * stats + c) * inner + i; };
   for (int64_t c = 0; c < stats; ++c) {
-    if (node.GetBool("use_global_stats")) {
-      double factor = 1.0;
-      if (a.in.size() == 5) factor = a.in[4][0] == 0.0f ? 0.0 : 1.0 / a.in[4][0];
-      const double inv = 1.0 / std::sqrt(a.in[3][c] * factor + eps);
-      for (int64_t b = 0; b < n; ++b) {
-        for (int64_t i = 0; i < inner; ++i)
-          a.out[0][at(b, c, i)] = static_cast<float>(dy[at(b, c, i)] * inv);
-      }
+    if (!node.GetBool("use_global_stats")) {
+      BatchStatisticsBackward(a.in[0], a.in[1], a.out[0], n, stats, inner, c, eps, 1.0);
       continue;
     }
-    double sum = 0.0, sq = 0.0;
+    double factor = 1.0;
+    if (a.in.size() == 5) factor = a.in[4][0] == 0.0f ? 0.0 : 1.0 / a.in[4][0];
+    const double inv = 1.0 / std::sqrt(a.in[3][c] * factor + eps);
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t i = 0; i < inner; ++i) {
-        sum += x[at(b, c, i)];
-        sq += double{x[at(b, c, i)]} * x[at(b, c, i)];
-      }
-    }
-    const double mean = sum / m;
-    const double inv = 1.0 / std::sqrt(std::max(0.0, sq / m - mean * mean) + eps);
-    double dy_sum = 0.0, dy_xhat = 0.0;
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const double xhat = (x[at(b, c, i)] - mean) * inv;
-        dy_sum += dy[at(b, c, i)];
-        dy_xhat += dy[at(b, c, i)] * xhat;
-      }
-    }
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const double xhat = (x[at(b, c, i)] - mean) * inv;
-        a.out[0][at(b, c, i)] =
-            static_cast<float>(inv * (dy[at(b, c, i)] - dy_sum / m - xhat * dy_xhat / m));
+        const int64_t at = (b * stats + c) * inner + i;
+        a.out[0][at] = static_cast<float>(a.in[1][at] * inv);
       }
     }
   }
@@ -211,40 +221,13 @@ absl::Status BatchNorm(const Node& node, const DenseArgs& a) {
 // dscale = Σ dy x̂, dbias = Σ dy, dx = scale / σ (dy - dbias / m - x̂ dscale / m), per channel.
 absl::Status AffineBatchNorm(const Node& node, const DenseArgs& a) {
   const TensorType& t = a.in_types[0];
-  const double eps = node.GetFloat("eps");
   const int64_t n = t.dim(0), channels = t.dim(1);
   const int64_t inner = ProductOfDims(t.dims(), 2, t.rank());
-  const double m = static_cast<double>(n * inner);
-  const float* x = a.in[0];
-  const float* dy = a.in[1];
-  auto at = [&](int64_t b, int64_t c, int64_t i) { return (b * channels + c) * inner + i; };
   for (int64_t c = 0; c < channels; ++c) {
-    double sum = 0.0, sq = 0.0;
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t i = 0; i < inner; ++i) {
-        sum += x[at(b, c, i)];
-        sq += double{x[at(b, c, i)]} * x[at(b, c, i)];
-      }
-    }
-    const double mean = sum / m;
-    const double inv = 1.0 / std::sqrt(std::max(0.0, sq / m - mean * mean) + eps);
-    double dy_sum = 0.0, dy_xhat = 0.0;
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t i = 0; i < inner; ++i) {
-        dy_sum += dy[at(b, c, i)];
-        dy_xhat += dy[at(b, c, i)] * (x[at(b, c, i)] - mean) * inv;
-      }
-    }
-    const double scale = a.in[2][c];
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const double xhat = (x[at(b, c, i)] - mean) * inv;
-        a.out[0][at(b, c, i)] =
-            static_cast<float>(scale * inv * (dy[at(b, c, i)] - dy_sum / m - xhat * dy_xhat / m));
-      }
-    }
-    a.out[1][c] = static_cast<float>(dy_xhat);
-    a.out[2][c] = static_cast<float>(dy_sum);
+    const auto [dscale, dbias] = BatchStatisticsBackward(
+        a.in[0], a.in[1], a.out[0], n, channels, inner, c, node.GetFloat("eps"), a.in[2][c]);
+    a.out[1][c] = static_cast<float>(dscale);
+    a.out[2][c] = static_cast<float>(dbias);
   }
   return absl::OkStatus();
 }
