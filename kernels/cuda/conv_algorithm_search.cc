@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
+#include "kernels/cuda/conv_small_channels_launch.h"
 #include "kernels/cuda/convolution.h"
 #include "kernels/cuda/cuda_status.h"
 
@@ -45,6 +46,14 @@ std::vector<ConvAlgo> GemmFirstOrder(ConvDirection direction, const ConvProblem&
 // its cost no longer grows with the taps; otherwise last.
 std::vector<ConvAlgo> HeuristicOrder(ConvDirection direction, const ConvProblem& p) {
   std::vector<ConvAlgo> order = GemmFirstOrder(direction, p);
+  // A first layer's few input channels in f16/bf16: the small-channel kernels, which serve the
+  // implicit-GEMM algorithms (forward) and split-K (backward filter), go first.
+  if (direction != ConvDirection::kBackwardData && cuda::SmallChannelsServes(p)) {
+    const ConvAlgo first = direction == ConvDirection::kForward ? ConvAlgo::kImplicitGemm
+                                                                : ConvAlgo::kImplicitGemmSplitK;
+    order.erase(std::find(order.begin(), order.end(), first));
+    order.insert(order.begin(), first);
+  }
   const bool large_filter =
       p.dtype == DataType::kF32 && p.math == MathMode::kFp32 && p.filter[1] * p.filter[2] >= 25;
   order.insert(large_filter ? order.begin() + 1 : order.end(), ConvAlgo::kFft);

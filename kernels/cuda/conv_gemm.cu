@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/conv_gemm_launch.h"
+#include "kernels/cuda/mma_sync.cuh"
 
 namespace kiln {
 namespace cuda {
@@ -20,35 +21,12 @@ using dnn::GatherOperand;
 using dnn::GemmView;
 using dnn::IndexInfo;
 using dnn::Locate;
+using mma::FromFloat;
+using mma::LdMatrixX4;
+using mma::Mma16816;
+using mma::ToFloat;
 
 constexpr int kBM = 128, kBN = 128, kBK = 32, kThreads = 256;
-
-template <typename T>
-__device__ __forceinline__ float ToFloat(T v) {
-  return static_cast<float>(v);
-}
-template <>
-__device__ __forceinline__ float ToFloat(__half v) {
-  return __half2float(v);
-}
-template <>
-__device__ __forceinline__ float ToFloat(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-template <typename T>
-__device__ __forceinline__ T FromFloat(float v);
-template <>
-__device__ __forceinline__ float FromFloat(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half FromFloat(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 FromFloat(float v) {
-  return __float2bfloat16_rn(v);
-}
 
 __device__ __forceinline__ float RoundTf32(float v) {
   uint32_t r;
@@ -147,32 +125,6 @@ struct TileLoader {
     }
   }
 };
-
-template <typename T>
-__device__ __forceinline__ void Mma16816(float* d, const uint32_t* a, const uint32_t* b);
-template <>
-__device__ __forceinline__ void Mma16816<__half>(float* d, const uint32_t* a, const uint32_t* b) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-template <>
-__device__ __forceinline__ void Mma16816<__nv_bfloat16>(float* d, const uint32_t* a,
-                                                        const uint32_t* b) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ __forceinline__ void LdMatrixX4(uint32_t* r, const void* smem) {
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
 
 __device__ __forceinline__ void MmaTf32(float* d, const uint32_t* a, const uint32_t* b) {
   asm volatile(

@@ -13,6 +13,7 @@
 #include "engine/status_macros.h"
 #include "kernels/cuda/conv_fft.h"
 #include "kernels/cuda/conv_gemm_launch.h"
+#include "kernels/cuda/conv_small_channels_launch.h"
 #include "kernels/cuda/conv_wgmma_launch.h"
 #include "kernels/cuda/conv_winograd_launch.h"
 #include "kernels/cuda/cuda_status.h"
@@ -67,6 +68,23 @@ ConvGemmLaunch GemmLaunch(const ConvProblem& p, const GemmView& view, const void
   l.vector_b = InnerVectorizable(view.b, width) && Aligned16(b) ? width : 1;
   l.a_lanes_along_k = InnerIsContiguous(view.a);
   l.b_lanes_along_k = InnerIsContiguous(view.b);
+  return l;
+}
+
+// The small-channel kernels' launch (conv_small_channels_launch.h): forward reads x and w into
+// y; the filter gradient reads x and dy (y) with `partial` as workspace, and its caller sets dw.
+cuda::SmallChannelsLaunch SmallChannelsLaunchOf(const Handle& h, const ConvProblem& p, float alpha,
+                                                float beta, const void* x, const void* w, void* y,
+                                                float* partial) {
+  cuda::SmallChannelsLaunch l;
+  l.problem = p;
+  l.x = x;
+  l.w = w;
+  l.y = y;
+  l.alpha = alpha;
+  l.beta = beta;
+  l.multiprocessors = h.multiprocessors();
+  l.partial = partial;
   return l;
 }
 
@@ -1022,6 +1040,10 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
     case ConvAlgo::kFft:
       return FftWorkspaceBytes(handle, direction, p);
     case ConvAlgo::kImplicitGemmSplitK: {
+      if (cuda::SmallChannelsServes(p)) {
+        return static_cast<size_t>(
+            cuda::SmallChannelsFilterGradientBytes(p, handle.multiprocessors()));
+      }
       const GemmView v = BackwardFilterGemmView(p, false);
       return static_cast<size_t>(cuda::ConvGemmPartialBytes(v, SplitsFor(handle, v)));
     }
@@ -1055,6 +1077,14 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
     case ConvDirection::kForward:
       switch (algo) {
         case ConvAlgo::kImplicitGemm: {
+          // A first layer's few input channels: the kernel made for them, no workspace.
+          if (cuda::SmallChannelsServes(p)) {
+            status = Launched(cuda::LaunchSmallChannelsForward(
+                                  SmallChannelsLaunchOf(handle, p, alpha, beta, x, w, y, nullptr),
+                                  handle.stream()),
+                              "small-channel implicit GEMM");
+            break;
+          }
           // Channels-last x and w that the Hopper kernel can read as they are: no workspace
           // needed, so it serves this algorithm too (without split-K).
           if (WgmmaServes(p) && Aligned16(x) && Aligned16(w)) {
@@ -1131,6 +1161,12 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
         }
       } else if (algo == ConvAlgo::kImplicitPrecompGemm) {
         status = BackwardFilterPrecomp(handle, p, alpha, beta, x, y, w, ws);
+      } else if (algo == ConvAlgo::kImplicitGemmSplitK && cuda::SmallChannelsServes(p)) {
+        cuda::SmallChannelsLaunch l = SmallChannelsLaunchOf(handle, p, alpha, beta, x, nullptr, y,
+                                                            reinterpret_cast<float*>(ws));
+        l.dw = w;
+        status = Launched(cuda::LaunchSmallChannelsFilterGradient(l, handle.stream()),
+                          "small-channel filter gradient");
       } else {
         const GemmView v = BackwardFilterGemmView(p, p.XChannelsLast());
         ConvGemmLaunch l = GemmLaunch(p, v, y, x, w, alpha, beta);

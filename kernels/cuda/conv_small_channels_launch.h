@@ -1,0 +1,43 @@
+// Plain C++ entry points of the small-channel convolution kernels (conv_small_channels.cu): the
+// forward and filter gradient of a network's first layer, whose input has 1 to 8 channels (an
+// RGB image), on the f16/bf16 tensor cores.
+//
+// The general implicit-GEMM kernels reduce over 16-byte runs of channels at one filter tap, so a
+// 3-channel input pads every tap to 8 channels and spends most of its multiplies on zeros and
+// most of its loads on gathers. These kernels instead stage each block's input window in shared
+// memory once, with the channels padded to 4 (or 8), and walk the reduction along a filter row,
+// where consecutive taps of one output pixel are consecutive in that window: every 16-byte
+// fragment row is then a plain ldmatrix address, and the whole filter stays in shared memory.
+#ifndef KILN_KERNELS_CUDA_CONV_SMALL_CHANNELS_LAUNCH_H_
+#define KILN_KERNELS_CUDA_CONV_SMALL_CHANNELS_LAUNCH_H_
+
+#include <cstdint>
+
+#include "kernels/dnn/conv_problem.h"
+
+namespace kiln {
+namespace cuda {
+
+struct SmallChannelsLaunch {
+  dnn::ConvProblem problem;
+  const void* x = nullptr;  // input image (read)
+  const void* w = nullptr;  // forward: the filter (read); filter gradient: unused
+  void* y = nullptr;        // forward: the output (written); filter gradient: dy (read)
+  void* dw = nullptr;       // filter gradient: the output (written)
+  float alpha = 1, beta = 0;
+  int multiprocessors = 1;
+  float* partial = nullptr;  // filter gradient: SmallChannelsFilterGradientBytes of workspace
+};
+
+// True when the kernels serve `p` in both directions: f16 or bf16, 2-d, one group, unit
+// dilation, 1 to 8 input channels, and a filter that fits in shared memory.
+bool SmallChannelsServes(const dnn::ConvProblem& p);
+// The f32 partial-sum workspace of the filter gradient, in bytes.
+int64_t SmallChannelsFilterGradientBytes(const dnn::ConvProblem& p, int multiprocessors);
+int LaunchSmallChannelsForward(const SmallChannelsLaunch& l, void* stream);
+int LaunchSmallChannelsFilterGradient(const SmallChannelsLaunch& l, void* stream);
+
+}  // namespace cuda
+}  // namespace kiln
+
+#endif  // KILN_KERNELS_CUDA_CONV_SMALL_CHANNELS_LAUNCH_H_
