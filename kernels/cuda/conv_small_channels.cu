@@ -47,7 +47,8 @@ struct Geometry {
   int cp;                // channels per tap in the window: 4 or 8
   int row_len;           // reduction elements per filter row: sp * cp, a multiple of 16
   int k_total;           // r * row_len
-  int th, tw;            // the pixel tile: th * tw == kTilePixels
+  int th, tw;            // the pixel tile: th * tw == kTilePixels, tw a power of two
+  int tw_shift;          // log2(tw)
   int rows_in, cols_in;  // the input window of a tile
   int tiles_h, tiles_w, tiles;
   bool flip;                    // true convolution: the filter is read reversed
@@ -76,36 +77,40 @@ __device__ __forceinline__ void TileOrigin(const Geometry& g, int tile, int* img
 }
 
 // The tile's input window, [rows_in][cols_in][cp] of 16-bit values, zero outside the image and
-// past the real channels.
+// past the real channels. A warp fills whole rows, so the per-element index work is one add.
 __device__ void LoadWindow(const Geometry& g, const uint16_t* x, int img, int oh0, int ow0,
                            uint16_t* window) {
-  const int count = g.rows_in * g.cols_in;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int ih0 = oh0 * g.stride_h - g.pad_h, iw0 = ow0 * g.stride_w - g.pad_w;
   const uint16_t* xi = x + img * g.xs[0];
-  for (int i = threadIdx.x; i < count; i += kThreads) {
-    const int row = i / g.cols_in;
-    const int col = i - row * g.cols_in;
-    const int ih = ih0 + row, iw = iw0 + col;
-    uint16_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    if (ih >= 0 && ih < g.h && iw >= 0 && iw < g.w) {
-      const uint16_t* px = xi + ih * g.xs[2] + iw * g.xs[3];
+  for (int row = warp; row < g.rows_in; row += kThreads / 32) {
+    const int ih = ih0 + row;
+    const bool row_inside = ih >= 0 && ih < g.h;
+    const uint16_t* x_row = xi + ih * g.xs[2];
+    uint16_t* w_row = window + row * g.cols_in * g.cp;
+    for (int col = lane; col < g.cols_in; col += 32) {
+      const int iw = iw0 + col;
+      uint16_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      if (row_inside && iw >= 0 && iw < g.w) {
+        const uint16_t* px = x_row + iw * g.xs[3];
 #pragma unroll
-      for (int c = 0; c < 8; ++c) {
-        if (c < g.c) v[c] = px[c * g.xs[1]];
+        for (int c = 0; c < 8; ++c) {
+          if (c < g.c) v[c] = px[c * g.xs[1]];
+        }
       }
-    }
-    if (g.cp == 4) {
-      uint2 packed;
-      packed.x = v[0] | (uint32_t{v[1]} << 16);
-      packed.y = v[2] | (uint32_t{v[3]} << 16);
-      *reinterpret_cast<uint2*>(window + i * 4) = packed;
-    } else {
-      uint4 packed;
-      packed.x = v[0] | (uint32_t{v[1]} << 16);
-      packed.y = v[2] | (uint32_t{v[3]} << 16);
-      packed.z = v[4] | (uint32_t{v[5]} << 16);
-      packed.w = v[6] | (uint32_t{v[7]} << 16);
-      *reinterpret_cast<uint4*>(window + i * 8) = packed;
+      if (g.cp == 4) {
+        uint2 packed;
+        packed.x = v[0] | (uint32_t{v[1]} << 16);
+        packed.y = v[2] | (uint32_t{v[3]} << 16);
+        *reinterpret_cast<uint2*>(w_row + col * 4) = packed;
+      } else {
+        uint4 packed;
+        packed.x = v[0] | (uint32_t{v[1]} << 16);
+        packed.y = v[2] | (uint32_t{v[3]} << 16);
+        packed.z = v[4] | (uint32_t{v[5]} << 16);
+        packed.w = v[6] | (uint32_t{v[7]} << 16);
+        *reinterpret_cast<uint4*>(w_row + col * 8) = packed;
+      }
     }
   }
 }
@@ -160,7 +165,7 @@ __global__ void __launch_bounds__(kThreads, kNT <= 8 ? 2 : 1)
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) {
     const int pixel = warp * 32 + mt * 16 + lane % 16;
-    const int ph = pixel / g.tw, pw = pixel - (pixel / g.tw) * g.tw;
+    const int ph = pixel >> g.tw_shift, pw = pixel & (g.tw - 1);
     a_off[mt] = (ph * g.stride_h * g.cols_in + pw * g.stride_w) * g.cp + (lane / 16) * 8;
   }
   const int b_off = (lane % 8 + 8 * (lane / 16)) * w_ld + ((lane / 8) % 2) * 8;
@@ -208,14 +213,16 @@ __global__ void __launch_bounds__(kThreads, kNT <= 8 ? 2 : 1)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int pixel = warp * 32 + mt * 16 + lane / 4 + 8 * half;
-        const int ph = pixel / g.tw, pw = pixel - (pixel / g.tw) * g.tw;
+        const int ph = pixel >> g.tw_shift, pw = pixel & (g.tw - 1);
         const int oh = oh0 + ph, ow = ow0 + pw;
         if (oh >= g.p || ow >= g.q) continue;
-        const int64_t base = img * g.ys[0] + oh * g.ys[2] + ow * g.ys[3];
+        const int f0 = k0 + 2 * (lane % 4);
+        const int64_t base = img * g.ys[0] + oh * g.ys[2] + ow * g.ys[3] + f0 * g.ys[1];
+        const int64_t filter_step = 8 * g.ys[1];
 #pragma unroll
         for (int j = 0; j < kNT; ++j) {
-          const int f = k0 + j * 8 + 2 * (lane % 4);
-          const int64_t i = base + f * g.ys[1];
+          const int f = f0 + j * 8;
+          const int64_t i = base + j * filter_step;
           const float v0 = acc[mt][j][2 * half], v1 = acc[mt][j][2 * half + 1];
           if (vector_out && f + 1 < g.k) {
             const float o0 = Blended(y, i, v0, alpha, beta);
@@ -235,7 +242,7 @@ __global__ void __launch_bounds__(kThreads, kNT <= 8 ? 2 : 1)
 }
 
 template <typename T, int kWM, int kWN>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, kWM <= 2 ? 2 : 1)
     SmallChannelsFilterGradientKernel(const Geometry g, const T* __restrict__ x,
                                       const T* __restrict__ dy, float* partial, int tiles_per_split,
                                       bool vector_dy) {
@@ -288,7 +295,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     LoadWindow(g, reinterpret_cast<const uint16_t*>(x), img, oh0, ow0, window);
     for (int i = threadIdx.x; i < kTilePixels * kVectors; i += kThreads) {
       const int pixel = i / kVectors, v = i - (i / kVectors) * kVectors;
-      const int ph = pixel / g.tw, pw = pixel - (pixel / g.tw) * g.tw;
+      const int ph = pixel >> g.tw_shift, pw = pixel & (g.tw - 1);
       const int oh = oh0 + ph, ow = ow0 + pw, f = k0 + v * 8;
       uint4 packed = make_uint4(0, 0, 0, 0);
       if (oh < g.p && ow < g.q) {
@@ -318,7 +325,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         LdMatrixX4Trans(a[mt], dy_tile + (step + a_pixel) * kDyLd + a_filter + mt * 16);
       }
       const int pixel = step + lane % 16;
-      const int ph = pixel / g.tw, pw = pixel - (pixel / g.tw) * g.tw;
+      const int ph = pixel >> g.tw_shift, pw = pixel & (g.tw - 1);
       const uint16_t* b_pixel = window + (ph * g.stride_h * g.cols_in + pw * g.stride_w) * g.cp;
 #pragma unroll
       for (int j = 0; j < kWN; j += 2) {
@@ -447,7 +454,7 @@ Plan MakePlan(const dnn::ConvProblem& p, int multiprocessors) {
   g.k_total = g.r * g.row_len;
   g.flip = p.mode == dnn::ConvolutionMode::kConvolution;
   for (int i = 0; i < 4; ++i) {
-    const int d = i == 0 ? 0 : i + 1;  // n, c, h, w of the 5-d strides (depth skipped)
+    const int d = i < 2 ? i : i + 1;  // n, c, h, w of the 5-d strides (depth skipped)
     g.xs[i] = p.x_stride[d];
     g.ys[i] = p.y_stride[d];
     g.ws[i] = p.w_stride[d];
@@ -466,6 +473,7 @@ Plan MakePlan(const dnn::ConvProblem& p, int multiprocessors) {
       best_pixels = pixels;
       best_window = window;
       g.tw = tw;
+      g.tw_shift = tw == 8 ? 3 : (tw == 16 ? 4 : (tw == 32 ? 5 : 6));
       g.th = th;
       g.tiles_h = static_cast<int>(tiles_h);
       g.tiles_w = static_cast<int>(tiles_w);

@@ -225,6 +225,27 @@ TEST_F(ConvCudaTest, EveryAlgorithmMatchesTheReference) {
   EXPECT_GT(runs, 500);
 }
 
+// The first-layer cases alone, through the algorithms the small-channel kernels serve (forward
+// implicit GEMM, backward-filter split-K): small enough to run under compute-sanitizer
+// (--gtest_filter=*SmallChannel*).
+TEST_F(ConvCudaTest, SmallChannelKernelsMatchTheReference) {
+  uint32_t seed = 11;
+  int runs = 0, failures = 0;
+  for (const Config& config : kConfigs) {
+    if (config.dtype == DataType::kF32) continue;
+    for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
+      if (c.name.rfind("first_layer", 0) != 0) continue;
+      RunAndCompare(*handle_, config, c, ConvDirection::kForward, ConvAlgo::kImplicitGemm, &seed,
+                    &failures);
+      RunAndCompare(*handle_, config, c, ConvDirection::kBackwardFilter,
+                    ConvAlgo::kImplicitGemmSplitK, &seed, &failures);
+      runs += 2;
+    }
+  }
+  std::printf("small-channel kernels: %d runs checked, %d failed\n", runs, failures);
+  EXPECT_EQ(runs, 28);
+}
+
 // The FFT algorithm cuts its tile-images into passes to bound its workspace; real problems need
 // hundreds of megabytes for a second pass, so the budget is cut here to force several, with
 // passes that start and end inside an image.
