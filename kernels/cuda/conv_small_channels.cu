@@ -76,44 +76,64 @@ __device__ __forceinline__ void TileOrigin(const Geometry& g, int tile, int* img
   *ow0 = (t - th_index * g.tiles_w) * g.tw;
 }
 
+// Packs `count` 16-bit values (a multiple of 2) into 32-bit words.
+template <int kWords>
+__device__ __forceinline__ void Pack(const uint16_t* v, uint32_t* words) {
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) words[i] = v[2 * i] | (uint32_t{v[2 * i + 1]} << 16);
+}
+
 // The tile's input window, [rows_in][cols_in][cp] of 16-bit values, zero outside the image and
-// past the real channels. A warp fills whole rows, so the per-element index work is one add.
+// past the real channels. Each thread loads kBatch positions into registers before storing any,
+// so their global latencies overlap instead of adding up.
+template <int kBatch>
 __device__ void LoadWindow(const Geometry& g, const uint16_t* x, int img, int oh0, int ow0,
                            uint16_t* window) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int count = g.rows_in * g.cols_in;
   const int ih0 = oh0 * g.stride_h - g.pad_h, iw0 = ow0 * g.stride_w - g.pad_w;
   const uint16_t* xi = x + img * g.xs[0];
-  for (int row = warp; row < g.rows_in; row += kThreads / 32) {
-    const int ih = ih0 + row;
-    const bool row_inside = ih >= 0 && ih < g.h;
-    const uint16_t* x_row = xi + ih * g.xs[2];
-    uint16_t* w_row = window + row * g.cols_in * g.cp;
-    for (int col = lane; col < g.cols_in; col += 32) {
-      const int iw = iw0 + col;
-      uint16_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      if (row_inside && iw >= 0 && iw < g.w) {
-        const uint16_t* px = x_row + iw * g.xs[3];
+  for (int first = threadIdx.x; first < count; first += kBatch * kThreads) {
+    uint16_t v[kBatch][8];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+#pragma unroll
+      for (int c = 0; c < 8; ++c) v[b][c] = 0;
+      const int i = first + b * kThreads;
+      const int row = i / g.cols_in;
+      const int ih = ih0 + row, iw = iw0 + (i - row * g.cols_in);
+      if (i < count && ih >= 0 && ih < g.h && iw >= 0 && iw < g.w) {
+        const uint16_t* px = xi + ih * g.xs[2] + iw * g.xs[3];
 #pragma unroll
         for (int c = 0; c < 8; ++c) {
-          if (c < g.c) v[c] = px[c * g.xs[1]];
+          if (c < g.c) v[b][c] = px[c * g.xs[1]];
         }
       }
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int i = first + b * kThreads;
+      if (i >= count) break;
       if (g.cp == 4) {
         uint2 packed;
-        packed.x = v[0] | (uint32_t{v[1]} << 16);
-        packed.y = v[2] | (uint32_t{v[3]} << 16);
-        *reinterpret_cast<uint2*>(w_row + col * 4) = packed;
+        Pack<2>(v[b], &packed.x);
+        *reinterpret_cast<uint2*>(window + i * 4) = packed;
       } else {
         uint4 packed;
-        packed.x = v[0] | (uint32_t{v[1]} << 16);
-        packed.y = v[2] | (uint32_t{v[3]} << 16);
-        packed.z = v[4] | (uint32_t{v[5]} << 16);
-        packed.w = v[6] | (uint32_t{v[7]} << 16);
-        *reinterpret_cast<uint4*>(w_row + col * 8) = packed;
+        Pack<4>(v[b], &packed.x);
+        *reinterpret_cast<uint4*>(window + i * 8) = packed;
       }
     }
   }
 }
+
+// 16 bytes from global to shared memory without passing through registers (zero-filled when
+// `valid` is false).
+__device__ __forceinline__ void CopyAsync16(void* smem, const void* global, bool valid) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(addr), "l"(global),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void WaitAsyncCopies() { asm volatile("cp.async.wait_all;" ::); }
 
 // Filters k0 .. k0 + filters - 1 as [filter][k] rows of w_ld elements (k = (r, s, c) padded,
 // zero in the padding and past K).
@@ -175,7 +195,7 @@ __global__ void __launch_bounds__(kThreads, kNT <= 8 ? 2 : 1)
     int img, oh0, ow0;
     TileOrigin(g, tile, &img, &oh0, &ow0);
     __syncthreads();  // the previous tile's window reads are done (and the filter is stored)
-    LoadWindow(g, reinterpret_cast<const uint16_t*>(x), img, oh0, ow0, window);
+    LoadWindow<8>(g, reinterpret_cast<const uint16_t*>(x), img, oh0, ow0, window);
     __syncthreads();
 
     float acc[2][kNT][4];
@@ -292,30 +312,31 @@ __global__ void __launch_bounds__(kThreads, kWM <= 2 ? 2 : 1)
     int img, oh0, ow0;
     TileOrigin(g, tile, &img, &oh0, &ow0);
     __syncthreads();  // the previous tile's reads are done
-    LoadWindow(g, reinterpret_cast<const uint16_t*>(x), img, oh0, ow0, window);
+    // dy first (asynchronous where it is 16-byte vectors), then the window while it lands.
     for (int i = threadIdx.x; i < kTilePixels * kVectors; i += kThreads) {
       const int pixel = i / kVectors, v = i - (i / kVectors) * kVectors;
       const int ph = pixel >> g.tw_shift, pw = pixel & (g.tw - 1);
       const int oh = oh0 + ph, ow = ow0 + pw, f = k0 + v * 8;
-      uint4 packed = make_uint4(0, 0, 0, 0);
-      if (oh < g.p && ow < g.q) {
-        const int64_t at = img * g.ys[0] + oh * g.ys[2] + ow * g.ys[3] + f * g.ys[1];
-        if (vector_dy && f + 8 <= g.k) {
-          packed = *reinterpret_cast<const uint4*>(dyb + at);
-        } else {
-          uint16_t e[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      const bool inside = oh < g.p && ow < g.q;
+      const int64_t at = img * g.ys[0] + oh * g.ys[2] + ow * g.ys[3] + f * g.ys[1];
+      uint16_t* to = dy_tile + pixel * kDyLd + v * 8;
+      if (vector_dy && f + 8 <= g.k) {
+        CopyAsync16(to, inside ? dyb + at : dyb, inside);
+        continue;
+      }
+      uint16_t e[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      if (inside) {
 #pragma unroll
-          for (int q = 0; q < 8; ++q) {
-            if (f + q < g.k) e[q] = dyb[at + q * g.ys[1]];
-          }
-          packed.x = e[0] | (uint32_t{e[1]} << 16);
-          packed.y = e[2] | (uint32_t{e[3]} << 16);
-          packed.z = e[4] | (uint32_t{e[5]} << 16);
-          packed.w = e[6] | (uint32_t{e[7]} << 16);
+        for (int q = 0; q < 8; ++q) {
+          if (f + q < g.k) e[q] = dyb[at + q * g.ys[1]];
         }
       }
-      *reinterpret_cast<uint4*>(dy_tile + pixel * kDyLd + v * 8) = packed;
+      uint4 packed;
+      Pack<4>(e, &packed.x);
+      *reinterpret_cast<uint4*>(to) = packed;
     }
+    LoadWindow<4>(g, reinterpret_cast<const uint16_t*>(x), img, oh0, ow0, window);
+    WaitAsyncCopies();
     __syncthreads();
 
     for (int step = 0; step < kTilePixels; step += 16) {
