@@ -246,6 +246,45 @@ __global__ void ToChannelsLastTiledKernel(const T* src, int64_t n_stride, int64_
   }
 }
 
+// The same copy when another dim `a` (0, 2, 3 or 4) is the contiguous one in the source (x read
+// as (C, N, H, W) for the filter gradient, whose source channels are the batch): a tiled
+// transpose between dim a and the channel dim, 32 x 32 elements per block through shared memory,
+// so the reads run along a and the writes along the channels. The three other dims are walked by
+// blockIdx.x (`outer` holds their extents and source/destination strides, innermost first).
+// Block (32, 8); grid (the other dims' index, a tiles, padded-channel tiles).
+struct TransposeDims {
+  int64_t extent[3], src_stride[3], dst_stride[3];
+  int64_t a_extent, a_dst_stride;  // dim a: source stride 1
+  int64_t channels, c_src_stride, padded_c;
+};
+
+template <typename T>
+__global__ void ToChannelsLastTransposeKernel(TransposeDims t, const T* src, T* dst) {
+  __shared__ float tile[32][33];
+  int64_t rest = blockIdx.x, src_base = 0, dst_base = 0;
+#pragma unroll
+  for (int i = 0; i < 3; ++i) {
+    const int64_t index = rest % t.extent[i];
+    rest /= t.extent[i];
+    src_base += index * t.src_stride[i];
+    dst_base += index * t.dst_stride[i];
+  }
+  const int64_t a0 = static_cast<int64_t>(blockIdx.y) * 32,
+                c0 = static_cast<int64_t>(blockIdx.z) * 32;
+  for (int i = threadIdx.y; i < 32; i += 8) {
+    const int64_t c = c0 + i, av = a0 + threadIdx.x;
+    tile[i][threadIdx.x] =
+        c < t.channels && av < t.a_extent ? Load(src + src_base + c * t.c_src_stride + av) : 0.0f;
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += 8) {
+    const int64_t av = a0 + i, c = c0 + threadIdx.x;
+    if (av < t.a_extent && c < t.padded_c) {
+      StoreValue(dst + dst_base + av * t.a_dst_stride + c, tile[threadIdx.x][i]);
+    }
+  }
+}
+
 // One phase's filter for sub-pixel backward data (2-d, ungrouped): out[c][t][u][kk] (packed,
 // kk < padded_k, zero past K) = w[kk][c][r0 + stride_h (taps_h - 1 - t)][s0 + stride_w (taps_w -
 // 1 - u)]: the taps that reach output rows of one residue mod the stride, reversed.
@@ -441,6 +480,41 @@ int LaunchToChannelsLast(ElementType element, const int64_t* dims, const int64_t
       ToChannelsLastTiledKernel<T><<<grid, dim3(32, 8), 0, static_cast<cudaStream_t>(stream)>>>(
           static_cast<const T*>(src), strides[0], strides[1], dims[1], spatial, padded_channels,
           static_cast<T*>(dst));
+      return static_cast<int>(cudaGetLastError());
+    });
+  }
+  // Another dim contiguous in the source (and not the channels): the tiled transpose.
+  int a = -1;
+  for (int dim : {4, 3, 2, 0}) {
+    if (strides[dim] == 1 && dims[dim] > 1 && a < 0) a = dim;
+  }
+  const int64_t others = dims[0] * dims[2] * dims[3] * dims[4] / (a < 0 ? 1 : dims[a]);
+  if (a >= 0 && strides[1] != 1 && others <= 0x7fffffff && (dims[a] + 31) / 32 <= 65535 &&
+      (padded_channels + 31) / 32 <= 65535) {
+    // The packed output's strides for (n, d, h, w); its channel stride is 1.
+    const int64_t out_stride[5] = {dims[2] * dims[3] * dims[4] * padded_channels, 1,
+                                   dims[3] * dims[4] * padded_channels, dims[4] * padded_channels,
+                                   padded_channels};
+    TransposeDims t;
+    int slot = 0;
+    for (int dim : {4, 3, 2, 0}) {
+      if (dim == a) continue;
+      t.extent[slot] = dims[dim];
+      t.src_stride[slot] = strides[dim];
+      t.dst_stride[slot] = out_stride[dim];
+      ++slot;
+    }
+    t.a_extent = dims[a];
+    t.a_dst_stride = out_stride[a];
+    t.channels = dims[1];
+    t.c_src_stride = strides[1];
+    t.padded_c = padded_channels;
+    const dim3 grid(static_cast<unsigned>(others), static_cast<unsigned>((dims[a] + 31) / 32),
+                    static_cast<unsigned>((padded_channels + 31) / 32));
+    return Dispatch(element, [&](auto zero) {
+      using T = decltype(zero);
+      ToChannelsLastTransposeKernel<T><<<grid, dim3(32, 8), 0, static_cast<cudaStream_t>(stream)>>>(
+          t, static_cast<const T*>(src), static_cast<T*>(dst));
       return static_cast<int>(cudaGetLastError());
     });
   }
