@@ -263,15 +263,18 @@ __global__ void __launch_bounds__(kFinishWarps * 32)
     if (c.inv_std_dense) c.inv_std_dense[f] = static_cast<float>(inv_std);
     if (c.running_mean && c.running_var) {
       const double unbiased = m > 1 ? var * m / (m - 1) : var;
+      const float* mean_in = c.running_mean_in ? c.running_mean_in : c.running_mean;
+      const float* var_in = c.running_var_in ? c.running_var_in : c.running_var;
       if (c.caffe_rule) {
-        c.running_mean[po] = static_cast<float>(c.factor * c.running_mean[po] + mean);
-        c.running_var[po] = static_cast<float>(c.factor * c.running_var[po] + unbiased);
-        if (f == 0) *c.caffe_factor = static_cast<float>(c.factor * *c.caffe_factor + 1);
+        c.running_mean[po] = static_cast<float>(c.factor * mean_in[po] + mean);
+        c.running_var[po] = static_cast<float>(c.factor * var_in[po] + unbiased);
+        if (f == 0) {
+          const float* factor_in = c.caffe_factor_in ? c.caffe_factor_in : c.caffe_factor;
+          *c.caffe_factor = static_cast<float>(c.factor * *factor_in + 1);
+        }
       } else {
-        c.running_mean[po] =
-            static_cast<float>((1 - c.factor) * c.running_mean[po] + c.factor * mean);
-        c.running_var[po] =
-            static_cast<float>((1 - c.factor) * c.running_var[po] + c.factor * unbiased);
+        c.running_mean[po] = static_cast<float>((1 - c.factor) * mean_in[po] + c.factor * mean);
+        c.running_var[po] = static_cast<float>((1 - c.factor) * var_in[po] + c.factor * unbiased);
       }
     }
     if (c.dense) {  // y = scale inv_std (x - mean) + bias

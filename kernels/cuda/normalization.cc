@@ -117,14 +117,29 @@ absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& b
                                       const void* bias, void* running_mean, void* running_var,
                                       void* caffe_scale_factor, void* save_mean, void* save_inv_std,
                                       void* workspace, size_t workspace_bytes) {
+  BatchNormRunningStats running;
+  running.mean = running_mean;
+  running.var = running_var;
+  running.caffe_scale_factor = caffe_scale_factor;
+  return BatchNormForwardTraining(handle, bn, alpha, beta, xd, x, yd, y, pd, scale, bias, running,
+                                  save_mean, save_inv_std, workspace, workspace_bytes);
+}
+
+absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& bn, float alpha,
+                                      float beta, const TensorDescriptor& xd, const void* x,
+                                      const TensorDescriptor& yd, void* y,
+                                      const TensorDescriptor& pd, const void* scale,
+                                      const void* bias, const BatchNormRunningStats& running,
+                                      void* save_mean, void* save_inv_std, void* workspace,
+                                      size_t workspace_bytes) {
   const char* where = "BatchNormForwardTraining";
   KILN_RETURN_IF_ERROR(CheckBatchNorm(bn.mode, xd, yd, pd, bn.epsilon, where));
-  if ((running_mean == nullptr) != (running_var == nullptr)) {
+  if ((running.mean == nullptr) != (running.var == nullptr)) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": give both running statistics or neither"));
   }
   const bool caffe = bn.rule == RunningStatsRule::kCaffeSum;
-  if (caffe && running_mean && !caffe_scale_factor) {
+  if (caffe && running.mean && !running.caffe_scale_factor) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": Caffe's running sums need the scale-factor element"));
   }
@@ -134,9 +149,12 @@ absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& b
   r.bias = static_cast<const float*>(bias);
   r.save_mean = static_cast<float*>(save_mean);
   r.save_inv_std = static_cast<float*>(save_inv_std);
-  r.running_mean = static_cast<float*>(running_mean);
-  r.running_var = static_cast<float*>(running_var);
-  r.caffe_factor = static_cast<float*>(caffe_scale_factor);
+  r.running_mean = static_cast<float*>(running.mean);
+  r.running_var = static_cast<float*>(running.var);
+  r.caffe_factor = static_cast<float*>(running.caffe_scale_factor);
+  r.running_mean_in = static_cast<const float*>(running.mean_in);
+  r.running_var_in = static_cast<const float*>(running.var_in);
+  r.caffe_factor_in = static_cast<const float*>(running.caffe_scale_factor_in);
   r.caffe_rule = caffe;
   r.factor = bn.factor;
   r.epsilon = bn.epsilon;

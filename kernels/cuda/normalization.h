@@ -29,6 +29,19 @@ absl::Status LrnBackward(Handle& handle, const LrnDescriptor& lrn, float alpha,
 // Workspace bytes any batch-norm call on `xd` in `mode` needs.
 size_t BatchNormWorkspaceSize(BatchNormMode mode, const TensorDescriptor& xd);
 
+// A training call's running statistics (f32 in `pd`'s layout; Caffe's scale factor one f32):
+// read from the *_in pointers and written to the others. An in pointer left null reads its
+// output pointer (cuDNN's update in place); distinct pointers update into new tensors in the
+// same pass, so a graph whose running statistics are separate inputs and outputs copies nothing.
+struct BatchNormRunningStats {
+  const void* mean_in = nullptr;
+  const void* var_in = nullptr;
+  const void* caffe_scale_factor_in = nullptr;
+  void* mean = nullptr;
+  void* var = nullptr;
+  void* caffe_scale_factor = nullptr;
+};
+
 // Training forward: batch statistics, y = alpha (scale x̂ + bias) + beta y, optional
 // save_mean / save_inv_std (for backward), optional running statistics (both or neither;
 // `caffe_scale_factor` is Caffe's third blob, one f32, needed by RunningStatsRule::kCaffeSum).
@@ -40,6 +53,14 @@ absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& b
                                       const void* bias, void* running_mean, void* running_var,
                                       void* caffe_scale_factor, void* save_mean, void* save_inv_std,
                                       void* workspace, size_t workspace_bytes);
+// The same with the running statistics read and written apart (BatchNormRunningStats).
+absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& bn, float alpha,
+                                      float beta, const TensorDescriptor& xd, const void* x,
+                                      const TensorDescriptor& yd, void* y,
+                                      const TensorDescriptor& pd, const void* scale,
+                                      const void* bias, const BatchNormRunningStats& running,
+                                      void* save_mean, void* save_inv_std, void* workspace,
+                                      size_t workspace_bytes);
 // Inference forward with stored statistics; with `caffe_scale_factor` (device, one f32) the
 // statistics are Caffe's sums and are divided by it (0 when it is 0).
 absl::Status BatchNormForwardInference(Handle& handle, BatchNormMode mode, float alpha, float beta,

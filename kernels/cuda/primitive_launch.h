@@ -113,6 +113,11 @@ struct ReduceCall {
   float* running_mean = nullptr;
   float* running_var = nullptr;
   float* caffe_factor = nullptr;
+  // Where the running statistics are read from, when not from the pointers above (an update
+  // into separate output tensors, with no copy before it).
+  const float* running_mean_in = nullptr;
+  const float* running_var_in = nullptr;
+  const float* caffe_factor_in = nullptr;
   bool caffe_rule = false;
   double factor = 0, epsilon = 1e-5;
   float* dscale = nullptr;

@@ -175,6 +175,14 @@ TEST(FuseBatchNormScaleTest, FusedGraphTrainsLikeTheCaffePair) {
   AddBackward(*fused);
   ASSERT_EQ(CountOps(*fused, "AffineBatchNormGradient"), 1) << PrintGraph(*fused);
   EXPECT_EQ(CountOps(*fused, "ScaleParamGradient"), 0);
+  // The backward reads the batch statistics the forward saved (its last two outputs).
+  for (const Node* n : fused->nodes()) {
+    if (n->op() != "AffineBatchNormGradient") continue;
+    const Node* forward = fused->FindNode("bn");
+    ASSERT_NE(forward, nullptr);
+    EXPECT_EQ(n->input(3), (Value{const_cast<Node*>(forward), forward->num_outputs() - 2}));
+    EXPECT_EQ(n->input(4), (Value{const_cast<Node*>(forward), forward->num_outputs() - 1}));
+  }
   const Outputs in = Inputs();
   const Outputs want = RunReference(*unfused, in);
   const Outputs got = RunReference(*fused, in);
