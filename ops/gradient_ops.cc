@@ -19,8 +19,9 @@
 //   LRNGradient(x, dy) -> dx                       (y recomputed from x)
 //   SoftmaxGradient(y, dy) -> dx
 //   BatchNormGradient(x, dy, mean, variance, scale_factor?) -> dx
-//   AffineBatchNormGradient(x, dy, scale, saved_mean, saved_inv_std) -> dx, dscale, dbias
-//                                                  the statistics the forward saved
+//   AffineBatchNormGradient(x, dy, scale, saved_mean, saved_inv_std, y?) -> dx, dscale, dbias
+//                                                  the statistics the forward saved; with "relu",
+//                                                  dy counts where y (the fused output) is > 0
 //   EltwiseMaxGradient(x_0..x_{n-1}, dy) -> dx_which
 //   CropGradient(dy) -> dx                          dy placed at the crop's offsets, zeros around
 //   SoftmaxWithLossGradient(logits, labels) -> dlogits         loss_weight as an attribute: the
@@ -191,6 +192,12 @@ absl::StatusOr<Types> InferAffineBatchNormGradient(const InferContext& ctx) {
           absl::StrCat(names[i], " must be f32 (AffineBatchNorm saves its statistics in f32)"));
     }
   }
+  if (ctx.GetBool("relu") != (ctx.num_inputs() == 6)) {
+    return absl::InvalidArgumentError("y (input 5) is given exactly when relu is set");
+  }
+  if (ctx.num_inputs() == 6 && ctx.input(5).dims() != x.dims()) {
+    return absl::InvalidArgumentError("x and y differ in shape");
+  }
   KILN_ASSIGN_OR_RETURN(Types out, DenseLike(ctx.input(1), ctx.input(1).dims()));
   // The parameter gradients in the parameter's own dtype and shape.
   out.push_back(ctx.input(2).Contiguous());
@@ -331,11 +338,11 @@ absl::Status RegisterGradientOps(OpRegistry& registry) {
                           InferBatchNormGradient,
                           "Gradient of BatchNorm's input (through the batch statistics in "
                           "training mode)."));
-  defs.push_back(Gradient("AffineBatchNormGradient",
-                          {"x", "dy", "scale", "saved_mean", "saved_inv_std"}, 5, 5, {},
-                          InferAffineBatchNormGradient,
-                          "Gradients of AffineBatchNorm's input, scale and bias (through the batch "
-                          "statistics its forward saved)."));
+  defs.push_back(
+      Gradient("AffineBatchNormGradient", {"x", "dy", "scale", "saved_mean", "saved_inv_std", "y"},
+               5, 6, {{"relu", AttrKind::kBool, AttrValue(false)}}, InferAffineBatchNormGradient,
+               "Gradients of AffineBatchNorm's input, scale and bias (through the batch "
+               "statistics its forward saved, and its fused ReLU)."));
   defs.push_back(Gradient("EltwiseMaxGradient", {"inputs...", "dy"}, 2, -1,
                           {{"which", AttrKind::kInt, std::nullopt}}, InferEltwiseMaxGradient,
                           "dy where input `which` is the first maximum, else 0."));

@@ -21,7 +21,9 @@
 // graphs fuse the Caffe pair into it (passes/fuse_batchnorm_scale.cc), so one primitive pass
 // normalizes and scales, and one backward pass gives dx, dscale and dbias. Its last two outputs
 // are the batch's mean and inverse standard deviation 1 / sqrt(var_B + eps) (f32 [C], cuDNN's
-// saved mean and inverse variance): the gradient reads them instead of summing x again.
+// saved mean and inverse variance): the gradient reads them instead of summing x again. With
+// "relu" the output is max(0, y): the ReLU Caffe nets put after the pair, fused by
+// passes/fuse_affine_batchnorm_relu.cc so neither direction runs it as a pass of its own.
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "ops/all_ops.h"
@@ -164,13 +166,14 @@ absl::Status RegisterNormalizationOps(OpRegistry& registry) {
   affine.max_inputs = 6;
   affine.attrs = {{"eps", AttrKind::kFloat, AttrValue(1e-5)},
                   {"moving_average_fraction", AttrKind::kFloat, AttrValue(0.999)},
-                  {"update_running_stats", AttrKind::kBool, AttrValue(false)}};
+                  {"update_running_stats", AttrKind::kBool, AttrValue(false)},
+                  {"relu", AttrKind::kBool, AttrValue(false)}};
   affine.infer_types = InferAffineBatchNorm;
   affine.differentiable = true;
   affine.weight_inputs = {1, 2, 3, 4, 5};
   affine.summary =
       "Training-mode BatchNorm (batch statistics, per channel) and the Scale with bias after "
-      "it as one op, like an affine BatchNorm2d.";
+      "it as one op, like an affine BatchNorm2d; optionally the ReLU after them too.";
   return registry.Register(std::move(affine));
 }
 

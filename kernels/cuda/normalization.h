@@ -70,8 +70,20 @@ absl::Status BatchNormForwardInference(Handle& handle, BatchNormMode mode, float
                                        const void* bias, const void* mean, const void* var,
                                        double epsilon, const void* caffe_scale_factor,
                                        void* workspace, size_t workspace_bytes);
-// Backward: dx with (alpha_data, beta_data), dscale and dbias with (alpha_param, beta_param).
-// Uses saved_mean / saved_inv_std when both are given, else recomputes them from x.
+// Backward of a training forward `bn` (its mode, epsilon and ops): dx with (alpha_data,
+// beta_data), dscale and dbias with (alpha_param, beta_param). Uses saved_mean / saved_inv_std
+// when both are given, else recomputes them from x. With BatchNormOps::kBatchNormActivation, y
+// (the forward's fused output, x's dims) masks dy inside the gradient sums and the dx pass (a
+// ReLU: dy where y > 0), so the activation's backward adds no launch; otherwise y is not read.
+absl::Status BatchNormBackward(Handle& handle, const BatchNormTraining& bn, float alpha_data,
+                               float beta_data, float alpha_param, float beta_param,
+                               const TensorDescriptor& xd, const void* x,
+                               const TensorDescriptor& yd, const void* y,
+                               const TensorDescriptor& dyd, const void* dy,
+                               const TensorDescriptor& dxd, void* dx, const TensorDescriptor& pd,
+                               const void* scale, void* dscale, void* dbias, const void* saved_mean,
+                               const void* saved_inv_std, void* workspace, size_t workspace_bytes);
+// The plain backward (no fused activation), by mode and epsilon.
 absl::Status BatchNormBackward(Handle& handle, BatchNormMode mode, float alpha_data,
                                float beta_data, float alpha_param, float beta_param,
                                const TensorDescriptor& xd, const void* x,

@@ -233,15 +233,25 @@ absl::Status BatchNorm(const Node& node, const DenseArgs& a) {
 }
 
 // dscale = Σ dy x̂, dbias = Σ dy, dx = scale / σ (dy - dbias / m - x̂ dscale / m), per channel,
-// with the mean and 1 / σ the forward saved (inputs 3 and 4).
+// with the mean and 1 / σ the forward saved (inputs 3 and 4). With "relu", dy is first zeroed
+// where the fused output y (input 5) is not positive: the ReLU's backward, as Caffe's reads it.
 absl::Status AffineBatchNorm(const Node& node, const DenseArgs& a) {
   const TensorType& t = a.in_types[0];
   const int64_t n = t.dim(0), channels = t.dim(1);
   const int64_t inner = ProductOfDims(t.dims(), 2, t.rank());
+  const float* dy = a.in[1];
+  std::vector<float> masked;
+  if (node.GetBool("relu")) {
+    masked.assign(a.in[1], a.in[1] + t.num_elements());
+    for (size_t i = 0; i < masked.size(); ++i) {
+      if (!(a.in[5][i] > 0.0f)) masked[i] = 0.0f;
+    }
+    dy = masked.data();
+  }
   for (int64_t c = 0; c < channels; ++c) {
     const BatchStatistics saved{a.in[3][c], a.in[4][c]};
-    const auto [dscale, dbias] = BatchStatisticsBackward(a.in[0], a.in[1], a.out[0], n, channels,
-                                                         inner, c, saved, a.in[2][c]);
+    const auto [dscale, dbias] =
+        BatchStatisticsBackward(a.in[0], dy, a.out[0], n, channels, inner, c, saved, a.in[2][c]);
     a.out[1][c] = static_cast<float>(dscale);
     a.out[2][c] = static_cast<float>(dbias);
   }

@@ -124,6 +124,11 @@ void AddWindowCases(std::vector<GradientCase>& out) {
   affine_running.name = "affine_batchnorm_running_stats";
   affine_running.attrs = {{"update_running_stats", B(true)}, {"moving_average_fraction", F(0.9)}};
   out.push_back(affine_running);
+  // With the ReLU after the pair folded in: dy counts where the output is positive.
+  GradientCase affine_relu = affine;
+  affine_relu.name = "affine_batchnorm_relu";
+  affine_relu.attrs = {{"relu", B(true)}};
+  out.push_back(affine_relu);
   out.push_back(Case("scale_bias", "Scale", {{2, 3, 4, 4}, {3}, {3}}));
   out.push_back(Case("scale_two_axes", "Scale", {{2, 3, 4, 2}, {3, 4}}, {{"num_axes", I(2)}}));
   out.push_back(Case("bias", "Bias", {{2, 3, 2, 2}, {3}}));

@@ -117,9 +117,15 @@ absl::StatusOr<PreparedKernel> PrepareAffineBatchNorm(const Node& node, const Ke
   bn.epsilon = node.GetFloat("eps");
   bn.rule = dnn::RunningStatsRule::kCaffeSum;
   bn.factor = node.GetFloat("moving_average_fraction");
+  const bool relu = node.GetBool("relu");
+  if (relu) {
+    bn.ops = dnn::BatchNormOps::kBatchNormActivation;
+    KILN_ASSIGN_OR_RETURN(bn.activation,
+                          dnn::ActivationDescriptor::Create(dnn::ActivationMode::kRelu, 0.0));
+  }
   k.workspace_bytes = workspace;
-  k.description = update ? "batch statistics, scale and bias, running statistics updated"
-                         : "batch statistics, scale and bias";
+  k.description = absl::StrCat("batch statistics, scale and bias", relu ? ", ReLU" : "",
+                               update ? ", running statistics updated" : "");
   k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
     KILN_ASSIGN_OR_RETURN(const void* s, ReadVector(handle, scale, a.inputs[4].data, a.workspace));
     KILN_ASSIGN_OR_RETURN(const void* b, ReadVector(handle, bias, a.inputs[5].data, a.workspace));
@@ -147,10 +153,11 @@ absl::StatusOr<PreparedKernel> PrepareAffineBatchNorm(const Node& node, const Ke
   return k;
 }
 
-// AffineBatchNormGradient(x, dy, scale, saved_mean, saved_inv_std) -> dx, dscale, dbias: the
-// primitive's backward with the node's scale and the statistics the forward saved (f32 [C], the
-// primitive's packed parameter layout), so x is read twice (sums, then dx) and never summed for
-// its statistics again.
+// AffineBatchNormGradient(x, dy, scale, saved_mean, saved_inv_std[, y]) -> dx, dscale, dbias:
+// the primitive's backward with the node's scale and the statistics the forward saved (f32 [C],
+// the primitive's packed parameter layout), so x is read twice (sums, then dx) and never summed
+// for its statistics again. With "relu" the forward's fused output y masks dy inside those same
+// two passes.
 absl::StatusOr<PreparedKernel> PrepareAffineBatchNormGradient(const Node& node,
                                                               const KernelOptions&) {
   PreparedKernel k;
@@ -173,19 +180,30 @@ absl::StatusOr<PreparedKernel> PrepareAffineBatchNormGradient(const Node& node,
           "cuda AffineBatchNormGradient: the saved statistics must be packed f32");
     }
   }
-  // With saved statistics the primitive only checks that epsilon is positive: the saved inverse
-  // standard deviation already includes the forward's epsilon.
-  const double eps = 1e-5;
+  // With saved statistics the primitive only checks that epsilon is positive (the default): the
+  // saved inverse standard deviation already includes the forward's epsilon.
+  dnn::BatchNormTraining bn;
+  bn.mode = dnn::BatchNormMode::kSpatial;
+  const bool relu = node.GetBool("relu");
+  dnn::TensorDescriptor yd = xd;
+  if (relu) {
+    bn.ops = dnn::BatchNormOps::kBatchNormActivation;
+    KILN_ASSIGN_OR_RETURN(bn.activation,
+                          dnn::ActivationDescriptor::Create(dnn::ActivationMode::kRelu, 0.0));
+    KILN_ASSIGN_OR_RETURN(yd, DescriptorOf(node.input(5).type()));
+  }
   k.workspace_bytes = workspace;
-  k.description = "batch statistics backward (saved statistics) with dscale and dbias";
+  k.description = absl::StrCat("batch statistics backward (saved statistics)",
+                               relu ? " through the ReLU" : "", " with dscale and dbias");
   k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
     KILN_ASSIGN_OR_RETURN(const void* s, ReadVector(handle, scale, a.inputs[2].data, a.workspace));
     void* ds = WriteVector(dscale, a.outputs[1].data, a.workspace);
     void* db = WriteVector(dbias, a.outputs[2].data, a.workspace);
-    KILN_RETURN_IF_ERROR(dnn::BatchNormBackward(
-        handle, dnn::BatchNormMode::kSpatial, 1.0f, 0.0f, 1.0f, 0.0f, xd, a.inputs[0].data, dyd,
-        a.inputs[1].data, dxd, a.outputs[0].data, pd, s, ds, db, eps, a.inputs[3].data,
-        a.inputs[4].data, a.workspace, primitive));
+    const void* y = relu ? a.inputs[5].data : nullptr;
+    KILN_RETURN_IF_ERROR(dnn::BatchNormBackward(handle, bn, 1.0f, 0.0f, 1.0f, 0.0f, xd,
+                                                a.inputs[0].data, yd, y, dyd, a.inputs[1].data, dxd,
+                                                a.outputs[0].data, pd, s, ds, db, a.inputs[3].data,
+                                                a.inputs[4].data, a.workspace, primitive));
     KILN_RETURN_IF_ERROR(WriteBack(handle, dscale, a.outputs[1].data, a.workspace));
     return WriteBack(handle, dbias, a.outputs[2].data, a.workspace);
   };
