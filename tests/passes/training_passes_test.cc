@@ -197,6 +197,18 @@ TEST(FuseAffineBatchNormReluTest, DeclinedCasesKeepTheRelu) {
   }
 }
 
+// Disabled by name (the CLI's --disable-pass), the ReLU stays a ReLU and the pair is still fused.
+TEST(FuseAffineBatchNormReluTest, DisabledByNameKeepsTheRelu) {
+  auto g = Net({});
+  PassManagerOptions options;
+  options.disabled = {"fuse_affine_batchnorm_relu"};
+  PassContext context;
+  context.inference = false;
+  ASSERT_TRUE(MakeTrainingForwardPipeline(options).Run(*g, context).ok());
+  EXPECT_EQ(CountOps(*g, "AffineBatchNorm"), 1);
+  EXPECT_EQ(CountOps(*g, "ReLU"), 1);
+}
+
 // The ReLU's output may have other readers: they read the fused output.
 TEST(FuseAffineBatchNormReluTest, ReluOutputWithOtherReadersIsFused) {
   Options options;
