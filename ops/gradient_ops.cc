@@ -19,7 +19,9 @@
 //   LRNGradient(x, dy) -> dx                       (y recomputed from x)
 //   SoftmaxGradient(y, dy) -> dx
 //   BatchNormGradient(x, dy, mean, variance, scale_factor?) -> dx
-//   AffineBatchNormGradient(x, dy, scale) -> dx, dscale, dbias    batch statistics from x
+//   AffineBatchNormGradient(x, dy, scale, saved_mean, saved_inv_std, y?) -> dx, dscale, dbias
+//                                                  the statistics the forward saved; with "relu",
+//                                                  dy counts where y (the fused output) is > 0
 //   EltwiseMaxGradient(x_0..x_{n-1}, dy) -> dx_which
 //   CropGradient(dy) -> dx                          dy placed at the crop's offsets, zeros around
 //   SoftmaxWithLossGradient(logits, labels) -> dlogits         loss_weight as an attribute: the
@@ -182,8 +184,20 @@ absl::StatusOr<Types> InferAffineBatchNormGradient(const InferContext& ctx) {
   if (x.dims() != ctx.input(1).dims())
     return absl::InvalidArgumentError("x and dy differ in shape");
   if (x.rank() < 2) return absl::InvalidArgumentError("x needs at least N and C dims");
-  KILN_RETURN_IF_ERROR(RequireDims(ctx.input(2), {x.dim(1)}, "scale"));
-  if (ctx.GetFloat("eps") <= 0) return absl::InvalidArgumentError("eps must be > 0");
+  const char* names[] = {"", "", "scale", "saved_mean", "saved_inv_std"};
+  for (int i = 2; i < 5; ++i) KILN_RETURN_IF_ERROR(RequireDims(ctx.input(i), {x.dim(1)}, names[i]));
+  for (int i = 3; i < 5; ++i) {
+    if (ctx.input(i).dtype() != DataType::kF32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(names[i], " must be f32 (AffineBatchNorm saves its statistics in f32)"));
+    }
+  }
+  if (ctx.GetBool("relu") != (ctx.num_inputs() == 6)) {
+    return absl::InvalidArgumentError("y (input 5) is given exactly when relu is set");
+  }
+  if (ctx.num_inputs() == 6 && ctx.input(5).dims() != x.dims()) {
+    return absl::InvalidArgumentError("x and y differ in shape");
+  }
   KILN_ASSIGN_OR_RETURN(Types out, DenseLike(ctx.input(1), ctx.input(1).dims()));
   // The parameter gradients in the parameter's own dtype and shape.
   out.push_back(ctx.input(2).Contiguous());
@@ -324,11 +338,11 @@ absl::Status RegisterGradientOps(OpRegistry& registry) {
                           InferBatchNormGradient,
                           "Gradient of BatchNorm's input (through the batch statistics in "
                           "training mode)."));
-  defs.push_back(Gradient("AffineBatchNormGradient", {"x", "dy", "scale"}, 3, 3,
-                          {{"eps", AttrKind::kFloat, AttrValue(1e-5)}},
-                          InferAffineBatchNormGradient,
-                          "Gradients of AffineBatchNorm's input, scale and bias (through the batch "
-                          "statistics, recomputed from x)."));
+  defs.push_back(
+      Gradient("AffineBatchNormGradient", {"x", "dy", "scale", "saved_mean", "saved_inv_std", "y"},
+               5, 6, {{"relu", AttrKind::kBool, AttrValue(false)}}, InferAffineBatchNormGradient,
+               "Gradients of AffineBatchNorm's input, scale and bias (through the batch "
+               "statistics its forward saved, and its fused ReLU)."));
   defs.push_back(Gradient("EltwiseMaxGradient", {"inputs...", "dy"}, 2, -1,
                           {{"which", AttrKind::kInt, std::nullopt}}, InferEltwiseMaxGradient,
                           "dy where input `which` is the first maximum, else 0."));

@@ -19,7 +19,11 @@
 // BatchNorm followed by Caffe's per-channel Scale with bias: y = scale (x - mean_B) / sqrt(var_B +
 // eps) + bias with the batch's statistics, updating the running ones as BatchNorm does. Training
 // graphs fuse the Caffe pair into it (passes/fuse_batchnorm_scale.cc), so one primitive pass
-// normalizes and scales, and one backward pass gives dx, dscale and dbias.
+// normalizes and scales, and one backward pass gives dx, dscale and dbias. Its last two outputs
+// are the batch's mean and inverse standard deviation 1 / sqrt(var_B + eps) (f32 [C], cuDNN's
+// saved mean and inverse variance): the gradient reads them instead of summing x again. With
+// "relu" the output is max(0, y): the ReLU Caffe nets put after the pair, fused by
+// passes/fuse_affine_batchnorm_relu.cc so neither direction runs it as a pass of its own.
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "ops/all_ops.h"
@@ -92,7 +96,9 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) 
 
 // AffineBatchNorm(x, mean, variance, scale_factor, scale, bias): the training-mode BatchNorm
 // and the per-channel Scale (with bias) Caffe puts after it, as one op: y = scale[c] x̂ + bias[c]
-// with x̂ normalized by the batch statistics. Same running-statistic outputs as BatchNorm.
+// with x̂ normalized by the batch statistics. Same running-statistic outputs as BatchNorm (at the
+// same indices), then the saved batch mean and inverse standard deviation, always f32 whatever
+// x's dtype: they are what the primitive computes and what its backward reads.
 absl::StatusOr<std::vector<TensorType>> InferAffineBatchNorm(const InferContext& ctx) {
   const TensorType& x = ctx.input(0);
   KILN_RETURN_IF_ERROR(RequireFloat(x, "input"));
@@ -112,6 +118,9 @@ absl::StatusOr<std::vector<TensorType>> InferAffineBatchNorm(const InferContext&
   if (ctx.GetBool("update_running_stats")) {
     for (int i = 1; i < 4; ++i) out.push_back(ctx.input(i).Contiguous());
   }
+  KILN_ASSIGN_OR_RETURN(TensorType saved, TensorType::Create(DataType::kF32, channels));
+  out.push_back(saved);  // saved_mean
+  out.push_back(saved);  // saved_inv_std
   return out;
 }
 
@@ -157,13 +166,14 @@ absl::Status RegisterNormalizationOps(OpRegistry& registry) {
   affine.max_inputs = 6;
   affine.attrs = {{"eps", AttrKind::kFloat, AttrValue(1e-5)},
                   {"moving_average_fraction", AttrKind::kFloat, AttrValue(0.999)},
-                  {"update_running_stats", AttrKind::kBool, AttrValue(false)}};
+                  {"update_running_stats", AttrKind::kBool, AttrValue(false)},
+                  {"relu", AttrKind::kBool, AttrValue(false)}};
   affine.infer_types = InferAffineBatchNorm;
   affine.differentiable = true;
   affine.weight_inputs = {1, 2, 3, 4, 5};
   affine.summary =
       "Training-mode BatchNorm (batch statistics, per channel) and the Scale with bias after "
-      "it as one op, like an affine BatchNorm2d.";
+      "it as one op, like an affine BatchNorm2d; optionally the ReLU after them too.";
   return registry.Register(std::move(affine));
 }
 

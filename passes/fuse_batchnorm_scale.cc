@@ -91,6 +91,7 @@ std::unique_ptr<Pass> MakeFuseBatchNormScalePass() {
 PassManager MakeTrainingForwardPipeline(PassManagerOptions options) {
   PassManager manager(std::move(options));
   manager.Add(MakeFuseBatchNormScalePass());
+  manager.Add(MakeFuseAffineBatchNormReluPass());  // reads the AffineBatchNorms the pass above made
   return manager;
 }
 

@@ -41,10 +41,17 @@ bool IsF32ParameterPort(const Node& node, int port) {
   return false;
 }
 
+// Ports that read the batch statistics an AffineBatchNorm forward saved: f32 by definition (the
+// forward's shape inference makes them so), read by the backward primitive as they are.
+bool IsSavedStatisticsPort(const std::string& op, int port) {
+  return op == "AffineBatchNormGradient" && (port == 3 || port == 4);
+}
+
 Want WantFor(const Node& node, int port, const Value& source, const PlanTypes& types) {
   Want w;
   const TensorType& t = source.type();
-  if (!IsFloatingPoint(t.dtype()) || IsLabelPort(node.op(), port)) {
+  if (!IsFloatingPoint(t.dtype()) || IsLabelPort(node.op(), port) ||
+      IsSavedStatisticsPort(node.op(), port)) {
     w.keep = true;
     return w;
   }

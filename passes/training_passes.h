@@ -14,6 +14,11 @@ namespace kiln {
 // with bias (Caffe's BatchNorm + Scale pair) becomes one AffineBatchNorm.
 std::unique_ptr<Pass> MakeFuseBatchNormScalePass();
 
+// "fuse_affine_batchnorm_relu": an AffineBatchNorm whose only use is a ReLU with negative slope
+// 0 takes the ReLU in (its "relu" attribute), so the forward writes max(0, y) in its own pass and
+// the backward masks dy by that output inside its own two passes.
+std::unique_ptr<Pass> MakeFuseAffineBatchNormReluPass();
+
 // The training forward pipeline: the passes above, each run once. `options` can disable them by
 // name.
 PassManager MakeTrainingForwardPipeline(PassManagerOptions options = {});

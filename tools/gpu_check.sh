@@ -19,6 +19,7 @@ if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "train" ]; then
     //tests/kernels:cuda_graph_tensor_test //tests/engine:cuda_network_test \
     //tests/kernels:primitives_cuda_test //tests/kernels:conv_cuda_test \
     //tests/kernels:primitives_channels_last_cuda_test \
+    //tests/kernels:primitives_batchnorm_cuda_test \
     //tests/distributed:nccl_communicator_test || exit 1
   rm -rf .gpu /tmp/kiln-stage && mkdir -p .gpu/models .gpu/fashion_mnist /tmp/kiln-stage
   # Stripped copies: the symbols are most of the bytes, and the carry limit is 64 MiB.
@@ -26,7 +27,7 @@ if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "train" ]; then
     tests/kernels/cuda_graph_nn_test tests/kernels/cuda_graph_tensor_test \
     tests/engine/cuda_network_test tests/kernels/primitives_cuda_test \
     tests/kernels/conv_cuda_test tests/kernels/primitives_channels_last_cuda_test \
-    tests/distributed/nccl_communicator_test; do
+    tests/kernels/primitives_batchnorm_cuda_test tests/distributed/nccl_communicator_test; do
     mkdir -p "/tmp/kiln-stage/$(dirname "$b")"
     strip -o "/tmp/kiln-stage/$b" "bazel-bin/$b"
   done
@@ -168,6 +169,7 @@ if [ "$what" = train ]; then
   run primitives_test "$bin/tests/kernels/primitives_cuda_test"
   run conv_test "$bin/tests/kernels/conv_cuda_test"
   run channels_last_test "$bin/tests/kernels/primitives_channels_last_cuda_test"
+  run batchnorm_test "$bin/tests/kernels/primitives_batchnorm_cuda_test"
   # One GPU: the one-rank NCCL cases run, the two-rank ones skip (tools/gpu_check_dist.sh).
   run nccl_test "$bin/tests/distributed/nccl_communicator_test"
   fm=/tmp/fashion_mnist && mkdir -p "$fm"
@@ -196,7 +198,7 @@ if [ "$what" = train ]; then
   fi
   cat "$out/nvidia_smi.log"
   for k in gradient_test solver_test graph_nn_test graph_tensor_test network_test \
-    primitives_test conv_test channels_last_test nccl_test; do
+    primitives_test conv_test channels_last_test batchnorm_test nccl_test; do
     grep -E "^\[  (PASSED|FAILED)|cases checked|cuda gradients|Failure|FAILED  \]" \
       "$out/$k.log" | head -12
   done
@@ -207,7 +209,8 @@ if [ "$what" = train ]; then
   done
   [ -f "$out/train_bench.log" ] && tail -20 "$out/train_bench.log"
   for k in gradient_test solver_test graph_nn_test graph_tensor_test network_test \
-    primitives_test conv_test channels_last_test nccl_test train_fp32 train_fp16 train_bench; do
+    primitives_test conv_test channels_last_test batchnorm_test nccl_test train_fp32 train_fp16 \
+    train_bench; do
     [ -n "${result[$k]+x}" ] && printf '%-18s exit %s\n' "$k" "${result[$k]}"
   done
   exit 0

@@ -27,11 +27,13 @@ __device__ __forceinline__ Affine AffineAt(const ElementwiseCall& c, int64_t fea
 }
 
 // The last operand is centred first (x - mean), which keeps f32 accurate when the mean is large
-// next to the spread.
+// next to the spread. Three operands: batch norm's backward through a fused ReLU, dy (v0) counts
+// where the fused output (v1) is positive.
 template <int kN>
 __device__ __forceinline__ float ApplyAffine(const Affine& a, const float* v) {
   if (kN == 1) return a.scale * (v[0] - a.shift) + a.bias;
-  return a.scale * v[0] + a.scale_last * (v[kN - 1] - a.shift) + a.bias;
+  const float dy = kN == 3 && !(v[1] > 0.0f) ? 0.0f : v[0];
+  return a.scale * dy + a.scale_last * (v[kN - 1] - a.shift) + a.bias;
 }
 
 // The affine value, then the fused activation when the call has one.
@@ -504,8 +506,14 @@ int LaunchElementwise(ElementwiseCall call, void* stream) {
     case ElementwiseOp::kDropout:
       return LaunchFor<ElementwiseOp::kDropout, 1>(call, stream);
     case ElementwiseOp::kAffine:
-      return call.num_inputs == 1 ? LaunchFor<ElementwiseOp::kAffine, 1>(call, stream)
-                                  : LaunchFor<ElementwiseOp::kAffine, 2>(call, stream);
+      switch (call.num_inputs) {
+        case 1:
+          return LaunchFor<ElementwiseOp::kAffine, 1>(call, stream);
+        case 2:
+          return LaunchFor<ElementwiseOp::kAffine, 2>(call, stream);
+        default:
+          return LaunchFor<ElementwiseOp::kAffine, 3>(call, stream);
+      }
     case ElementwiseOp::kEltwiseSum:
       return LaunchEltwise<ElementwiseOp::kEltwiseSum>(call, stream);
     case ElementwiseOp::kEltwiseProd:

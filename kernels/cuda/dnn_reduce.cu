@@ -58,13 +58,20 @@ __device__ __forceinline__ void AccumulateGroup(ReduceOp op, const float* a, con
 // 16-byte loads in flight per thread and operand on contiguous runs.
 constexpr int kVectorsInFlight = 4;
 
-// Adds the terms of `len` consecutive elements at a (and b, which must have a's alignment
+// Zeroes the dy terms b[k] where the fused ReLU's output m[k] is not positive.
+template <int kCount>
+__device__ __forceinline__ void MaskTerms(float* b, const float* m) {
+#pragma unroll
+  for (int k = 0; k < kCount; ++k) b[k] = m[k] > 0.0f ? b[k] : 0.0f;
+}
+
+// Adds the terms of `len` consecutive elements at a (and b and m, which must have a's alignment
 // modulo 16 bytes) with 16-byte loads for the aligned body: a quarter of the load instructions
 // and four times the bytes in flight of element loads, which a reduction needs to reach the
-// copy bandwidth.
-template <typename T, typename Index, bool kTwo>
-__device__ __forceinline__ void AccumulateRun(ReduceOp op, const T* a, const T* b, Index len,
-                                              double* s0, double* s1) {
+// copy bandwidth. kMask: b is masked by m (a fused ReLU's output).
+template <typename T, typename Index, bool kTwo, bool kMask>
+__device__ __forceinline__ void AccumulateRun(ReduceOp op, const T* a, const T* b, const T* m,
+                                              Index len, double* s0, double* s1) {
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kGroup = kVec * kVectorsInFlight;
   const int misaligned = static_cast<int>(reinterpret_cast<uintptr_t>(a) & 15) / sizeof(T);
@@ -76,19 +83,23 @@ __device__ __forceinline__ void AccumulateRun(ReduceOp op, const T* a, const T* 
   const Index single = t < head ? t : done + (t - head);
   if (t < head + (len - done)) {
     const float va = ToFloat(a[single]);
-    const float vb = kTwo ? ToFloat(b[single]) : 0.0f;
+    float vb = kTwo ? ToFloat(b[single]) : 0.0f;
+    if (kMask && !(ToFloat(m[single]) > 0.0f)) vb = 0.0f;
     AccumulateGroup<1>(op, &va, &vb, s0, s1);
   }
   const T* body_a = a + head;
   const T* body_b = b + head;
+  const T* body_m = m + head;
   for (Index base = t; base < vectors; base += kVectorsInFlight * kThreads) {
     float va[kGroup], vb[kGroup];
+    float vm[kMask ? kGroup : 1];
 #pragma unroll
     for (int k = 0; k < kVectorsInFlight; ++k) {
       const Index j = base + k * kThreads;
       if (j < vectors) {
         LoadVector(body_a + j * kVec, va + k * kVec);
         if (kTwo) LoadVector(body_b + j * kVec, vb + k * kVec);
+        if constexpr (kMask) LoadVector(body_m + j * kVec, vm + k * kVec);
       } else {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) va[k * kVec + e] = 0.0f;
@@ -98,6 +109,7 @@ __device__ __forceinline__ void AccumulateRun(ReduceOp op, const T* a, const T* 
         for (int e = 0; e < kVec; ++e) vb[k * kVec + e] = 0.0f;
       }
     }
+    if constexpr (kMask) MaskTerms<kGroup>(vb, vm);
     AccumulateGroup<kGroup>(op, va, vb, s0, s1);
   }
 }
@@ -108,20 +120,27 @@ __device__ __forceinline__ void AccumulateRun(ReduceOp op, const T* a, const T* 
 // segment's row once, so the inner loop is a strided stream with eight loads in flight per
 // thread. Rows are cut into parts when there are fewer rows than blocks.
 // kTwo: the op reads b too (gradient sums, PReLU slope); a template argument so that one-operand
-// reductions do not hold registers for b.
-template <typename T, typename Index, bool kTwo>
+// reductions do not hold registers for b. kMask: b is masked by a third operand (ReduceCall's
+// mask, a fused ReLU's output).
+template <typename T, typename Index, bool kTwo, bool kMask>
 __global__ void __launch_bounds__(kThreads)
     ReduceAlongKernel(const __grid_constant__ ReduceCall c) {
   const Index f = blockIdx.x;
   const int64_t split = blockIdx.y;
-  Index fa, fb;
+  Index fa, fb, fm = 0;
   Decode<Index>(f, c.feature_rank, c.feature_dims, c.a_feature_strides, c.b_feature_strides, &fa,
                 &fb);
+  if (kMask) {
+    Index unused;
+    Decode<Index>(f, c.feature_rank, c.feature_dims, c.mask_feature_strides, c.mask_feature_strides,
+                  &fm, &unused);
+  }
   constexpr bool two = kTwo;
   const int last = c.reduce_rank - 1;
   const Index inner = last >= 0 ? static_cast<Index>(c.reduce_dims[last]) : 1;
   const Index step_a = last >= 0 ? static_cast<Index>(c.a_reduce_strides[last]) : 0;
   const Index step_b = last >= 0 ? static_cast<Index>(c.b_reduce_strides[last]) : 0;
+  const Index step_m = last >= 0 && kMask ? static_cast<Index>(c.mask_reduce_strides[last]) : 0;
   const int64_t rows = c.reduce_count / inner;
   const int64_t parts = rows >= c.splits ? 1 : (c.splits + rows - 1) / rows;
   const int64_t segments = rows * parts;
@@ -129,31 +148,43 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t seg_end = segments * (split + 1) / c.splits;
   const T* a_data = static_cast<const T*>(c.a.data) + fa;
   const T* b_data = static_cast<const T*>(c.b.data) + fb;
+  const T* m_data = kMask ? static_cast<const T*>(c.mask.data) + fm : nullptr;
   double s0 = 0, s1 = 0;
   for (int64_t seg = seg_begin; seg < seg_end; ++seg) {
     const int64_t row = seg / parts, part = seg % parts;
     const Index lo = static_cast<Index>(inner * part / parts);
     const Index hi = static_cast<Index>(inner * (part + 1) / parts);
-    Index ra, rb;
+    Index ra, rb, rm = 0;
     Decode<Index>(static_cast<Index>(row), last > 0 ? last : 0, c.reduce_dims, c.a_reduce_strides,
                   c.b_reduce_strides, &ra, &rb);
+    if (kMask) {
+      Index unused;
+      Decode<Index>(static_cast<Index>(row), last > 0 ? last : 0, c.reduce_dims,
+                    c.mask_reduce_strides, c.mask_reduce_strides, &rm, &unused);
+    }
     const T* pa = a_data + ra;
     const T* pb = b_data + rb;
+    const T* pm = kMask ? m_data + rm : nullptr;
     const bool aligned_together =
-        ((reinterpret_cast<uintptr_t>(pa) ^ reinterpret_cast<uintptr_t>(pb)) & 15) == 0;
-    if (step_a == 1 && (!two || (step_b == 1 && aligned_together))) {
-      AccumulateRun<T, Index, kTwo>(c.op, pa + lo, pb + lo, hi - lo, &s0, &s1);
+        ((reinterpret_cast<uintptr_t>(pa) ^ reinterpret_cast<uintptr_t>(pb)) & 15) == 0 &&
+        (!kMask || ((reinterpret_cast<uintptr_t>(pa) ^ reinterpret_cast<uintptr_t>(pm)) & 15) == 0);
+    if (step_a == 1 && (!two || (step_b == 1 && aligned_together)) && (!kMask || step_m == 1)) {
+      AccumulateRun<T, Index, kTwo, kMask>(c.op, pa + lo, pb + lo, kMask ? pm + lo : nullptr,
+                                           hi - lo, &s0, &s1);
       continue;
     }
     for (Index i = lo + threadIdx.x; i < hi; i += kLoadsInFlight * kThreads) {
       float a[kLoadsInFlight], b[kLoadsInFlight];
+      float m[kMask ? kLoadsInFlight : 1];
 #pragma unroll
       for (int k = 0; k < kLoadsInFlight; ++k) {
         const Index j = i + k * kThreads;
         const bool in = j < hi;
         a[k] = in ? ToFloat(pa[j * step_a]) : 0.0f;
         b[k] = in && two ? ToFloat(pb[j * step_b]) : 0.0f;
+        if constexpr (kMask) m[k] = in ? ToFloat(pm[j * step_m]) : 0.0f;
       }
+      if constexpr (kMask) MaskTerms<kLoadsInFlight>(b, m);
       AccumulateGroup<kLoadsInFlight>(c.op, a, b, &s0, &s1);
     }
   }
@@ -186,17 +217,28 @@ __global__ void __launch_bounds__(kThreads)
   const Index begin = split * chunk;
   const Index end = begin + chunk < count ? begin + chunk : count;
   const bool two = ReadsSecond(c.op);
+  const bool masked = two && c.mask.data != nullptr;
   double s0 = 0, s1 = 0;
   if (f < static_cast<Index>(c.features)) {
-    Index fa, fb;
+    Index fa, fb, fm = 0, unused;
     Decode<Index>(f, c.feature_rank, c.feature_dims, c.a_feature_strides, c.b_feature_strides, &fa,
                   &fb);
+    if (masked) {
+      Decode<Index>(f, c.feature_rank, c.feature_dims, c.mask_feature_strides,
+                    c.mask_feature_strides, &fm, &unused);
+    }
     for (Index r = begin + row; r < end; r += kThreads / 32) {
       Index ra, rb;
       Decode<Index>(r, c.reduce_rank, c.reduce_dims, c.a_reduce_strides, c.b_reduce_strides, &ra,
                     &rb);
       const float a = LoadAny(c.a.data, c.a.type, fa + ra);
-      const float b = two ? LoadAny(c.b.data, c.b.type, fb + rb) : 0.0f;
+      float b = two ? LoadAny(c.b.data, c.b.type, fb + rb) : 0.0f;
+      if (masked) {
+        Index rm, unused;
+        Decode<Index>(r, c.reduce_rank, c.reduce_dims, c.mask_reduce_strides, c.mask_reduce_strides,
+                      &rm, &unused);
+        if (!(LoadAny(c.mask.data, c.mask.type, fm + rm) > 0.0f)) b = 0.0f;
+      }
       AccumulateGroup<1>(c.op, &a, &b, &s0, &s1);
     }
   }
@@ -263,15 +305,18 @@ __global__ void __launch_bounds__(kFinishWarps * 32)
     if (c.inv_std_dense) c.inv_std_dense[f] = static_cast<float>(inv_std);
     if (c.running_mean && c.running_var) {
       const double unbiased = m > 1 ? var * m / (m - 1) : var;
+      const float* mean_in = c.running_mean_in ? c.running_mean_in : c.running_mean;
+      const float* var_in = c.running_var_in ? c.running_var_in : c.running_var;
       if (c.caffe_rule) {
-        c.running_mean[po] = static_cast<float>(c.factor * c.running_mean[po] + mean);
-        c.running_var[po] = static_cast<float>(c.factor * c.running_var[po] + unbiased);
-        if (f == 0) *c.caffe_factor = static_cast<float>(c.factor * *c.caffe_factor + 1);
+        c.running_mean[po] = static_cast<float>(c.factor * mean_in[po] + mean);
+        c.running_var[po] = static_cast<float>(c.factor * var_in[po] + unbiased);
+        if (f == 0) {
+          const float* factor_in = c.caffe_factor_in ? c.caffe_factor_in : c.caffe_factor;
+          *c.caffe_factor = static_cast<float>(c.factor * *factor_in + 1);
+        }
       } else {
-        c.running_mean[po] =
-            static_cast<float>((1 - c.factor) * c.running_mean[po] + c.factor * mean);
-        c.running_var[po] =
-            static_cast<float>((1 - c.factor) * c.running_var[po] + c.factor * unbiased);
+        c.running_mean[po] = static_cast<float>((1 - c.factor) * mean_in[po] + c.factor * mean);
+        c.running_var[po] = static_cast<float>((1 - c.factor) * var_in[po] + c.factor * unbiased);
       }
     }
     if (c.dense) {  // y = scale inv_std (x - mean) + bias
@@ -323,21 +368,24 @@ __global__ void InferenceParamsKernel(const __grid_constant__ InferenceParams p)
   p.dense[3 * p.features + f] = static_cast<float>(s * p.mean[po]);
 }
 
-template <typename T, bool kTwo>
+template <typename T, bool kTwo, bool kMask>
 void LaunchAlong(const ReduceCall& c, dim3 grid, bool narrow, cudaStream_t s) {
   if (narrow) {
-    ReduceAlongKernel<T, uint32_t, kTwo><<<grid, kThreads, 0, s>>>(c);
+    ReduceAlongKernel<T, uint32_t, kTwo, kMask><<<grid, kThreads, 0, s>>>(c);
   } else {
-    ReduceAlongKernel<T, int64_t, kTwo><<<grid, kThreads, 0, s>>>(c);
+    ReduceAlongKernel<T, int64_t, kTwo, kMask><<<grid, kThreads, 0, s>>>(c);
   }
 }
 
 template <typename T>
-void LaunchAlong(const ReduceCall& c, dim3 grid, bool narrow, bool two, cudaStream_t s) {
-  if (two) {
-    LaunchAlong<T, true>(c, grid, narrow, s);
+void LaunchAlong(const ReduceCall& c, dim3 grid, bool narrow, bool two, bool masked,
+                 cudaStream_t s) {
+  if (masked) {
+    LaunchAlong<T, true, true>(c, grid, narrow, s);
+  } else if (two) {
+    LaunchAlong<T, true, false>(c, grid, narrow, s);
   } else {
-    LaunchAlong<T, false>(c, grid, narrow, s);
+    LaunchAlong<T, false, false>(c, grid, narrow, s);
   }
 }
 
@@ -354,12 +402,17 @@ int ReduceSplits(int64_t features, int64_t reduce_count, bool feature_major) {
 
 int LaunchReduce(const ReduceCall& c, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
+  // The mask is only read with the second operand (kGradientSums), and must share a's storage.
+  const bool masked = ReadsSecond(c.op) && c.mask.data != nullptr;
+  if (masked && c.mask.type != c.a.type) return static_cast<int>(cudaErrorInvalidValue);
   int64_t span = 0;
   for (int d = 0; d < c.feature_rank; ++d) {
-    span += (c.feature_dims[d] - 1) * (c.a_feature_strides[d] + c.b_feature_strides[d]);
+    span += (c.feature_dims[d] - 1) *
+            (c.a_feature_strides[d] + c.b_feature_strides[d] + c.mask_feature_strides[d]);
   }
   for (int d = 0; d < c.reduce_rank; ++d) {
-    span += (c.reduce_dims[d] - 1) * (c.a_reduce_strides[d] + c.b_reduce_strides[d]);
+    span += (c.reduce_dims[d] - 1) *
+            (c.a_reduce_strides[d] + c.b_reduce_strides[d] + c.mask_reduce_strides[d]);
   }
   const bool narrow = c.features * c.reduce_count < (int64_t{1} << 30) && span < (int64_t{1} << 30);
   const dim3 grid(static_cast<unsigned>(c.feature_major ? (c.features + 31) / 32 : c.features),
@@ -378,13 +431,13 @@ int LaunchReduce(const ReduceCall& c, void* stream) {
     if (two && c.b.type != c.a.type) return static_cast<int>(cudaErrorInvalidValue);
     switch (c.a.type) {
       case Storage::kF16:
-        LaunchAlong<__half>(c, grid, narrow, two, s);
+        LaunchAlong<__half>(c, grid, narrow, two, masked, s);
         break;
       case Storage::kBF16:
-        LaunchAlong<__nv_bfloat16>(c, grid, narrow, two, s);
+        LaunchAlong<__nv_bfloat16>(c, grid, narrow, two, masked, s);
         break;
       default:
-        LaunchAlong<float>(c, grid, narrow, two, s);
+        LaunchAlong<float>(c, grid, narrow, two, masked, s);
     }
   }
   if (int e = LastError()) return e;

@@ -16,10 +16,13 @@ namespace {
 
 constexpr int kThreads = 256;
 // Rows each thread loads before it adds: the loads of a group are all in flight together, 128
-// bytes a thread (16-byte vectors) for one operand or for two, and the kernel stays under 128
-// registers, so two blocks (16 warps) share an SM.
-template <bool kTwo>
-constexpr int kRowsInFlight = kTwo ? 4 : 8;
+// bytes a thread (16-byte vectors) for one operand or for two (96 for three: a mask too, where a
+// third row would spill), and the kernel stays under 128 registers, so two blocks (16 warps)
+// share an SM.
+template <bool kTwo, bool kMask>
+constexpr int kRowsInFlight = kMask  ? 2
+                              : kTwo ? 4
+                                     : 8;
 // Groups added in f32 before the f32 sums go into the double ones: at most
 // kRowsInFlight x kGroupsPerFlush (16 or 32) terms per f32 sum, whose rounding error stays far
 // below the tolerance, and one f32-to-f64 conversion per 16 elements instead of one per element.
@@ -37,7 +40,8 @@ __device__ __forceinline__ void LoadFeatures(const T* p, float* v) {
 
 // Block: kThreads = cols x lanes threads; thread (lane, col) owns features
 // [(blockIdx.x cols + col) kVec, + kVec) and rows lane, lane + lanes, ... of its split's range.
-template <typename T, int kVec, bool kTwo>
+// kMask: b (dy) is zeroed where the call's mask operand (a fused ReLU's output) is not positive.
+template <typename T, int kVec, bool kTwo, bool kMask>
 __global__ void __launch_bounds__(kThreads, 2)
     ReduceRowsKernel(const __grid_constant__ ReduceCall c, RowsView v) {
   const int cols = v.cols, lanes = kThreads / cols;
@@ -48,6 +52,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int64_t rows_end = v.rows * (blockIdx.y + 1) / c.splits;
   const T* a = static_cast<const T*>(c.a.data) + f0;
   const T* b = kTwo ? static_cast<const T*>(c.b.data) + f0 : nullptr;
+  const T* m = kMask ? static_cast<const T*>(c.mask.data) + f0 : nullptr;
   double s0[kVec], s1[kVec];
 #pragma unroll
   for (int e = 0; e < kVec; ++e) s0[e] = s1[e] = 0;
@@ -57,20 +62,26 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int e = 0; e < kVec; ++e) t0[e] = t1[e] = 0.0f;
     for (int g = 0; g < kGroupsPerFlush && r < rows_end; ++g) {
-      constexpr int kRows = kRowsInFlight<kTwo>;
+      constexpr int kRows = kRowsInFlight<kTwo, kMask>;
       float va[kRows][kVec], vb[kRows][kVec];
+      float vm[kMask ? kRows : 1][kMask ? kVec : 1];
 #pragma unroll
       for (int k = 0; k < kRows; ++k) {
         const int64_t row = r + static_cast<int64_t>(k) * lanes;
         if (row < rows_end) {
           LoadFeatures<T, kVec>(a + row * v.a_row_stride, va[k]);
           if (kTwo) LoadFeatures<T, kVec>(b + row * v.b_row_stride, vb[k]);
+          if constexpr (kMask) LoadFeatures<T, kVec>(m + row * v.mask_row_stride, vm[k]);
         } else {
 #pragma unroll
           for (int e = 0; e < kVec; ++e) va[k][e] = 0.0f;
           if (kTwo) {
 #pragma unroll
             for (int e = 0; e < kVec; ++e) vb[k][e] = 0.0f;
+          }
+          if constexpr (kMask) {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) vm[k][e] = 0.0f;
           }
         }
         if (!kTwo) {
@@ -81,7 +92,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int k = 0; k < kRows; ++k) {
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) AddTerms<float>(c.op, va[k][e], vb[k][e], &t0[e], &t1[e]);
+        for (int e = 0; e < kVec; ++e) {
+          const float dy = kMask && !(vm[kMask ? k : 0][kMask ? e : 0] > 0.0f) ? 0.0f : vb[k][e];
+          AddTerms<float>(c.op, va[k][e], dy, &t0[e], &t1[e]);
+        }
       }
       r += static_cast<int64_t>(kRows) * lanes;
     }
@@ -121,10 +135,12 @@ void LaunchRows(const ReduceCall& c, const RowsView& v, cudaStream_t s) {
   const int64_t per_block = static_cast<int64_t>(v.cols) * kVec;
   const dim3 grid(static_cast<unsigned>((c.features + per_block - 1) / per_block),
                   static_cast<unsigned>(c.splits));
-  if (ReadsSecond(c.op)) {
-    ReduceRowsKernel<T, kVec, true><<<grid, kThreads, 0, s>>>(c, v);
+  if (ReadsSecond(c.op) && c.mask.data != nullptr) {
+    ReduceRowsKernel<T, kVec, true, true><<<grid, kThreads, 0, s>>>(c, v);
+  } else if (ReadsSecond(c.op)) {
+    ReduceRowsKernel<T, kVec, true, false><<<grid, kThreads, 0, s>>>(c, v);
   } else {
-    ReduceRowsKernel<T, kVec, false><<<grid, kThreads, 0, s>>>(c, v);
+    ReduceRowsKernel<T, kVec, false, false><<<grid, kThreads, 0, s>>>(c, v);
   }
 }
 
@@ -151,24 +167,34 @@ bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 bool RowsViewOf(const ReduceCall& c, RowsView* v) {
   if (c.feature_rank != 1 || c.a_feature_strides[0] != 1) return false;
   const bool two = ReadsSecond(c.op);
+  const bool masked = two && c.mask.data != nullptr;
   if (two && c.b_feature_strides[0] != 1) return false;
-  // The reduction dims must be one walk of a single stride, in both operands.
-  int64_t rows = 1, a_stride = c.features, b_stride = c.features;
+  if (masked && c.mask_feature_strides[0] != 1) return false;
+  // The reduction dims must be one walk of a single stride, in every operand.
+  int64_t rows = 1, a_stride = c.features, b_stride = c.features, m_stride = c.features;
+  auto walks = [&](const int64_t* strides, int d) {
+    return strides[d] == strides[d + 1] * c.reduce_dims[d + 1];
+  };
   for (int d = c.reduce_rank - 1; d >= 0; --d) {
     if (d == c.reduce_rank - 1) {
       a_stride = c.a_reduce_strides[d];
       b_stride = c.b_reduce_strides[d];
-    } else if (c.a_reduce_strides[d] != c.a_reduce_strides[d + 1] * c.reduce_dims[d + 1] ||
-               (two && c.b_reduce_strides[d] != c.b_reduce_strides[d + 1] * c.reduce_dims[d + 1])) {
+      m_stride = c.mask_reduce_strides[d];
+    } else if (!walks(c.a_reduce_strides, d) || (two && !walks(c.b_reduce_strides, d)) ||
+               (masked && !walks(c.mask_reduce_strides, d))) {
       return false;
     }
     rows *= c.reduce_dims[d];
   }
   // Rows may not overlap (a stride below the row length would read elements twice).
-  if (rows > 1 && (a_stride < c.features || (two && b_stride < c.features))) return false;
+  if (rows > 1 && (a_stride < c.features || (two && b_stride < c.features) ||
+                   (masked && m_stride < c.features))) {
+    return false;
+  }
   v->rows = rows;
   v->a_row_stride = a_stride;
   v->b_row_stride = two ? b_stride : 0;
+  v->mask_row_stride = masked ? m_stride : 0;
   return true;
 }
 
@@ -188,8 +214,10 @@ void LaunchReduceRows(const ReduceCall& c, const RowsView& v, void* stream) {
   const bool two = ReadsSecond(c.op);
   const int elem = c.a.type == Storage::kF32 ? 4 : 2;
   const int vec = 16 / elem;
+  const bool masked = two && c.mask.data != nullptr;
   const bool vectors = c.features % vec == 0 && v.a_row_stride % vec == 0 && Aligned16(c.a.data) &&
-                       (!two || (v.b_row_stride % vec == 0 && Aligned16(c.b.data)));
+                       (!two || (v.b_row_stride % vec == 0 && Aligned16(c.b.data))) &&
+                       (!masked || (v.mask_row_stride % vec == 0 && Aligned16(c.mask.data)));
   switch (c.a.type) {
     case Storage::kF16:
       LaunchRowsTyped<__half>(c, v, vectors, s);

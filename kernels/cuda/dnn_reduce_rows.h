@@ -13,7 +13,8 @@ namespace cuda {
 struct RowsView {
   int64_t rows = 1;
   int64_t a_row_stride = 0, b_row_stride = 0;
-  int cols = 1;  // threads across a row (set by the launcher)
+  int64_t mask_row_stride = 0;  // the call's mask operand, when it has one
+  int cols = 1;                 // threads across a row (set by the launcher)
 };
 
 // True (and *v filled) when the call's one feature dim is contiguous in the operands it reads

@@ -1,5 +1,7 @@
 #include "kernels/cuda/normalization.h"
 
+#include <initializer_list>
+
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "kernels/cuda/primitive_call.h"
@@ -43,16 +45,38 @@ std::vector<bool> BatchNormFeatures(BatchNormMode mode, const TensorDescriptor& 
   return is_feature;
 }
 
-// y = A (x - mean) + bias, or dx = P dy + Q (x - mean) + R, with the dense parameters of a bound
-// reduction.
+// The fused activation a training call asks for, or why it cannot have it (only a ReLU with
+// slope 0 is implemented: its backward mask is y > 0).
+absl::StatusOr<bool> FusedRelu(const BatchNormTraining& bn, const char* where) {
+  if (bn.ops == BatchNormOps::kBatchNorm) return false;
+  if (bn.activation.mode != ActivationMode::kRelu || bn.activation.coef != 0) {
+    return absl::UnimplementedError(absl::StrCat(where, ": the fused activation ",
+                                                 bn.activation.ToString(),
+                                                 " is not implemented (only a ReLU with slope 0)"));
+  }
+  return true;
+}
+
+// An operand of the apply pass.
+struct ApplyOperand {
+  const TensorDescriptor* d;
+  const void* data;
+};
+
+// y = A (x - mean) + bias (then a ReLU when `relu`), or dx = P dy + Q (x - mean) + R, with the
+// dense parameters of a bound reduction; operands {dy, y, x} make dy count only where y > 0.
 absl::Status LaunchApply(Handle& handle, const cuda::ReduceCall& r, BatchNormMode mode, float alpha,
                          float beta, const TensorDescriptor& outd, void* out,
-                         const TensorDescriptor& v0d, const void* v0, const TensorDescriptor* v1d,
-                         const void* v1, const char* where) {
+                         std::initializer_list<ApplyOperand> operands, bool relu,
+                         const char* where) {
   cuda::ElementwiseCall c =
       internal::ElementwiseOver(cuda::ElementwiseOp::kAffine, outd, out, alpha, beta);
-  internal::AddInput(c, internal::OperandOf(v0d, v0));
-  if (v1d) internal::AddInput(c, internal::OperandOf(*v1d, v1));
+  for (const ApplyOperand& o : operands) internal::AddInput(c, internal::OperandOf(*o.d, o.data));
+  if (relu) {
+    c.affine_activation = true;
+    c.act.kind = kActRelu;
+    c.act.coef = 0.0f;
+  }
   // Dense feature index: row-major over the feature dims.
   const std::vector<bool> is_feature = BatchNormFeatures(mode, outd);
   int64_t stride = 1;
@@ -117,14 +141,30 @@ absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& b
                                       const void* bias, void* running_mean, void* running_var,
                                       void* caffe_scale_factor, void* save_mean, void* save_inv_std,
                                       void* workspace, size_t workspace_bytes) {
+  BatchNormRunningStats running;
+  running.mean = running_mean;
+  running.var = running_var;
+  running.caffe_scale_factor = caffe_scale_factor;
+  return BatchNormForwardTraining(handle, bn, alpha, beta, xd, x, yd, y, pd, scale, bias, running,
+                                  save_mean, save_inv_std, workspace, workspace_bytes);
+}
+
+absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& bn, float alpha,
+                                      float beta, const TensorDescriptor& xd, const void* x,
+                                      const TensorDescriptor& yd, void* y,
+                                      const TensorDescriptor& pd, const void* scale,
+                                      const void* bias, const BatchNormRunningStats& running,
+                                      void* save_mean, void* save_inv_std, void* workspace,
+                                      size_t workspace_bytes) {
   const char* where = "BatchNormForwardTraining";
   KILN_RETURN_IF_ERROR(CheckBatchNorm(bn.mode, xd, yd, pd, bn.epsilon, where));
-  if ((running_mean == nullptr) != (running_var == nullptr)) {
+  KILN_ASSIGN_OR_RETURN(const bool relu, FusedRelu(bn, where));
+  if ((running.mean == nullptr) != (running.var == nullptr)) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": give both running statistics or neither"));
   }
   const bool caffe = bn.rule == RunningStatsRule::kCaffeSum;
-  if (caffe && running_mean && !caffe_scale_factor) {
+  if (caffe && running.mean && !running.caffe_scale_factor) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": Caffe's running sums need the scale-factor element"));
   }
@@ -134,14 +174,17 @@ absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& b
   r.bias = static_cast<const float*>(bias);
   r.save_mean = static_cast<float*>(save_mean);
   r.save_inv_std = static_cast<float*>(save_inv_std);
-  r.running_mean = static_cast<float*>(running_mean);
-  r.running_var = static_cast<float*>(running_var);
-  r.caffe_factor = static_cast<float*>(caffe_scale_factor);
+  r.running_mean = static_cast<float*>(running.mean);
+  r.running_var = static_cast<float*>(running.var);
+  r.caffe_factor = static_cast<float*>(running.caffe_scale_factor);
+  r.running_mean_in = static_cast<const float*>(running.mean_in);
+  r.running_var_in = static_cast<const float*>(running.var_in);
+  r.caffe_factor_in = static_cast<const float*>(running.caffe_scale_factor_in);
   r.caffe_rule = caffe;
   r.factor = bn.factor;
   r.epsilon = bn.epsilon;
   KILN_RETURN_IF_ERROR(LaunchStatus(cuda::LaunchReduce(r, handle.stream()), where));
-  return LaunchApply(handle, r, bn.mode, alpha, beta, yd, y, xd, x, nullptr, nullptr, where);
+  return LaunchApply(handle, r, bn.mode, alpha, beta, yd, y, {{&xd, x}}, relu, where);
 }
 
 absl::Status BatchNormForwardInference(Handle& handle, BatchNormMode mode, float alpha, float beta,
@@ -162,7 +205,7 @@ absl::Status BatchNormForwardInference(Handle& handle, BatchNormMode mode, float
           static_cast<const float*>(mean), static_cast<const float*>(var),
           static_cast<const float*>(caffe_scale_factor), epsilon, r.dense, handle.stream()),
       where));
-  return LaunchApply(handle, r, mode, alpha, beta, yd, y, xd, x, nullptr, nullptr, where);
+  return LaunchApply(handle, r, mode, alpha, beta, yd, y, {{&xd, x}}, false, where);
 }
 
 absl::Status BatchNormBackward(Handle& handle, BatchNormMode mode, float alpha_data,
@@ -173,11 +216,42 @@ absl::Status BatchNormBackward(Handle& handle, BatchNormMode mode, float alpha_d
                                const void* scale, void* dscale, void* dbias, double epsilon,
                                const void* saved_mean, const void* saved_inv_std, void* workspace,
                                size_t workspace_bytes) {
+  BatchNormTraining bn;
+  bn.mode = mode;
+  bn.epsilon = epsilon;
+  return BatchNormBackward(handle, bn, alpha_data, beta_data, alpha_param, beta_param, xd, x, xd,
+                           nullptr, dyd, dy, dxd, dx, pd, scale, dscale, dbias, saved_mean,
+                           saved_inv_std, workspace, workspace_bytes);
+}
+
+absl::Status BatchNormBackward(Handle& handle, const BatchNormTraining& bn, float alpha_data,
+                               float beta_data, float alpha_param, float beta_param,
+                               const TensorDescriptor& xd, const void* x,
+                               const TensorDescriptor& yd, const void* y,
+                               const TensorDescriptor& dyd, const void* dy,
+                               const TensorDescriptor& dxd, void* dx, const TensorDescriptor& pd,
+                               const void* scale, void* dscale, void* dbias, const void* saved_mean,
+                               const void* saved_inv_std, void* workspace, size_t workspace_bytes) {
   const char* where = "BatchNormBackward";
+  const BatchNormMode mode = bn.mode;
+  const double epsilon = bn.epsilon;
   KILN_RETURN_IF_ERROR(CheckBatchNorm(mode, xd, dyd, pd, epsilon, where));
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dxd, "dx", where));
-  cuda::ReduceCall r = internal::ReduceOver(cuda::ReduceOp::kGradientSums, xd, x, &dyd, dy,
-                                            BatchNormFeatures(mode, xd), pd);
+  KILN_ASSIGN_OR_RETURN(const bool relu, FusedRelu(bn, where));
+  if (relu) {
+    KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", where));
+    if (y == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": the fused activation's backward needs y"));
+    }
+    if (yd.dtype != xd.dtype) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": y ", yd.ToString(), " must have x's dtype"));
+    }
+  }
+  cuda::ReduceCall r =
+      internal::ReduceOver(cuda::ReduceOp::kGradientSums, xd, x, &dyd, dy,
+                           BatchNormFeatures(mode, xd), pd, relu ? &yd : nullptr, y);
   KILN_RETURN_IF_ERROR(internal::BindReduceWorkspace(r, workspace, workspace_bytes, where));
   if (saved_mean && saved_inv_std) {
     r.mean_in = static_cast<const float*>(saved_mean);
@@ -201,7 +275,12 @@ absl::Status BatchNormBackward(Handle& handle, BatchNormMode mode, float alpha_d
   r.alpha = alpha_param;
   r.beta = beta_param;
   KILN_RETURN_IF_ERROR(LaunchStatus(cuda::LaunchReduce(r, handle.stream()), where));
-  return LaunchApply(handle, r, mode, alpha_data, beta_data, dxd, dx, dyd, dy, &xd, x, where);
+  if (relu) {
+    return LaunchApply(handle, r, mode, alpha_data, beta_data, dxd, dx,
+                       {{&dyd, dy}, {&yd, y}, {&xd, x}}, false, where);
+  }
+  return LaunchApply(handle, r, mode, alpha_data, beta_data, dxd, dx, {{&dyd, dy}, {&xd, x}}, false,
+                     where);
 }
 
 }  // namespace dnn

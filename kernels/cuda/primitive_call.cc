@@ -77,11 +77,13 @@ void AddInput(cuda::ElementwiseCall& call, cuda::Operand operand) {
 
 cuda::ReduceCall ReduceOver(cuda::ReduceOp op, const TensorDescriptor& a, const void* a_data,
                             const TensorDescriptor* b, const void* b_data,
-                            const std::vector<bool>& is_feature, const TensorDescriptor& param) {
+                            const std::vector<bool>& is_feature, const TensorDescriptor& param,
+                            const TensorDescriptor* mask, const void* mask_data) {
   cuda::ReduceCall c;
   c.op = op;
   c.a = OperandOf(a, a_data);
   if (b) c.b = OperandOf(*b, b_data);
+  if (mask) c.mask = OperandOf(*mask, mask_data);
   int64_t smallest_stride = INT64_MAX;
   bool smallest_is_feature = false;
   bool previous_was_feature = true;  // no reduction dim to merge with yet
@@ -90,6 +92,7 @@ cuda::ReduceCall ReduceOver(cuda::ReduceOp op, const TensorDescriptor& a, const 
     const bool was_feature = previous_was_feature;
     previous_was_feature = is_feature[d];
     const int64_t bs = b ? b->strides[d] : 0;
+    const int64_t ms = mask ? mask->strides[d] : 0;
     if (a.strides[d] < smallest_stride) {
       smallest_stride = a.strides[d];
       smallest_is_feature = is_feature[d];
@@ -99,6 +102,7 @@ cuda::ReduceCall ReduceOver(cuda::ReduceOp op, const TensorDescriptor& a, const 
       c.feature_dims[k] = a.dims[d];
       c.a_feature_strides[k] = a.strides[d];
       c.b_feature_strides[k] = bs;
+      c.mask_feature_strides[k] = ms;
       c.param_strides[k] = param.strides[d];
       c.features *= a.dims[d];
       continue;
@@ -106,14 +110,17 @@ cuda::ReduceCall ReduceOver(cuda::ReduceOp op, const TensorDescriptor& a, const 
     // Merge with the previous reduction dim when both operands allow it.
     const int k = c.reduce_rank;
     if (k > 0 && c.a_reduce_strides[k - 1] == a.strides[d] * a.dims[d] &&
-        c.b_reduce_strides[k - 1] == bs * a.dims[d] && !was_feature) {
+        c.b_reduce_strides[k - 1] == bs * a.dims[d] &&
+        c.mask_reduce_strides[k - 1] == ms * a.dims[d] && !was_feature) {
       c.reduce_dims[k - 1] *= a.dims[d];
       c.a_reduce_strides[k - 1] = a.strides[d];
       c.b_reduce_strides[k - 1] = bs;
+      c.mask_reduce_strides[k - 1] = ms;
     } else {
       c.reduce_dims[k] = a.dims[d];
       c.a_reduce_strides[k] = a.strides[d];
       c.b_reduce_strides[k] = bs;
+      c.mask_reduce_strides[k] = ms;
       ++c.reduce_rank;
     }
     c.reduce_count *= a.dims[d];

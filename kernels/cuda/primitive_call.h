@@ -33,10 +33,12 @@ std::vector<bool> KeptDims(const TensorDescriptor& reduced, const TensorDescript
 
 // A per-feature reduction over `a` (and `b`, same dims): dims where `is_feature` holds are
 // features (numbered row-major), the rest are summed; `param` gives the features' strides in the
-// parameter tensors.
+// parameter tensors. `mask` (same dims, kGradientSums only) zeroes b where it is <= 0.
 cuda::ReduceCall ReduceOver(cuda::ReduceOp op, const TensorDescriptor& a, const void* a_data,
                             const TensorDescriptor* b, const void* b_data,
-                            const std::vector<bool>& is_feature, const TensorDescriptor& param);
+                            const std::vector<bool>& is_feature, const TensorDescriptor& param,
+                            const TensorDescriptor* mask = nullptr,
+                            const void* mask_data = nullptr);
 // Workspace a reduction over these descriptors needs: partial sums plus 6 dense f32 vectors.
 size_t ReduceWorkspaceBytes(const cuda::ReduceCall& call);
 // Points the call's partials and dense vectors into `workspace`; ResourceExhausted when small.

@@ -41,7 +41,9 @@ enum class ElementwiseOp : int {
   kEltwiseProdGradient,  // v_n Π_{i != which} v_i (v_n = dy)
   kEltwiseMaxGradient,   // which is the first argmax ? v_n : 0
   kAffine,               // one operand: p0 (v0 - p3) + p2; two: p0 v0 + p1 (v1 - p3) + p2
-                         // (batch norm's apply: forward, and backward with v0 = dy, v1 = x)
+                         // (batch norm's apply: forward, and backward with v0 = dy, v1 = x);
+                         // three: p0 [v1 > 0] v0 + p1 (v2 - p3) + p2 (the backward of batch norm
+                         // fused with a ReLU: dy = v0 masked by the fused output v1, x = v2)
 };
 
 struct ElementwiseCall {
@@ -113,11 +115,20 @@ struct ReduceCall {
   float* running_mean = nullptr;
   float* running_var = nullptr;
   float* caffe_factor = nullptr;
+  // Where the running statistics are read from, when not from the pointers above (an update
+  // into separate output tensors, with no copy before it).
+  const float* running_mean_in = nullptr;
+  const float* running_var_in = nullptr;
+  const float* caffe_factor_in = nullptr;
   bool caffe_rule = false;
   double factor = 0, epsilon = 1e-5;
   float* dscale = nullptr;
   float* dbias = nullptr;
   float* dense = nullptr;  // 4 x features: the kAffine parameters p0..p3 of the apply pass
+  // kGradientSums of batch norm fused with a ReLU: b (dy) counts only where this third operand
+  // (the fused forward output y, same dims as a) is > 0. Null data: no mask.
+  Operand mask;
+  int64_t mask_feature_strides[kMaxRank] = {}, mask_reduce_strides[kMaxRank] = {};
 };
 // The split count a call uses: enough blocks to fill the GPU, at least ~1024 elements each.
 // Depends on the sizes only, so workspace queries and launches agree.

@@ -1,4 +1,5 @@
 // The CPU oracle of LRN (across and within channels) and batch normalization.
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -140,6 +141,16 @@ Moments MomentsOf(BatchNormMode mode, const Desc& xd, const double* x) {
   return m;
 }
 
+// Whether a training call fuses a ReLU, or why it cannot (the GPU primitive's one activation).
+absl::StatusOr<bool> FusedRelu(const BatchNormTraining& bn, const char* where) {
+  if (bn.ops == BatchNormOps::kBatchNorm) return false;
+  if (bn.activation.mode != ActivationMode::kRelu || bn.activation.coef != 0) {
+    return absl::UnimplementedError(
+        absl::StrCat(where, ": only a ReLU with slope 0 is implemented as a fused activation"));
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::Status BatchNormForwardTraining(const BatchNormTraining& bn, double alpha, double beta,
@@ -150,6 +161,7 @@ absl::Status BatchNormForwardTraining(const BatchNormTraining& bn, double alpha,
                                       double* save_inv_std) {
   const char* where = "BatchNormForwardTraining";
   KILN_RETURN_IF_ERROR(CheckBatchNorm(bn.mode, xd, yd, pd, bn.epsilon, where));
+  KILN_ASSIGN_OR_RETURN(const bool relu, FusedRelu(bn, where));
   if (bn.rule == RunningStatsRule::kCaffeSum && running_mean && !caffe_scale_factor) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": Caffe's running sums need the scale-factor element"));
@@ -162,7 +174,7 @@ absl::Status BatchNormForwardTraining(const BatchNormTraining& bn, double alpha,
     const int64_t f = FeatureOf(bn.mode, xd, i);
     const double v =
         scale[po[f]] * (x[OffsetOf(xd.strides, i)] - m.mean[f]) * inv_std[f] + bias[po[f]];
-    Blend(alpha, v, beta, y + OffsetOf(yd.strides, i));
+    Blend(alpha, relu ? std::max(0.0, v) : v, beta, y + OffsetOf(yd.strides, i));
   });
   const double unbias = m.count > 1 ? m.count / (m.count - 1) : 1.0;
   for (size_t f = 0; f < m.mean.size(); ++f) {
@@ -208,9 +220,34 @@ absl::Status BatchNormBackward(BatchNormMode mode, double alpha_data, double bet
                                double* dx, const Desc& pd, const double* scale, double* dscale,
                                double* dbias, double epsilon, const double* saved_mean,
                                const double* saved_inv_std) {
+  BatchNormTraining bn;
+  bn.mode = mode;
+  bn.epsilon = epsilon;
+  return BatchNormBackward(bn, alpha_data, beta_data, alpha_param, beta_param, xd, x, xd, nullptr,
+                           dyd, dy, dxd, dx, pd, scale, dscale, dbias, saved_mean, saved_inv_std);
+}
+
+absl::Status BatchNormBackward(const BatchNormTraining& bn, double alpha_data, double beta_data,
+                               double alpha_param, double beta_param, const Desc& xd,
+                               const double* x, const Desc& yd, const double* y, const Desc& dyd,
+                               const double* dy_in, const Desc& dxd, double* dx, const Desc& pd,
+                               const double* scale, double* dscale, double* dbias,
+                               const double* saved_mean, const double* saved_inv_std) {
   const char* where = "BatchNormBackward";
+  const BatchNormMode mode = bn.mode;
+  const double epsilon = bn.epsilon;
   KILN_RETURN_IF_ERROR(CheckBatchNorm(mode, xd, dyd, pd, epsilon, where));
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", dxd, "dx", where));
+  KILN_ASSIGN_OR_RETURN(const bool relu, FusedRelu(bn, where));
+  if (relu) {
+    KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", where));
+    if (y == nullptr) return absl::InvalidArgumentError(absl::StrCat(where, ": y is missing"));
+  }
+  // dy as the batch norm sees it: through the ReLU's derivative at y when one is fused.
+  auto dy = [&](const std::vector<int64_t>& i) {
+    if (relu && !(y[OffsetOf(yd.strides, i)] > 0)) return 0.0;
+    return dy_in[OffsetOf(dyd.strides, i)];
+  };
   const std::vector<int64_t> po = ParamOffsets(pd);
   const int64_t features = FeatureCount(mode, xd);
   std::vector<double> mean(features), inv_std(features);
@@ -223,15 +260,15 @@ absl::Status BatchNormBackward(BatchNormMode mode, double alpha_data, double bet
   std::vector<double> sum_dy(features, 0.0), sum_dy_xhat(features, 0.0);
   ForEachIndex(xd.dims, [&](const std::vector<int64_t>& i) {
     const int64_t f = FeatureOf(mode, xd, i);
-    const double g = dy[OffsetOf(dyd.strides, i)];
+    const double g = dy(i);
     sum_dy[f] += g;
     sum_dy_xhat[f] += g * (x[OffsetOf(xd.strides, i)] - mean[f]) * inv_std[f];
   });
   ForEachIndex(xd.dims, [&](const std::vector<int64_t>& i) {
     const int64_t f = FeatureOf(mode, xd, i);
     const double xhat = (x[OffsetOf(xd.strides, i)] - mean[f]) * inv_std[f];
-    const double g = scale[po[f]] * inv_std[f] / m.count *
-                     (m.count * dy[OffsetOf(dyd.strides, i)] - sum_dy[f] - xhat * sum_dy_xhat[f]);
+    const double g =
+        scale[po[f]] * inv_std[f] / m.count * (m.count * dy(i) - sum_dy[f] - xhat * sum_dy_xhat[f]);
     Blend(alpha_data, g, beta_data, dx + OffsetOf(dxd.strides, i));
   });
   for (int64_t f = 0; f < features; ++f) {

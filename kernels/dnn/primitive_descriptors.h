@@ -84,12 +84,21 @@ enum class BatchNormMode { kSpatial, kPerActivation };
 // the moving_average_fraction; inference divides the sums by scale_factor.
 enum class RunningStatsRule { kExponential, kCaffeSum };
 
-// A batch-norm training call's settings.
+// What a batch-norm call computes besides the normalization (cuDNN's batch-norm ops):
+// kBatchNormActivation applies `activation` to the scaled result in the same pass, and the
+// backward masks dy by the activation's derivative read from y (the fused output) in its own two
+// passes, so the activation costs no launch and no tensor of its own either way. ReLU with slope
+// 0 is the activation implemented (the one Caffe nets put after BatchNorm + Scale).
+enum class BatchNormOps { kBatchNorm, kBatchNormActivation };
+
+// A batch-norm training call's settings (forward, and the backward of that forward).
 struct BatchNormTraining {
   BatchNormMode mode = BatchNormMode::kSpatial;
   RunningStatsRule rule = RunningStatsRule::kExponential;
   double factor = 0.1;  // kExponential: the new batch's weight; kCaffeSum: moving_average_fraction
   double epsilon = 1e-5;
+  BatchNormOps ops = BatchNormOps::kBatchNorm;
+  ActivationDescriptor activation;  // kBatchNormActivation only
 };
 
 // Softmax over the dims [first_axis, last_axis] of a tensor, for each index of the other dims.

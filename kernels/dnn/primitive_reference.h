@@ -53,7 +53,8 @@ absl::Status LrnBackward(const LrnDescriptor& lrn, double alpha, const Desc& yd,
 
 // Batch normalization; `pd` describes scale, bias, means and variances (f32 dims from
 // CheckBatchNormParam). save_mean / save_inv_std may be null. `caffe_scale_factor` is the one
-// element of Caffe's third blob, used and updated only by RunningStatsRule::kCaffeSum.
+// element of Caffe's third blob, used and updated only by RunningStatsRule::kCaffeSum. With
+// BatchNormOps::kBatchNormActivation (a ReLU with slope 0) y = max(0, scale x̂ + bias).
 absl::Status BatchNormForwardTraining(const BatchNormTraining& bn, double alpha, double beta,
                                       const Desc& xd, const double* x, const Desc& yd, double* y,
                                       const Desc& pd, const double* scale, const double* bias,
@@ -75,6 +76,14 @@ absl::Status BatchNormBackward(BatchNormMode mode, double alpha_data, double bet
                                double* dx, const Desc& pd, const double* scale, double* dscale,
                                double* dbias, double epsilon, const double* saved_mean,
                                const double* saved_inv_std);
+// The backward of a training forward `bn` (mode, epsilon and ops): with a fused ReLU, dy counts
+// only where y (the forward's output) is > 0; otherwise y is not read and may be null.
+absl::Status BatchNormBackward(const BatchNormTraining& bn, double alpha_data, double beta_data,
+                               double alpha_param, double beta_param, const Desc& xd,
+                               const double* x, const Desc& yd, const double* y, const Desc& dyd,
+                               const double* dy, const Desc& dxd, double* dx, const Desc& pd,
+                               const double* scale, double* dscale, double* dbias,
+                               const double* saved_mean, const double* saved_inv_std);
 
 // Softmax (accurate or log) over the descriptor's axes.
 absl::Status SoftmaxForward(const SoftmaxDescriptor& softmax, double alpha, const Desc& xd,

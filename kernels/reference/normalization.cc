@@ -116,7 +116,8 @@ absl::Status BatchNorm(const Node& node, const DenseArgs& a) {
 }
 
 // Batch statistics per channel, then y = scale (x - mean) / sqrt(var + eps) + bias; the running
-// statistics as BatchNorm updates them.
+// statistics as BatchNorm updates them, and the mean and 1 / sqrt(var + eps) saved for backward
+// (the last two outputs). With "relu", y = max(0, y).
 absl::Status AffineBatchNorm(const Node& node, const DenseArgs& a) {
   const TensorType& t = a.in_types[0];
   const double eps = node.GetFloat("eps");
@@ -135,11 +136,16 @@ absl::Status AffineBatchNorm(const Node& node, const DenseArgs& a) {
     const double mean = sum / m;
     const double var = std::max(0.0, sq / m - mean * mean);
     const double inv = 1.0 / std::sqrt(var + eps);
+    const size_t saved = a.out.size() - 2;
+    a.out[saved][c] = static_cast<float>(mean);
+    a.out[saved + 1][c] = static_cast<float>(inv);
     const double scale = a.in[4][c], bias = a.in[5][c];
+    const bool relu = node.GetBool("relu");
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t i = 0; i < inner; ++i) {
         const int64_t at = (b * channels + c) * inner + i;
-        a.out[0][at] = static_cast<float>(scale * (a.in[0][at] - mean) * inv + bias);
+        const double y = scale * (a.in[0][at] - mean) * inv + bias;
+        a.out[0][at] = static_cast<float>(relu ? std::max(0.0, y) : y);
       }
     }
     if (node.GetBool("update_running_stats")) {

@@ -145,15 +145,21 @@ absl::StatusOr<Grads> BatchNormGradient(GraphBuilder& b, const GradientRequest& 
   return g;
 }
 
-// One node gives all three gradients: the reductions that dx needs are dscale and dbias.
+// One node gives all three gradients: the reductions that dx needs are dscale and dbias. It reads
+// the batch statistics the forward saved (its last two outputs) rather than summing x again.
 absl::StatusOr<Grads> AffineBatchNormGradient(GraphBuilder& b, const GradientRequest& r) {
   const Node& n = *r.node;
   KILN_ASSIGN_OR_RETURN(Value dy, SingleOutputGradient(r));
   Grads g(n.num_inputs());
   if (!r.needs_grad[0] && !r.needs_grad[4] && !r.needs_grad[5]) return g;
-  KILN_ASSIGN_OR_RETURN(std::vector<Value> d,
-                        AddGradientNodes(b, n, "grad", "AffineBatchNormGradient",
-                                         {n.input(0), dy, n.input(4)}, PickAttrs(n, {"eps"})));
+  const int saved = n.num_outputs() - 2;
+  std::vector<Value> in = {n.input(0), dy, n.input(4), OutputOf(n, saved), OutputOf(n, saved + 1)};
+  // A fused ReLU's mask comes from the output itself (y > 0), as Caffe's ReLU backward reads it.
+  const bool relu = n.GetBool("relu");
+  if (relu) in.push_back(OutputOf(n, 0));
+  KILN_ASSIGN_OR_RETURN(
+      std::vector<Value> d,
+      AddGradientNodes(b, n, "grad", "AffineBatchNormGradient", in, {{"relu", AttrValue(relu)}}));
   if (r.needs_grad[0]) g[0] = d[0];
   if (r.needs_grad[4]) g[4] = d[1];
   if (r.needs_grad[5]) g[5] = d[2];

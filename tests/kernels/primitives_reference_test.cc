@@ -234,37 +234,45 @@ TEST(PrimitivesReferenceTest, BatchNormGradients) {
       Vec scale = testing::Uniform(features, 0.5, 1.5, rng);
       Vec bias = testing::Uniform(features, -1, 1, rng);
       const Vec dy = testing::Uniform(t.BufferElements(), -1, 1, rng);
-      dnn::BatchNormTraining bn;
-      bn.mode = mode;
-      bn.epsilon = 1e-3;
-      auto forward = [&](const Vec& at, const Vec& s, const Vec& b) {
-        Vec y(at.size(), 0.0);
-        EXPECT_OK(ref::BatchNormForwardTraining(bn, 1, 0, t.desc, at.data() + o, t.desc,
-                                                y.data() + o, pd, s.data(), b.data(), nullptr,
-                                                nullptr, nullptr, nullptr, nullptr));
-        return y;
-      };
-      Vec save_mean(features), save_inv_std(features);
-      Vec y(x.size(), 0.0);
-      ASSERT_OK(ref::BatchNormForwardTraining(bn, 1, 0, t.desc, x.data() + o, t.desc, y.data() + o,
-                                              pd, scale.data(), bias.data(), nullptr, nullptr,
-                                              nullptr, save_mean.data(), save_inv_std.data()));
-      for (bool saved : {true, false}) {
-        Vec dx(x.size(), 0.0), dscale(features, 0.0), dbias(features, 0.0);
-        ASSERT_OK(ref::BatchNormBackward(
-            mode, 1, 0, 1, 0, t.desc, x.data() + o, t.desc, dy.data() + o, t.desc, dx.data() + o,
-            pd, scale.data(), dscale.data(), dbias.data(), bn.epsilon,
-            saved ? save_mean.data() : nullptr, saved ? save_inv_std.data() : nullptr));
-        const std::string what = absl::StrCat("batch norm ", static_cast<int>(mode), " ",
-                                              testing::LayoutName(layout), saved ? " saved" : "");
-        testing::ExpectGradient(
-            what + " dx", {}, x, [&](const Vec& at) { return forward(at, scale, bias); }, dy, dx);
-        testing::ExpectGradient(
-            what + " dscale", {}, scale, [&](const Vec& s) { return forward(x, s, bias); }, dy,
-            dscale);
-        testing::ExpectGradient(
-            what + " dbias", {}, bias, [&](const Vec& b) { return forward(x, scale, b); }, dy,
-            dbias);
+      for (bool relu : {false, true}) {
+        dnn::BatchNormTraining bn;
+        bn.mode = mode;
+        bn.epsilon = 1e-3;
+        if (relu) {
+          // The fused ReLU: forward max(0, .), backward through its derivative read from y.
+          bn.ops = dnn::BatchNormOps::kBatchNormActivation;
+          bn.activation = *dnn::ActivationDescriptor::Create(dnn::ActivationMode::kRelu);
+        }
+        auto forward = [&](const Vec& at, const Vec& s, const Vec& b) {
+          Vec y(at.size(), 0.0);
+          EXPECT_OK(ref::BatchNormForwardTraining(bn, 1, 0, t.desc, at.data() + o, t.desc,
+                                                  y.data() + o, pd, s.data(), b.data(), nullptr,
+                                                  nullptr, nullptr, nullptr, nullptr));
+          return y;
+        };
+        Vec save_mean(features), save_inv_std(features);
+        Vec y(x.size(), 0.0);
+        ASSERT_OK(ref::BatchNormForwardTraining(
+            bn, 1, 0, t.desc, x.data() + o, t.desc, y.data() + o, pd, scale.data(), bias.data(),
+            nullptr, nullptr, nullptr, save_mean.data(), save_inv_std.data()));
+        for (bool saved : {true, false}) {
+          Vec dx(x.size(), 0.0), dscale(features, 0.0), dbias(features, 0.0);
+          ASSERT_OK(ref::BatchNormBackward(
+              bn, 1, 0, 1, 0, t.desc, x.data() + o, t.desc, y.data() + o, t.desc, dy.data() + o,
+              t.desc, dx.data() + o, pd, scale.data(), dscale.data(), dbias.data(),
+              saved ? save_mean.data() : nullptr, saved ? save_inv_std.data() : nullptr));
+          const std::string what =
+              absl::StrCat("batch norm ", static_cast<int>(mode), " ", testing::LayoutName(layout),
+                           saved ? " saved" : "", relu ? " relu" : "");
+          testing::ExpectGradient(
+              what + " dx", {}, x, [&](const Vec& at) { return forward(at, scale, bias); }, dy, dx);
+          testing::ExpectGradient(
+              what + " dscale", {}, scale, [&](const Vec& s) { return forward(x, s, bias); }, dy,
+              dscale);
+          testing::ExpectGradient(
+              what + " dbias", {}, bias, [&](const Vec& b) { return forward(x, scale, b); }, dy,
+              dbias);
+        }
       }
     }
   }

@@ -1,6 +1,7 @@
-// The training forward rewrites: fuse_batchnorm_scale's structure on the text dump, the cases it
-// declines (identical dump, with the reason recorded), and numerics: the fused graph's forward
-// outputs, running statistics and gradients equal the unfused graph's on the reference backend.
+// The training forward rewrites: fuse_batchnorm_scale's and fuse_affine_batchnorm_relu's
+// structure on the text dump, the cases they decline (identical dump, or the ReLU kept, with the
+// reason recorded), and numerics: the fused graph's forward outputs, running statistics and
+// gradients equal the unfused graph's on the reference backend.
 #include "passes/training_passes.h"
 
 #include <cmath>
@@ -29,6 +30,9 @@ struct Options {
   bool global_stats = false;   // the BatchNorm uses stored statistics
   bool second_reader = false;  // the BatchNorm output is also a graph output
   bool update_stats = true;    // the BatchNorm outputs its running statistics
+  double relu_slope = 0;       // the ReLU after the Scale
+  bool scaled_output = false;  // the Scale's output (the ReLU's input) is also a graph output
+  bool relu_output = false;    // the ReLU's output is also a graph output
 };
 
 // data -> conv -> BatchNorm -> Scale -> ReLU -> Σ against a weight "w": a scalar "loss", the
@@ -47,7 +51,7 @@ std::unique_ptr<Graph> Net(const Options& o) {
   std::vector<Value> scale_in = {bn[0], *b.Input("scale/s", F32({6}))};
   if (o.bias) scale_in.push_back(*b.Input("scale/b", F32({6})));
   Value scaled = *b.Op1("Scale", scale_in, {}, "scale");
-  Value relu = *b.Relu(scaled, 0.0, "relu");
+  Value relu = *b.Relu(scaled, o.relu_slope, "relu");
   Value loss = *b.Op1("EuclideanLoss", {relu, *b.Input("target", F32({3, 6, 5, 5}))}, {}, "loss");
   EXPECT_TRUE(b.Output("loss", loss).ok());
   if (o.update_stats) {
@@ -56,6 +60,8 @@ std::unique_ptr<Graph> Net(const Options& o) {
   if (o.second_reader) {
     EXPECT_TRUE(b.Output("normalized", bn[0]).ok());
   }
+  if (o.scaled_output) EXPECT_TRUE(b.Output("scaled", scaled).ok());
+  if (o.relu_output) EXPECT_TRUE(b.Output("activated", relu).ok());
   return b.Finish();
 }
 
@@ -135,7 +141,10 @@ TEST(FuseBatchNormScaleTest, TrainingPairBecomesOneAffineBatchNorm) {
   EXPECT_EQ(fused->op(), "AffineBatchNorm");
   EXPECT_EQ(fused->input(4).node->name(), "scale/s");
   EXPECT_EQ(fused->input(5).node->name(), "scale/b");
-  EXPECT_EQ(fused->origins(), (std::vector<std::string>{"bn", "scale"}));
+  // The plain ReLU after the pair is folded in as well.
+  EXPECT_TRUE(fused->GetBool("relu")) << dump;
+  EXPECT_EQ(CountOps(*g, "ReLU"), 0) << dump;
+  EXPECT_EQ(fused->origins(), (std::vector<std::string>{"bn", "scale", "relu"}));
   // The statistics outputs now come from the fused node.
   for (const GraphOutput& o : g->outputs()) {
     if (o.name.rfind("stats/", 0) == 0) {
@@ -164,23 +173,88 @@ TEST(FuseBatchNormScaleTest, DeclinedCasesLeaveTheGraphAsItWas) {
   }
 }
 
+// A leaky ReLU, or an AffineBatchNorm output read by something besides the ReLU, keeps the
+// ReLU apart (the pair is still fused); the reason is recorded.
+TEST(FuseAffineBatchNormReluTest, DeclinedCasesKeepTheRelu) {
+  for (const auto& [what, options] : std::vector<std::pair<std::string, Options>>{
+           {"leaky", Options{true, false, false, true, 0.1, false, false}},
+           {"scale output read", Options{true, false, false, true, 0.0, true, false}}}) {
+    auto g = Net(options);
+    std::vector<PassRemark> remarks;
+    auto changed = Fuse(*g, &remarks);
+    ASSERT_TRUE(changed.ok()) << what << ": " << changed.status();
+    const std::string dump = PrintGraph(*g);
+    EXPECT_EQ(CountOps(*g, "AffineBatchNorm"), 1) << what << "\n" << dump;
+    EXPECT_EQ(CountOps(*g, "ReLU"), 1) << what << "\n" << dump;
+    EXPECT_FALSE(g->FindNode("bn")->GetBool("relu")) << what;
+    int relu_remarks = 0;
+    for (const PassRemark& r : remarks) {
+      if (r.pass != "fuse_affine_batchnorm_relu") continue;
+      ++relu_remarks;
+      EXPECT_FALSE(r.reason.empty()) << what;
+    }
+    EXPECT_EQ(relu_remarks, 1) << what;
+  }
+}
+
+// Disabled by name (the CLI's --disable-pass), the ReLU stays a ReLU and the pair is still fused.
+TEST(FuseAffineBatchNormReluTest, DisabledByNameKeepsTheRelu) {
+  auto g = Net({});
+  PassManagerOptions options;
+  options.disabled = {"fuse_affine_batchnorm_relu"};
+  PassContext context;
+  context.inference = false;
+  ASSERT_TRUE(MakeTrainingForwardPipeline(options).Run(*g, context).ok());
+  EXPECT_EQ(CountOps(*g, "AffineBatchNorm"), 1);
+  EXPECT_EQ(CountOps(*g, "ReLU"), 1);
+}
+
+// The ReLU's output may have other readers: they read the fused output.
+TEST(FuseAffineBatchNormReluTest, ReluOutputWithOtherReadersIsFused) {
+  Options options;
+  options.relu_output = true;
+  auto g = Net(options);
+  ASSERT_TRUE(Fuse(*g).ok());
+  EXPECT_EQ(CountOps(*g, "ReLU"), 0) << PrintGraph(*g);
+  for (const GraphOutput& o : g->outputs()) {
+    if (o.name == "activated") EXPECT_EQ(o.value, g->FindNode("bn")->output(0));
+  }
+}
+
 // Forward outputs, running statistics and every gradient (data, filter, scale, bias) of the
-// fused graph against the unfused one.
-TEST(FuseBatchNormScaleTest, FusedGraphTrainsLikeTheCaffePair) {
-  auto unfused = Net({});
-  auto fused = Net({});
+// fused graph (BatchNorm + Scale + ReLU as one AffineBatchNorm, or only the pair when the ReLU is
+// leaky) against the unfused one.
+void ExpectFusedTrainsLikeUnfused(const Options& options) {
+  auto unfused = Net(options);
+  auto fused = Net(options);
   ASSERT_TRUE(Fuse(*fused).ok());
   ASSERT_EQ(CountOps(*fused, "AffineBatchNorm"), 1);
+  EXPECT_EQ(CountOps(*fused, "ReLU"), options.relu_slope == 0 ? 0 : 1);
   AddBackward(*unfused);
   AddBackward(*fused);
   ASSERT_EQ(CountOps(*fused, "AffineBatchNormGradient"), 1) << PrintGraph(*fused);
   EXPECT_EQ(CountOps(*fused, "ScaleParamGradient"), 0);
+  // The backward reads the batch statistics the forward saved (its last two outputs).
+  for (const Node* n : fused->nodes()) {
+    if (n->op() != "AffineBatchNormGradient") continue;
+    const Node* forward = fused->FindNode("bn");
+    ASSERT_NE(forward, nullptr);
+    EXPECT_EQ(n->input(3), (Value{const_cast<Node*>(forward), forward->num_outputs() - 2}));
+    EXPECT_EQ(n->input(4), (Value{const_cast<Node*>(forward), forward->num_outputs() - 1}));
+    // With the ReLU folded in, its mask is read from the fused output.
+    const bool relu = options.relu_slope == 0;
+    EXPECT_EQ(n->GetBool("relu"), relu);
+    ASSERT_EQ(n->num_inputs(), relu ? 6 : 5);
+    if (relu) EXPECT_EQ(n->input(5), (Value{const_cast<Node*>(forward), 0}));
+  }
   const Outputs in = Inputs();
   const Outputs want = RunReference(*unfused, in);
   const Outputs got = RunReference(*fused, in);
   ASSERT_FALSE(want.empty());
-  for (const char* name : {"loss", "stats/1", "stats/2", "stats/3", "grad/data", "grad/conv/w",
-                           "grad/scale/s", "grad/scale/b"}) {
+  std::vector<std::string> names = {"loss",      "stats/1",     "stats/2",      "stats/3",
+                                    "grad/data", "grad/conv/w", "grad/scale/s", "grad/scale/b"};
+  if (options.relu_output) names.push_back("activated");
+  for (const std::string& name : names) {
     ASSERT_TRUE(got.count(name) && want.count(name)) << name;
     const HostTensor& a = got.at(name);
     const HostTensor& b = want.at(name);
@@ -194,6 +268,20 @@ TEST(FuseBatchNormScaleTest, FusedGraphTrainsLikeTheCaffePair) {
     EXPECT_LE(std::sqrt(num / std::max(den, 1e-30)), 1e-5) << name;
     EXPECT_GT(den, 0) << name;  // nothing compared against all zeros
   }
+}
+
+TEST(FuseBatchNormScaleTest, FusedGraphTrainsLikeTheCaffePair) { ExpectFusedTrainsLikeUnfused({}); }
+
+TEST(FuseBatchNormScaleTest, FusedGraphWithReluReadElsewhereTrainsLikeTheCaffeLayers) {
+  Options options;
+  options.relu_output = true;
+  ExpectFusedTrainsLikeUnfused(options);
+}
+
+TEST(FuseBatchNormScaleTest, FusedPairBeforeALeakyReluTrainsLikeTheCaffeLayers) {
+  Options options;
+  options.relu_slope = 0.1;
+  ExpectFusedTrainsLikeUnfused(options);
 }
 
 }  // namespace

@@ -473,9 +473,9 @@ TEST(TrainerRules, BatchNormStatisticsAccumulateAsCaffes) {
   EXPECT_NE(blobs[0], std::vector<float>(blobs[0].size(), 0.0f));
 }
 
-// With the training rewrites on (the CLI's default), BatchNorm + Scale train as one
-// AffineBatchNorm: the same losses, weights and running statistics as the Caffe pair, to f32
-// rounding.
+// With the training rewrites on (the CLI's default), BatchNorm + Scale and the in-place ReLU after
+// them train as one AffineBatchNorm: the same losses, weights and running statistics as the
+// Caffe layers, to f32 rounding.
 TEST(TrainerRules, FusedBatchNormScaleTrainsLikeThePair) {
   const std::string net = ResumeNet(ResumeDb(), /*batch_norm=*/true, /*with_scale=*/true);
   auto config = WriteAndLoadSolver("batchnorm_scale", net,
@@ -521,6 +521,10 @@ TEST(TrainerRules, FusedBatchNormScaleTrainsLikeThePair) {
   EXPECT_EQ(fused_ops["AffineBatchNorm"], 1);
   EXPECT_EQ(fused_ops["AffineBatchNormGradient"], 1);
   EXPECT_EQ(fused_ops["Scale"], 0);
+  // The in-place ReLU after the pair is folded in too: no ReLU pass either way.
+  EXPECT_EQ(fused_ops["ReLU"], 0);
+  EXPECT_EQ(fused_ops["ActivationGradient"], 0);
+  EXPECT_EQ(pair_ops["ReLU"], 1);
   EXPECT_EQ(pair_ops["AffineBatchNorm"], 0);
   EXPECT_EQ(pair_ops["Scale"], 2);  // forward and Scale's dx
 }

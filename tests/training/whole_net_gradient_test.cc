@@ -332,11 +332,15 @@ absl::Status Prepare(const char* text, uint64_t seed, CheckedNet& out, bool fuse
   // Before the backward exists, so only the forward's kinks are watched.
   int watch = 0;
   for (Node* node : graph.nodes()) {
-    const bool relu = node->op() == "ReLU";
+    // A ReLU folded into an AffineBatchNorm is watched through the fused output, which is
+    // positive exactly where the ReLU's input was.
+    const bool fused_relu = node->op() == "AffineBatchNorm" && node->GetBool("relu");
+    const bool relu = node->op() == "ReLU" || fused_relu;
     const bool max_pool = node->op() == "Pooling" && node->GetString("mode") == "max";
     if (!relu && !max_pool) continue;
     const std::string name = absl::StrCat("watch", watch++);
-    if (absl::Status s = graph.AddOutput(name, node->input(0)); !s.ok()) return s;
+    const Value watched = fused_relu ? node->output(0) : node->input(0);
+    if (absl::Status s = graph.AddOutput(name, watched); !s.ok()) return s;
     if (relu) {
       out.relu_ins.push_back(name);
     } else {
@@ -513,8 +517,9 @@ TEST(WholeNetGradient, ResidualBatchNormNetMatchesFiniteDifferences) {
   EXPECT_LE(r.straddling * 8, r.checked);
 }
 
-// The same net with each BatchNorm + Scale fused into one AffineBatchNorm (the CLI's training
-// plans): its own backward (dx, dscale and dbias from one node) against finite differences.
+// The same net with each BatchNorm + Scale fused into one AffineBatchNorm, and the ReLU after it
+// where there is one (the CLI's training plans): its own backward (dx, dscale and dbias from one
+// node, through the fused ReLU) against finite differences.
 TEST(WholeNetGradient, FusedResidualBatchNormNetMatchesFiniteDifferences) {
   int fused = 0;
   const CheckResult r = CheckNet(kResidual, 11, 24, Identity, /*fuse=*/true, &fused);

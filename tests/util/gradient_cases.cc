@@ -117,7 +117,18 @@ void AddWindowCases(std::vector<GradientCase>& out) {
   affine.fixed_inputs[1] = Uniform(-0.5f, 0.5f);
   affine.fixed_inputs[2] = Uniform(0.5f, 2.0f);
   affine.fixed_inputs[3] = Constant(2.0f);
+  affine.gradient_outputs = 1;  // y; the saved mean and inverse std feed only the backward
   out.push_back(affine);
+  // Training's form: the running statistics updated into new outputs (no gradient either).
+  GradientCase affine_running = affine;
+  affine_running.name = "affine_batchnorm_running_stats";
+  affine_running.attrs = {{"update_running_stats", B(true)}, {"moving_average_fraction", F(0.9)}};
+  out.push_back(affine_running);
+  // With the ReLU after the pair folded in: dy counts where the output is positive.
+  GradientCase affine_relu = affine;
+  affine_relu.name = "affine_batchnorm_relu";
+  affine_relu.attrs = {{"relu", B(true)}};
+  out.push_back(affine_relu);
   out.push_back(Case("scale_bias", "Scale", {{2, 3, 4, 4}, {3}, {3}}));
   out.push_back(Case("scale_two_axes", "Scale", {{2, 3, 4, 2}, {3, 4}}, {{"num_axes", I(2)}}));
   out.push_back(Case("bias", "Bias", {{2, 3, 2, 2}, {3}}));
@@ -237,6 +248,7 @@ absl::StatusOr<GradientInputs> MakeGradientInputs(const GradientCase& c, uint32_
   }
   KILN_ASSIGN_OR_RETURN(std::vector<Value> outs, b.Op(c.op, values, c.attrs, "op"));
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  if (c.gradient_outputs >= 0) outs.resize(std::min<size_t>(outs.size(), c.gradient_outputs));
   for (const Value& y : outs) {
     HostTensor dy(y.type().Contiguous());
     for (int64_t i = 0; i < dy.type().num_elements(); ++i) dy.SetFloat(i, d(rng));
@@ -262,6 +274,9 @@ absl::StatusOr<std::unique_ptr<Graph>> BuildGradientGraph(const GradientCase& c,
     if (c.loss_weight != 0) {
       request.output_grads.push_back(Value{});
       request.loss_weights.push_back(c.loss_weight);
+    } else if (j >= in.output_grads.size()) {  // a saved value: no gradient flows into it
+      request.output_grads.push_back(Value{});
+      request.loss_weights.push_back(0.0);
     } else {
       KILN_ASSIGN_OR_RETURN(Value dy, b.Input(absl::StrCat("dy", j), in.output_grads[j].type()));
       request.output_grads.push_back(dy);

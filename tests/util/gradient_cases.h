@@ -30,12 +30,17 @@ struct GradientCase {
   std::map<int, std::function<void(HostTensor&)>> fixed_inputs;
   // A loss op: its scalar output is the objective, seeded with this weight (0: not a loss).
   double loss_weight = 0;
+  // How many leading outputs get output gradients (-1: all). The rest are values the forward
+  // keeps for its backward (AffineBatchNorm's saved statistics): compared between backends but
+  // not differentiated, as no loss reads them.
+  int gradient_outputs = -1;
 };
 
 // Every gradient case (every differentiable op, several attribute forms each).
 std::vector<GradientCase> AllGradientCases();
 
-// The inputs of a case (seeded), and random output gradients for each forward output.
+// The inputs of a case (seeded), and random output gradients for each forward output that
+// gets one (the case's gradient_outputs).
 struct GradientInputs {
   std::vector<HostTensor> inputs;
   std::vector<HostTensor> output_grads;  // empty for a loss case

@@ -96,44 +96,68 @@ absl::StatusOr<PreparedKernel> PrepareAffineBatchNorm(const Node& node, const Ke
   KILN_ASSIGN_OR_RETURN(ChannelVector bias, PlanChannelVector(node.input(5).type(), pd, workspace));
   const bool update = node.GetBool("update_running_stats");
   std::vector<dnn::TensorDescriptor> stat_in(3), stat_out(3);
+  // Running statistics that are packed f32 already (what the precision pass gives) are read
+  // from the inputs by the update itself; others are first copied (converted) to the outputs,
+  // then updated there in place.
+  bool copy_stats = false;
   if (update) {
     for (int i = 0; i < 3; ++i) {
+      const TensorType& in = node.input(i + 1).type();
       if (node.output_types()[i + 1].dtype() != DataType::kF32) {
         return absl::UnimplementedError("cuda AffineBatchNorm: running statistics must be f32");
       }
-      KILN_ASSIGN_OR_RETURN(stat_in[i], DescriptorOf(node.input(i + 1).type()));
+      copy_stats = copy_stats || in.dtype() != DataType::kF32 || !in.IsContiguous();
+      KILN_ASSIGN_OR_RETURN(stat_in[i], DescriptorOf(in));
       KILN_ASSIGN_OR_RETURN(stat_out[i], DescriptorOf(node.output_types()[i + 1]));
     }
   }
+  const int saved = node.num_outputs() - 2;
   dnn::BatchNormTraining bn;
   bn.mode = dnn::BatchNormMode::kSpatial;
   bn.epsilon = node.GetFloat("eps");
   bn.rule = dnn::RunningStatsRule::kCaffeSum;
   bn.factor = node.GetFloat("moving_average_fraction");
+  const bool relu = node.GetBool("relu");
+  if (relu) {
+    bn.ops = dnn::BatchNormOps::kBatchNormActivation;
+    KILN_ASSIGN_OR_RETURN(bn.activation,
+                          dnn::ActivationDescriptor::Create(dnn::ActivationMode::kRelu, 0.0));
+  }
   k.workspace_bytes = workspace;
-  k.description = update ? "batch statistics, scale and bias, running statistics updated"
-                         : "batch statistics, scale and bias";
+  k.description = absl::StrCat("batch statistics, scale and bias", relu ? ", ReLU" : "",
+                               update ? ", running statistics updated" : "");
   k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
     KILN_ASSIGN_OR_RETURN(const void* s, ReadVector(handle, scale, a.inputs[4].data, a.workspace));
     KILN_ASSIGN_OR_RETURN(const void* b, ReadVector(handle, bias, a.inputs[5].data, a.workspace));
-    // The running statistics are copied to outputs 1..3 and updated there by the same pass.
-    void* running[3] = {nullptr, nullptr, nullptr};
+    // The statistics pass reads inputs 1..3 and writes the updated values to outputs 1..3.
+    dnn::BatchNormRunningStats running;
     if (update) {
-      for (int i = 0; i < 3; ++i) {
-        running[i] = a.outputs[i + 1].data;
-        KILN_RETURN_IF_ERROR(dnn::TransformTensor(handle, 1.0f, stat_in[i], a.inputs[i + 1].data,
-                                                  0.0f, stat_out[i], running[i]));
+      running.mean = a.outputs[1].data;
+      running.var = a.outputs[2].data;
+      running.caffe_scale_factor = a.outputs[3].data;
+      if (copy_stats) {
+        for (int i = 0; i < 3; ++i) {
+          KILN_RETURN_IF_ERROR(dnn::TransformTensor(handle, 1.0f, stat_in[i], a.inputs[i + 1].data,
+                                                    0.0f, stat_out[i], a.outputs[i + 1].data));
+        }
+      } else {
+        running.mean_in = a.inputs[1].data;
+        running.var_in = a.inputs[2].data;
+        running.caffe_scale_factor_in = a.inputs[3].data;
       }
     }
-    return dnn::BatchNormForwardTraining(handle, bn, 1.0f, 0.0f, xd, a.inputs[0].data, yd,
-                                         a.outputs[0].data, pd, s, b, running[0], running[1],
-                                         running[2], nullptr, nullptr, a.workspace, primitive);
+    return dnn::BatchNormForwardTraining(
+        handle, bn, 1.0f, 0.0f, xd, a.inputs[0].data, yd, a.outputs[0].data, pd, s, b, running,
+        a.outputs[saved].data, a.outputs[saved + 1].data, a.workspace, primitive);
   };
   return k;
 }
 
-// AffineBatchNormGradient(x, dy, scale) -> dx, dscale, dbias: the primitive's backward with the
-// node's scale, the statistics recomputed from x (the forward keeps none for it).
+// AffineBatchNormGradient(x, dy, scale, saved_mean, saved_inv_std[, y]) -> dx, dscale, dbias:
+// the primitive's backward with the node's scale and the statistics the forward saved (f32 [C],
+// the primitive's packed parameter layout), so x is read twice (sums, then dx) and never summed
+// for its statistics again. With "relu" the forward's fused output y masks dy inside those same
+// two passes.
 absl::StatusOr<PreparedKernel> PrepareAffineBatchNormGradient(const Node& node,
                                                               const KernelOptions&) {
   PreparedKernel k;
@@ -149,17 +173,37 @@ absl::StatusOr<PreparedKernel> PrepareAffineBatchNormGradient(const Node& node,
                         PlanChannelVector(node.output_types()[1], pd, workspace));
   KILN_ASSIGN_OR_RETURN(ChannelVector dbias,
                         PlanChannelVector(node.output_types()[2], pd, workspace));
-  const double eps = node.GetFloat("eps");
+  for (int i = 3; i < 5; ++i) {
+    const TensorType& t = node.input(i).type();
+    if (t.dtype() != DataType::kF32 || !t.IsContiguous()) {
+      return absl::UnimplementedError(
+          "cuda AffineBatchNormGradient: the saved statistics must be packed f32");
+    }
+  }
+  // With saved statistics the primitive only checks that epsilon is positive (the default): the
+  // saved inverse standard deviation already includes the forward's epsilon.
+  dnn::BatchNormTraining bn;
+  bn.mode = dnn::BatchNormMode::kSpatial;
+  const bool relu = node.GetBool("relu");
+  dnn::TensorDescriptor yd = xd;
+  if (relu) {
+    bn.ops = dnn::BatchNormOps::kBatchNormActivation;
+    KILN_ASSIGN_OR_RETURN(bn.activation,
+                          dnn::ActivationDescriptor::Create(dnn::ActivationMode::kRelu, 0.0));
+    KILN_ASSIGN_OR_RETURN(yd, DescriptorOf(node.input(5).type()));
+  }
   k.workspace_bytes = workspace;
-  k.description = "batch statistics backward with dscale and dbias";
+  k.description = absl::StrCat("batch statistics backward (saved statistics)",
+                               relu ? " through the ReLU" : "", " with dscale and dbias");
   k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
     KILN_ASSIGN_OR_RETURN(const void* s, ReadVector(handle, scale, a.inputs[2].data, a.workspace));
     void* ds = WriteVector(dscale, a.outputs[1].data, a.workspace);
     void* db = WriteVector(dbias, a.outputs[2].data, a.workspace);
-    KILN_RETURN_IF_ERROR(dnn::BatchNormBackward(handle, dnn::BatchNormMode::kSpatial, 1.0f, 0.0f,
-                                                1.0f, 0.0f, xd, a.inputs[0].data, dyd,
-                                                a.inputs[1].data, dxd, a.outputs[0].data, pd, s, ds,
-                                                db, eps, nullptr, nullptr, a.workspace, primitive));
+    const void* y = relu ? a.inputs[5].data : nullptr;
+    KILN_RETURN_IF_ERROR(dnn::BatchNormBackward(handle, bn, 1.0f, 0.0f, 1.0f, 0.0f, xd,
+                                                a.inputs[0].data, yd, y, dyd, a.inputs[1].data, dxd,
+                                                a.outputs[0].data, pd, s, ds, db, a.inputs[3].data,
+                                                a.inputs[4].data, a.workspace, primitive));
     KILN_RETURN_IF_ERROR(WriteBack(handle, dscale, a.outputs[1].data, a.workspace));
     return WriteBack(handle, dbias, a.outputs[2].data, a.workspace);
   };
