@@ -7,6 +7,7 @@
 // (the same as x's, or the next one, so y's strides and alignment differ from x's and dy's),
 // values with many exact zeros (what a ReLU writes), so every reduction path (rows kernel,
 // strided and vector loops) is run with and without a mask in step with x.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -57,8 +58,13 @@ TEST_F(PrimitivesCudaTest, BatchNormFusedReluAndRunningStatisticsApart) {
               dy.Random(rng_, -1, 1);
               const Vec scale = testing::Uniform(features, 0.5, 1.5, rng_);
               const Vec bias = testing::Uniform(features, -1, 1, rng_);
-              const Vec rm_in = testing::Uniform(features, -1, 1, rng_);
-              const Vec rv_in = testing::Uniform(features, 0.5, 2, rng_);
+              // Rounded to f32 as the device buffers hold them, so "left as they were" can be
+              // checked exactly.
+              Vec rm_in = testing::Uniform(features, -1, 1, rng_);
+              Vec rv_in = testing::Uniform(features, 0.5, 2, rng_);
+              for (Vec* v : {&rm_in, &rv_in}) {
+                for (double& e : *v) e = static_cast<float>(e);
+              }
               const Vec factor_in = {3.0};
               const bool caffe = rule == dnn::RunningStatsRule::kCaffeSum;
               // The outputs start as NaN: every element must be written from the inputs.
@@ -107,6 +113,13 @@ TEST_F(PrimitivesCudaTest, BatchNormFusedReluAndRunningStatisticsApart) {
               CheckParams(what + " running_mean input", rm_in_d, rm_in, {0, 0});
               CheckParams(what + " running_var input", rv_in_d, rv_in, {0, 0});
               if (caffe) CheckParams(what + " caffe factor input", factor_in_d, factor_in, {0, 0});
+              // dx multiplies the f32 rounding of its sums by the inverse std-dev; per
+              // activation over two images that can reach 1/sqrt(eps), so the tolerance grows
+              // with the largest one there (spatial statistics over many pixels stay near 1).
+              double condition = 1;
+              if (mode == dnn::BatchNormMode::kPerActivation) {
+                for (double v : save_inv) condition = std::max(condition, v);
+              }
               for (bool same_layout : {true, false}) {
                 // A ReLU's output: about half exact zeros.
                 TestTensor mask(dt, dims, same_layout ? layout : NextLayout(layout));
@@ -121,7 +134,7 @@ TEST_F(PrimitivesCudaTest, BatchNormFusedReluAndRunningStatisticsApart) {
                 const std::string bwd =
                     what + (same_layout ? " bwd" : " bwd, mask in its own layout");
                 RunAndCheck(
-                    bwd, dx, b, ToleranceFor(dt, 16),
+                    bwd, dx, b, ToleranceFor(dt, 16 * condition),
                     [&] {
                       return dnn::BatchNormBackward(
                           *handle_, bn, b.alpha, b.beta, b.alpha, b.beta, x.desc(), x.d(),
