@@ -44,7 +44,9 @@ constexpr int kThreads = 256, kTilePixels = 256;
 struct Geometry {
   int n, c, h, w, k, p, q, r, s;
   int pad_h, pad_w, stride_h, stride_w;
-  int cp;                // channels per tap in the window: 4 or 8
+  int cp;                // channels per tap in the reduction: 4 or 8 (all C when wide)
+  int pp;                // elements per window position: cp, or C + 8 when wide (bank spread)
+  bool wide;             // the filter gradient of a C % 8 == 0 problem (no forward)
   int row_len;           // reduction elements per filter row: sp * cp, a multiple of 16
   int k_total;           // r * row_len
   int th, tw;            // the pixel tile: th * tw == kTilePixels, tw a power of two
@@ -134,6 +136,36 @@ __device__ __forceinline__ void CopyAsync16(void* smem, const void* global, bool
                "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void WaitAsyncCopies() { asm volatile("cp.async.wait_all;" ::); }
+
+// The window of a wide (C % 8 == 0) problem: positions of pp = C + 8 elements, filled in 16-byte
+// vectors of 8 channels (asynchronous copies when x is channels-last and 16-byte aligned).
+__device__ void LoadWideWindow(const Geometry& g, const uint16_t* x, int img, int oh0, int ow0,
+                               bool vector_x, uint16_t* window) {
+  const int vectors = g.c / 8;
+  const int count = g.rows_in * g.cols_in * vectors;
+  const int ih0 = oh0 * g.stride_h - g.pad_h, iw0 = ow0 * g.stride_w - g.pad_w;
+  const uint16_t* xi = x + img * g.xs[0];
+  for (int i = threadIdx.x; i < count; i += kThreads) {
+    const int position = i / vectors, v = i - position * vectors;
+    const int row = position / g.cols_in, col = position - row * g.cols_in;
+    const int ih = ih0 + row, iw = iw0 + col;
+    const bool inside = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
+    uint16_t* to = window + position * g.pp + v * 8;
+    const uint16_t* from = xi + ih * g.xs[2] + iw * g.xs[3] + v * 8 * g.xs[1];
+    if (vector_x) {
+      CopyAsync16(to, inside ? from : x, inside);
+      continue;
+    }
+    uint16_t e[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (inside) {
+#pragma unroll
+      for (int q = 0; q < 8; ++q) e[q] = from[q * g.xs[1]];
+    }
+    uint4 packed;
+    Pack<4>(e, &packed.x);
+    *reinterpret_cast<uint4*>(to) = packed;
+  }
+}
 
 // Filters k0 .. k0 + filters - 1 as [filter][k] rows of w_ld elements (k = (r, s, c) padded,
 // zero in the padding and past K).
@@ -265,7 +297,7 @@ template <typename T, int kWM, int kWN>
 __global__ void __launch_bounds__(kThreads, kWM <= 2 ? 2 : 1)
     SmallChannelsFilterGradientKernel(const Geometry g, const T* __restrict__ x,
                                       const T* __restrict__ dy, float* partial, int tiles_per_split,
-                                      bool vector_dy) {
+                                      bool vector_dy, bool vector_x) {
   extern __shared__ __align__(16) uint16_t smem[];
   constexpr int kM = 2 * kWM * 16;    // filters per block: 2 warps along m
   constexpr int kCols = 4 * kWN * 8;  // reduction columns per block: 4 warps along columns
@@ -288,7 +320,8 @@ __global__ void __launch_bounds__(kThreads, kWM <= 2 ? 2 : 1)
     int off = 0;
     if (col < g.k_total) {
       const int r = col / g.row_len;
-      off = r * g.cols_in * g.cp + (col - r * g.row_len);
+      const int rem = col - r * g.row_len, tap = rem / g.cp;
+      off = (r * g.cols_in + tap) * g.pp + (rem - tap * g.cp);
     }
     b_col[jj] = off;
   }
@@ -335,7 +368,11 @@ __global__ void __launch_bounds__(kThreads, kWM <= 2 ? 2 : 1)
       Pack<4>(e, &packed.x);
       *reinterpret_cast<uint4*>(to) = packed;
     }
-    LoadWindow<4>(g, reinterpret_cast<const uint16_t*>(x), img, oh0, ow0, window);
+    if (g.wide) {
+      LoadWideWindow(g, reinterpret_cast<const uint16_t*>(x), img, oh0, ow0, vector_x, window);
+    } else {
+      LoadWindow<4>(g, reinterpret_cast<const uint16_t*>(x), img, oh0, ow0, window);
+    }
     WaitAsyncCopies();
     __syncthreads();
 
@@ -347,7 +384,7 @@ __global__ void __launch_bounds__(kThreads, kWM <= 2 ? 2 : 1)
       }
       const int pixel = step + lane % 16;
       const int ph = pixel >> g.tw_shift, pw = pixel & (g.tw - 1);
-      const uint16_t* b_pixel = window + (ph * g.stride_h * g.cols_in + pw * g.stride_w) * g.cp;
+      const uint16_t* b_pixel = window + (ph * g.stride_h * g.cols_in + pw * g.stride_w) * g.pp;
 #pragma unroll
       for (int j = 0; j < kWN; j += 2) {
         uint32_t b[4];
@@ -441,13 +478,16 @@ struct Plan {
   bool ok = false;
 };
 
-Plan MakePlan(const dnn::ConvProblem& p, int multiprocessors) {
+// `wide`: the filter gradient's plan for C % 8 == 0 (the window holds every channel of a
+// position; no forward plan).
+Plan MakePlan(const dnn::ConvProblem& p, int multiprocessors, bool wide = false) {
   Plan plan;
   if (p.dtype != DataType::kF16 && p.dtype != DataType::kBF16) return plan;
   if (p.spatial_rank > 3 || p.groups != 1 || p.in[0] != 1 || p.filter[0] != 1 || p.out[0] != 1 ||
-      p.dilation[1] != 1 || p.dilation[2] != 1 || p.c < 1 || p.c > 8) {
+      p.dilation[1] != 1 || p.dilation[2] != 1 || p.c < 1) {
     return plan;
   }
+  if (wide ? (p.c % 8 != 0 || p.c > 4096) : p.c > 8) return plan;
   const int64_t limit = int64_t{1} << 30;
   if (p.n >= limit || p.k >= limit || p.in[1] >= limit || p.in[2] >= limit || p.out[1] >= limit ||
       p.out[2] >= limit || p.filter[1] > 64 || p.filter[2] > 64 || p.stride[1] > 64 ||
@@ -470,8 +510,10 @@ Plan MakePlan(const dnn::ConvProblem& p, int multiprocessors) {
   g.stride_w = static_cast<int>(p.stride[2]);
   // Four channels per tap keep a pair of taps in 16 bytes; an ldmatrix row then starts at an even
   // window column, which needs an even horizontal stride. Otherwise a tap is 16 bytes itself.
-  g.cp = p.c <= 4 && g.stride_w % 2 == 0 ? 4 : 8;
-  g.row_len = RoundUp(g.s, 16 / g.cp) * g.cp;
+  g.wide = wide;
+  g.cp = wide ? g.c : (p.c <= 4 && g.stride_w % 2 == 0 ? 4 : 8);
+  g.pp = wide ? g.c + 8 : g.cp;
+  g.row_len = wide ? g.s * g.c : RoundUp(g.s, 16 / g.cp) * g.cp;
   g.k_total = g.r * g.row_len;
   g.flip = p.mode == dnn::ConvolutionMode::kConvolution;
   for (int i = 0; i < 4; ++i) {
@@ -487,7 +529,7 @@ Plan MakePlan(const dnn::ConvProblem& p, int multiprocessors) {
     const int64_t tiles_h = (g.p + th - 1) / th, tiles_w = (g.q + tw - 1) / tw;
     const int64_t pixels = tiles_h * th * tiles_w * tw;
     const int64_t rows = int64_t{th - 1} * g.stride_h + g.r;
-    const int64_t cols = RoundUp((tw - 1) * g.stride_w + g.row_len / g.cp, 2);
+    const int64_t cols = RoundUp((tw - 1) * g.stride_w + g.row_len / g.cp, wide ? 1 : 2);
     const int64_t window = rows * cols;
     if (best_pixels < 0 || pixels < best_pixels ||
         (pixels == best_pixels && window < best_window)) {
@@ -505,12 +547,13 @@ Plan MakePlan(const dnn::ConvProblem& p, int multiprocessors) {
   const int64_t tiles = int64_t{g.n} * g.tiles_h * g.tiles_w;
   if (tiles >= limit) return plan;
   g.tiles = static_cast<int>(tiles);
-  const size_t window_bytes = static_cast<size_t>(best_window) * g.cp * 2;
+  const size_t window_bytes = static_cast<size_t>(best_window) * g.pp * 2;
   const size_t max_smem = static_cast<size_t>(MaxSharedBytes());
 
   // Forward: the fewest padded filters among the chunk widths whose filter fits, then the widest.
   int64_t best_filters = -1;
   for (int nt : {16, 12, 8, 4}) {
+    if (wide) break;
     const size_t bytes = static_cast<size_t>(nt) * 8 * (g.k_total + 8) * 2 + window_bytes;
     if (bytes > max_smem) continue;
     const int64_t padded = (g.k + nt * 8 - 1) / (nt * 8) * (nt * 8);
@@ -520,7 +563,7 @@ Plan MakePlan(const dnn::ConvProblem& p, int multiprocessors) {
       plan.forward_smem = bytes;
     }
   }
-  if (best_filters < 0) return plan;
+  if (best_filters < 0 && !wide) return plan;
 
   // Filter gradient: the fewest padded (filters x columns) products, then the larger tiles.
   int64_t best_work = -1;
@@ -593,9 +636,11 @@ int LaunchGradient(const Plan& plan, const SmallChannelsLaunch& l, cudaStream_t 
                   (g.k_total + 32 * kWN - 1) / (32 * kWN));
   const bool vector_dy =
       g.ys[1] == 1 && g.ys[0] % 8 == 0 && g.ys[2] % 8 == 0 && g.ys[3] % 8 == 0 && Aligned(l.y, 16);
+  const bool vector_x =
+      g.xs[1] == 1 && g.xs[0] % 8 == 0 && g.xs[2] % 8 == 0 && g.xs[3] % 8 == 0 && Aligned(l.x, 16);
   kernel<<<grid, kThreads, plan.grad_smem, stream>>>(g, static_cast<const T*>(l.x),
                                                      static_cast<const T*>(l.y), l.partial,
-                                                     plan.tiles_per_split, vector_dy);
+                                                     plan.tiles_per_split, vector_dy, vector_x);
   e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   const int64_t count = int64_t{g.k} * g.c * g.r * g.s;
@@ -627,8 +672,16 @@ int LaunchGradientTyped(const Plan& plan, const SmallChannelsLaunch& l, cudaStre
 
 bool SmallChannelsServes(const dnn::ConvProblem& p) { return MakePlan(p, 1).ok; }
 
-int64_t SmallChannelsFilterGradientBytes(const dnn::ConvProblem& p, int multiprocessors) {
-  const Plan plan = MakePlan(p, multiprocessors);
+// The filter gradient's plan: the small-channel one, else the wide one.
+static Plan GradientPlan(const dnn::ConvProblem& p, int multiprocessors) {
+  Plan plan = MakePlan(p, multiprocessors);
+  return plan.ok ? plan : MakePlan(p, multiprocessors, /*wide=*/true);
+}
+
+bool WindowFilterGradientServes(const dnn::ConvProblem& p) { return GradientPlan(p, 1).ok; }
+
+int64_t WindowFilterGradientBytes(const dnn::ConvProblem& p, int multiprocessors) {
+  const Plan plan = GradientPlan(p, multiprocessors);
   if (!plan.ok) return 0;
   return int64_t{plan.splits} * plan.g.k * plan.g.k_total * static_cast<int64_t>(sizeof(float));
 }
@@ -641,8 +694,8 @@ int LaunchSmallChannelsForward(const SmallChannelsLaunch& l, void* stream) {
                                            : LaunchForwardTyped<__nv_bfloat16>(plan, l, s);
 }
 
-int LaunchSmallChannelsFilterGradient(const SmallChannelsLaunch& l, void* stream) {
-  const Plan plan = MakePlan(l.problem, l.multiprocessors);
+int LaunchWindowFilterGradient(const SmallChannelsLaunch& l, void* stream) {
+  const Plan plan = GradientPlan(l.problem, l.multiprocessors);
   if (!plan.ok || l.partial == nullptr) return cudaErrorInvalidValue;
   auto s = static_cast<cudaStream_t>(stream);
   return l.problem.dtype == DataType::kF16 ? LaunchGradientTyped<__half>(plan, l, s)

@@ -26,16 +26,20 @@ struct SmallChannelsLaunch {
   void* dw = nullptr;       // filter gradient: the output (written)
   float alpha = 1, beta = 0;
   int multiprocessors = 1;
-  float* partial = nullptr;  // filter gradient: SmallChannelsFilterGradientBytes of workspace
+  float* partial = nullptr;  // filter gradient: WindowFilterGradientBytes of workspace
 };
 
 // True when the kernels serve `p` in both directions: f16 or bf16, 2-d, one group, unit
 // dilation, 1 to 8 input channels, and a filter that fits in shared memory.
 bool SmallChannelsServes(const dnn::ConvProblem& p);
+// True when the windowed filter gradient serves `p`: the small-channel problems above, and
+// (the same kernel with every channel of a window position staged) f16/bf16 2-d ungrouped
+// unit-dilation problems with a multiple of 8 channels whose window fits in shared memory.
+bool WindowFilterGradientServes(const dnn::ConvProblem& p);
 // The f32 partial-sum workspace of the filter gradient, in bytes.
-int64_t SmallChannelsFilterGradientBytes(const dnn::ConvProblem& p, int multiprocessors);
+int64_t WindowFilterGradientBytes(const dnn::ConvProblem& p, int multiprocessors);
 int LaunchSmallChannelsForward(const SmallChannelsLaunch& l, void* stream);
-int LaunchSmallChannelsFilterGradient(const SmallChannelsLaunch& l, void* stream);
+int LaunchWindowFilterGradient(const SmallChannelsLaunch& l, void* stream);
 
 }  // namespace cuda
 }  // namespace kiln

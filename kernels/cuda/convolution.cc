@@ -230,9 +230,8 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
     case ConvAlgo::kFft:
       return FftWorkspaceBytes(handle, direction, p);
     case ConvAlgo::kImplicitGemmSplitK: {
-      if (cuda::SmallChannelsServes(p)) {
-        return static_cast<size_t>(
-            cuda::SmallChannelsFilterGradientBytes(p, handle.multiprocessors()));
+      if (cuda::WindowFilterGradientServes(p)) {
+        return static_cast<size_t>(cuda::WindowFilterGradientBytes(p, handle.multiprocessors()));
       }
       const GemmView v = BackwardFilterGemmView(p, false);
       return static_cast<size_t>(cuda::ConvGemmPartialBytes(v, SplitsFor(handle, v)));
@@ -351,11 +350,11 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
         }
       } else if (algo == ConvAlgo::kImplicitPrecompGemm) {
         status = BackwardFilterPrecomp(handle, p, alpha, beta, x, y, w, ws);
-      } else if (algo == ConvAlgo::kImplicitGemmSplitK && cuda::SmallChannelsServes(p)) {
+      } else if (algo == ConvAlgo::kImplicitGemmSplitK && cuda::WindowFilterGradientServes(p)) {
         cuda::SmallChannelsLaunch l = SmallChannelsLaunchOf(handle, p, alpha, beta, x, nullptr, y,
                                                             reinterpret_cast<float*>(ws));
         l.dw = w;
-        status = Launched(cuda::LaunchSmallChannelsFilterGradient(l, handle.stream()),
+        status = Launched(cuda::LaunchWindowFilterGradient(l, handle.stream()),
                           "small-channel filter gradient");
       } else {
         const GemmView v = BackwardFilterGemmView(p, p.XChannelsLast());

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cuda/conv_algorithm_cache.h"
 #include "kernels/cuda/conv_fft.h"
+#include "kernels/cuda/conv_small_channels_launch.h"
 #include "kernels/cuda/convolution.h"
 #include "kernels/dnn/conv_reference.h"
 #include "tests/util/conv_cases.h"
@@ -225,25 +226,33 @@ TEST_F(ConvCudaTest, EveryAlgorithmMatchesTheReference) {
   EXPECT_GT(runs, 500);
 }
 
-// The first-layer cases alone, through the algorithms the small-channel kernels serve (forward
-// implicit GEMM, backward-filter split-K): small enough to run under compute-sanitizer
-// (--gtest_filter=*SmallChannel*).
-TEST_F(ConvCudaTest, SmallChannelKernelsMatchTheReference) {
+// The cases the windowed kernels serve, through those kernels alone: the first layers forward
+// (implicit GEMM) and their filter gradient (split-K), and the filter gradient of every other
+// case with a multiple of 8 channels that the wide variant takes. Small enough to run under
+// compute-sanitizer (--gtest_filter=*WindowKernels*).
+TEST_F(ConvCudaTest, WindowKernelsMatchTheReference) {
   uint32_t seed = 11;
-  int runs = 0, failures = 0;
+  int first_layer_runs = 0, wide_runs = 0, failures = 0;
   for (const Config& config : kConfigs) {
     if (config.dtype == DataType::kF32) continue;
     for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
-      if (c.name.rfind("first_layer", 0) != 0) continue;
-      RunAndCompare(*handle_, config, c, ConvDirection::kForward, ConvAlgo::kImplicitGemm, &seed,
-                    &failures);
-      RunAndCompare(*handle_, config, c, ConvDirection::kBackwardFilter,
-                    ConvAlgo::kImplicitGemmSplitK, &seed, &failures);
-      runs += 2;
+      if (c.name.rfind("first_layer", 0) == 0) {
+        RunAndCompare(*handle_, config, c, ConvDirection::kForward, ConvAlgo::kImplicitGemm,
+                      &seed, &failures);
+        RunAndCompare(*handle_, config, c, ConvDirection::kBackwardFilter,
+                      ConvAlgo::kImplicitGemmSplitK, &seed, &failures);
+        first_layer_runs += 2;
+      } else if (c.problem.c % 8 == 0 && cuda::WindowFilterGradientServes(c.problem)) {
+        RunAndCompare(*handle_, config, c, ConvDirection::kBackwardFilter,
+                      ConvAlgo::kImplicitGemmSplitK, &seed, &failures);
+        ++wide_runs;
+      }
     }
   }
-  std::printf("small-channel kernels: %d runs checked, %d failed\n", runs, failures);
-  EXPECT_EQ(runs, 28);
+  std::printf("windowed kernels: %d first-layer and %d wide runs checked, %d failed\n",
+              first_layer_runs, wide_runs, failures);
+  EXPECT_EQ(first_layer_runs, 28);
+  EXPECT_GE(wide_runs, 10);
 }
 
 // The FFT algorithm cuts its tile-images into passes to bound its workspace; real problems need
