@@ -16,7 +16,10 @@
 // Filter gradient: dw[filter][k] = sum over pixels of dy[pixel][filter] * window[pixel, k]; the
 // reduction runs over pixels, so both operands come through ldmatrix.trans. 8 warps as 2 (filters)
 // x 4 (columns); the pixels are split among blocks, each writing f32 partial sums that a second
-// kernel adds in a fixed order (deterministic) into the filter's own layout.
+// kernel adds in a fixed order (deterministic) into the filter's own layout. It also serves wide
+// problems (C % 8 == 0, any count): every channel of a window position staged (cp = C, positions
+// padded to C + 8 elements so the ldmatrix rows of neighbouring pixels fall in different banks),
+// filled by cp.async.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -295,9 +298,8 @@ __global__ void __launch_bounds__(kThreads, kNT <= 8 ? 2 : 1)
 
 template <typename T, int kWM, int kWN>
 __global__ void __launch_bounds__(kThreads, kWM <= 2 ? 2 : 1)
-    SmallChannelsFilterGradientKernel(const Geometry g, const T* __restrict__ x,
-                                      const T* __restrict__ dy, float* partial, int tiles_per_split,
-                                      bool vector_dy, bool vector_x) {
+    WindowFilterGradientKernel(const Geometry g, const T* __restrict__ x, const T* __restrict__ dy,
+                               float* partial, int tiles_per_split, bool vector_dy, bool vector_x) {
   extern __shared__ __align__(16) uint16_t smem[];
   constexpr int kM = 2 * kWM * 16;    // filters per block: 2 warps along m
   constexpr int kCols = 4 * kWN * 8;  // reduction columns per block: 4 warps along columns
@@ -628,7 +630,7 @@ int LaunchForwardTyped(const Plan& plan, const SmallChannelsLaunch& l, cudaStrea
 template <typename T, int kWM, int kWN>
 int LaunchGradient(const Plan& plan, const SmallChannelsLaunch& l, cudaStream_t stream) {
   const Geometry& g = plan.g;
-  auto kernel = SmallChannelsFilterGradientKernel<T, kWM, kWN>;
+  auto kernel = WindowFilterGradientKernel<T, kWM, kWN>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(plan.grad_smem));
   if (e != cudaSuccess) return e;
