@@ -150,7 +150,38 @@ __global__ void __launch_bounds__(kThreads)
   const T* b_data = static_cast<const T*>(c.b.data) + fb;
   const T* m_data = kMask ? static_cast<const T*>(c.mask.data) + fm : nullptr;
   double s0 = 0, s1 = 0;
-  for (int64_t seg = seg_begin; seg < seg_end; ++seg) {
+  const bool short_rows = parts == 1 && inner < 4 * kThreads;
+  if (short_rows) {
+    // Short rows (NCHW planes up to 28x28): row by row, most threads would idle or have one
+    // vector in flight each, so the block walks its rows' elements as one flat range.
+    const Index first = static_cast<Index>(seg_begin) * inner;
+    const Index end = static_cast<Index>(seg_end) * inner;
+    const int rank = last > 0 ? last : 0;
+    for (Index i = first + threadIdx.x; i < end; i += kLoadsInFlight * kThreads) {
+      float a[kLoadsInFlight], b[kLoadsInFlight];
+      float m[kMask ? kLoadsInFlight : 1];
+#pragma unroll
+      for (int k = 0; k < kLoadsInFlight; ++k) {
+        const Index j = i + k * kThreads;
+        const bool in = j < end;
+        const Index row = in ? j / inner : 0, col = j - row * inner;
+        Index ra = 0, rb = 0, rm = 0, unused;
+        if (in) {
+          Decode<Index>(row, rank, c.reduce_dims, c.a_reduce_strides, c.b_reduce_strides, &ra, &rb);
+          if (kMask) {
+            Decode<Index>(row, rank, c.reduce_dims, c.mask_reduce_strides, c.mask_reduce_strides,
+                          &rm, &unused);
+          }
+        }
+        a[k] = in ? ToFloat(a_data[ra + col * step_a]) : 0.0f;
+        b[k] = in && two ? ToFloat(b_data[rb + col * step_b]) : 0.0f;
+        if constexpr (kMask) m[k] = in ? ToFloat(m_data[rm + col * step_m]) : 0.0f;
+      }
+      if constexpr (kMask) MaskTerms<kLoadsInFlight>(b, m);
+      AccumulateGroup<kLoadsInFlight>(c.op, a, b, &s0, &s1);
+    }
+  }
+  for (int64_t seg = seg_begin; !short_rows && seg < seg_end; ++seg) {
     const int64_t row = seg / parts, part = seg % parts;
     const Index lo = static_cast<Index>(inner * part / parts);
     const Index hi = static_cast<Index>(inner * (part + 1) / parts);

@@ -67,6 +67,8 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
       {"dilation2", {2, 7, 15, 12}, 10, {3, 3}, {2, 2}, {1, 1}, {2, 2}},
       {"dilation2_stride2", {2, 4, 16, 15}, 6, {3, 3}, {1, 2}, {2, 2}, {2, 2}},
       {"groups2", {2, 12, 10, 9}, 16, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2},
+      // CaffeNet's conv2 in small: FFT and Winograd run it group by group.
+      {"groups2_5x5", {2, 8, 11, 10}, 12, {5, 5}, {2, 2}, {1, 1}, {1, 1}, 2},
       {"depthwise", {2, 9, 12, 11}, 9, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 9},
       {"one_by_one", {3, 16, 7, 9}, 24, {1, 1}, {0, 0}, {1, 1}, {1, 1}},
       {"one_by_one_stride2", {2, 10, 9, 9}, 6, {1, 1}, {0, 0}, {2, 2}, {1, 1}},
