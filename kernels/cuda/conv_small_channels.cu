@@ -672,7 +672,9 @@ int LaunchGradientTyped(const Plan& plan, const SmallChannelsLaunch& l, cudaStre
 
 }  // namespace
 
-bool SmallChannelsServes(const dnn::ConvProblem& p) { return MakePlan(p, 1).ok; }
+bool SmallChannelsServes(const dnn::ConvProblem& p) {
+  return MakePlan(p, 1).ok || SmallChannelsF32Serves(p);
+}
 
 // The filter gradient's plan: the small-channel one, else the wide one.
 static Plan GradientPlan(const dnn::ConvProblem& p, int multiprocessors) {
@@ -689,6 +691,7 @@ int64_t WindowFilterGradientBytes(const dnn::ConvProblem& p, int multiprocessors
 }
 
 int LaunchSmallChannelsForward(const SmallChannelsLaunch& l, void* stream) {
+  if (l.problem.dtype == DataType::kF32) return LaunchSmallChannelsForwardF32(l, stream);
   const Plan plan = MakePlan(l.problem, l.multiprocessors);
   if (!plan.ok) return cudaErrorInvalidValue;
   auto s = static_cast<cudaStream_t>(stream);

@@ -29,8 +29,9 @@ struct SmallChannelsLaunch {
   float* partial = nullptr;  // filter gradient: WindowFilterGradientBytes of workspace
 };
 
-// True when the kernels serve `p` in both directions: f16 or bf16, 2-d, one group, unit
-// dilation, 1 to 8 input channels, and a filter that fits in shared memory.
+// True when the kernels serve `p` forward: f16 or bf16 (both directions), 2-d, one group, unit
+// dilation, 1 to 8 input channels, and a filter that fits in shared memory; or the f32 forward
+// below.
 bool SmallChannelsServes(const dnn::ConvProblem& p);
 // True when the windowed filter gradient serves `p`: the small-channel problems above, and
 // (the same kernel with every channel of a window position staged) f16/bf16 2-d ungrouped
@@ -38,7 +39,12 @@ bool SmallChannelsServes(const dnn::ConvProblem& p);
 bool WindowFilterGradientServes(const dnn::ConvProblem& p);
 // The f32 partial-sum workspace of the filter gradient, in bytes.
 int64_t WindowFilterGradientBytes(const dnn::ConvProblem& p, int multiprocessors);
+// f32 (1 to 4 channels, FFMA products; conv_small_channels_f32.cu) or f16/bf16.
 int LaunchSmallChannelsForward(const SmallChannelsLaunch& l, void* stream);
+// The f32 forward alone: f32, 2-d, one group, unit dilation, 1 to 4 input channels, a window and
+// 64 filters' taps that fit in 200 KiB of shared memory.
+bool SmallChannelsF32Serves(const dnn::ConvProblem& p);
+int LaunchSmallChannelsForwardF32(const SmallChannelsLaunch& l, void* stream);
 int LaunchWindowFilterGradient(const SmallChannelsLaunch& l, void* stream);
 
 }  // namespace cuda

@@ -232,13 +232,24 @@ TEST_F(ConvCudaTest, EveryAlgorithmMatchesTheReference) {
 // compute-sanitizer (--gtest_filter=*WindowKernels*).
 TEST_F(ConvCudaTest, WindowKernelsMatchTheReference) {
   uint32_t seed = 11;
-  int first_layer_runs = 0, wide_runs = 0, failures = 0;
+  int first_layer_runs = 0, wide_runs = 0, f32_runs = 0, failures = 0;
   for (const Config& config : kConfigs) {
-    if (config.dtype == DataType::kF32) continue;
+    if (config.dtype == DataType::kF32) {
+      // The f32 small-channel forward (FFMA), under both math modes.
+      for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
+        if (c.name.rfind("first_layer", 0) != 0 || !cuda::SmallChannelsF32Serves(c.problem)) {
+          continue;
+        }
+        RunAndCompare(*handle_, config, c, ConvDirection::kForward, ConvAlgo::kImplicitGemm, &seed,
+                      &failures);
+        ++f32_runs;
+      }
+      continue;
+    }
     for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
       if (c.name.rfind("first_layer", 0) == 0) {
-        RunAndCompare(*handle_, config, c, ConvDirection::kForward, ConvAlgo::kImplicitGemm,
-                      &seed, &failures);
+        RunAndCompare(*handle_, config, c, ConvDirection::kForward, ConvAlgo::kImplicitGemm, &seed,
+                      &failures);
         RunAndCompare(*handle_, config, c, ConvDirection::kBackwardFilter,
                       ConvAlgo::kImplicitGemmSplitK, &seed, &failures);
         first_layer_runs += 2;
@@ -249,9 +260,11 @@ TEST_F(ConvCudaTest, WindowKernelsMatchTheReference) {
       }
     }
   }
-  std::printf("windowed kernels: %d first-layer and %d wide runs checked, %d failed\n",
-              first_layer_runs, wide_runs, failures);
-  EXPECT_EQ(first_layer_runs, 28);
+  std::printf(
+      "windowed kernels: %d first-layer, %d f32 first-layer and %d wide runs checked, %d failed\n",
+      first_layer_runs, f32_runs, wide_runs, failures);
+  EXPECT_EQ(first_layer_runs, 32);
+  EXPECT_EQ(f32_runs, 14);  // every first-layer case but the 6-channel one, twice
   EXPECT_GE(wide_runs, 10);
 }
 

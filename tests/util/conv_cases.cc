@@ -157,10 +157,12 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
       {"fft_tiles_7x7_stride2", {2, 3, 11, 291}, 5, {7, 7}, {3, 2}, {2, 2}, {1, 1}},
       // 81 taps: the FFT algorithm transforms the filter through cuFFT, not its direct DFT.
       {"fft_9x9", {2, 3, 12, 13}, 4, {9, 9}, {4, 4}, {1, 1}, {1, 1}},
-      // First layers (the small-channel kernels in f16/bf16): 4 channels per tap at even
-      // strides, 8 at odd ones; several pixel tiles and filter chunks; NCHW and NHWC inputs.
+      // First layers (the small-channel kernels; f32 forward up to 4 channels): 4 channels per tap
+      // at even strides, 8 at odd ones; several pixel tiles and filter chunks; NCHW and NHWC
+      // inputs.
       {"first_layer_nhwc_7x7_s2", {2, 3, 40, 37}, 64, {7, 7}, {3, 3}, {2, 2}, {1, 1}, 1, F::kNHWC},
       {"first_layer_11x11_s4_k96", {2, 3, 71, 67}, 96, {11, 11}, {0, 0}, {4, 4}, {1, 1}},
+      {"first_layer_7x7_s2", {2, 3, 70, 66}, 64, {7, 7}, {3, 3}, {2, 2}, {1, 1}},
       {"first_layer_nhwc_3x3_s1", {2, 3, 19, 21}, 20, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
       {"first_layer_c1_5x5", {3, 1, 14, 13}, 10, {5, 5}, {0, 0}, {1, 1}, {1, 1}},
       {"first_layer_c6_s2_k136", {1, 6, 23, 20}, 136, {5, 4}, {2, 1}, {2, 3}, {1, 1}, 1, F::kNHWC},
