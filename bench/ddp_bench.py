@@ -6,15 +6,17 @@ Run on a machine with two GPUs (needs numpy, torch with CUDA and NCCL, a built `
 
     python3 bench/ddp_bench.py --kiln bazel-bin/tools/kiln --models-dir ../shared/models/caffe \
         --out /tmp/ddp_bench [--rows resnet18:64,caffenet:128] [--precisions fp32,fp16] \
-        [--gpus 0,1] [--iterations 20] [--kiln-args "--algo measure"] [--perf-md docs/PERF.md]
+        [--gpus 0,1] [--iterations 20] [--kiln-args "--algo measure"] [--perf-md docs/PERF.md] \
+        [--kiln-multi-args --no-overlap]
 
 For every (net, per-GPU batch, precision) row, on 1 GPU (the first of --gpus) and on all of
 --gpus:
 
 1. Kiln: `kiln time --train --model NET --input-shape data=B,C,H,W --input-shape label=B
    --precision P --iterations K --json`, with `--gpus 0,1` for several GPUs (one process per
-   GPU, gradients all-reduced with NCCL inside every timed step). Rank 0 reports
-   images/s = GPUs x B / median step.
+   GPU, gradients all-reduced with NCCL inside every timed step; by default each bucket's
+   all-reduce starts during backward, and --kiln-multi-args --no-overlap measures them all after
+   backward instead). Rank 0 reports images/s = GPUs x B / median step.
 2. PyTorch: torch.multiprocessing.spawn of one process per GPU, NCCL process group, the TRAIN net
    of the same prototxt built by caffe_torch_train (as train_bench_torch builds it: synthetic
    data, SGD momentum 0.9, weight decay 5e-4, cudnn.benchmark on; fp32 with TF32 off, fp16 as
@@ -70,6 +72,7 @@ def kiln_measure(args, prototxt, shapes, precision, gpus):
     """{images_per_s, step_ms, cmd} or {error, stderr_tail, cmd} for `kiln time --train`."""
     extra = shlex.split(args.kiln_args)
     if len(gpus) > 1:
+        extra += shlex.split(args.kiln_multi_args)
         extra += ["--gpus", ",".join(str(g) for g in gpus)]
     cmd = tb.kiln_command(args.kiln, prototxt, shapes, precision, args.iterations, extra)
     env = dict(os.environ)
@@ -260,6 +263,8 @@ def main():
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5, help="PyTorch warm-up steps")
     parser.add_argument("--kiln-args", default="", help="more kiln flags (e.g. --algo measure)")
+    parser.add_argument("--kiln-multi-args", default="",
+                        help="more kiln flags for the multi-GPU runs only (e.g. --no-overlap)")
     parser.add_argument("--perf-md", help="markdown file whose ddp-bench section is replaced")
     parser.add_argument("--timeout", type=float, default=240, help="seconds per kiln run")
     parser.add_argument("--torch-device", default="cuda", choices=("cuda", "cpu"),

@@ -12,6 +12,8 @@
 #                  one GPU with batch 2B, same seeds: the snapshots agree to 1e-5
 #                  (kiln diff-weights: |a-b| <= 1e-5 (1 + |b|) for every weight)
 #   resnet_2gpu    the same for a small BatchNorm-free ResNet
+#   lenet_2gpu_no_overlap  lenet_2gpu with --no-overlap (every bucket all-reduced after
+#                  backward instead of during it, on the trainer's stream)
 #   kill_rank      two ranks started by hand (--rank/--world-size/--rendezvous); rank 1 is
 #                  killed with SIGKILL mid-run; rank 0 must exit non-zero with an error within
 #                  the --dist-timeout (20 s) plus a margin
@@ -136,29 +138,35 @@ make_solver() {  # name batch prefix -> prints the solver path
   echo "$dir/solver.prototxt"
 }
 
-# (b) Two GPUs of batch B against one GPU of batch 2B, 20 steps, same seeds.
+# (b) Two GPUs of batch B against one GPU of batch 2B, 20 steps, same seeds; the bucket
+# all-reduces overlap backward (the default), and for LeNet once more after it (--no-overlap).
 B=32
-for name in lenet resnet_small; do
-  one=$(make_solver $name $((2 * B)) "$work/${name}_one")
-  two=$(make_solver $name $B "$work/${name}_two")
+for spec in lenet resnet_small lenet_no_overlap; do
+  name=${spec%_no_overlap}
+  flags=()
+  [ "$spec" != "$name" ] && flags=(--no-overlap)
+  item="${name}_2gpu${spec#"$name"}"
+  one=$(make_solver $name $((2 * B)) "$work/${item}_one")
+  two=$(make_solver $name $B "$work/${item}_two")
   (cd "$fm" && CUDA_VISIBLE_DEVICES=0 timeout 300 "$kiln" train --solver "$one" --device "$device" \
-    --curve "$work/${name}_one.svg") >"$out/${name}_1gpu.log" 2>&1
+    --curve "$work/${item}_one.svg") >"$out/${item}_1gpu.log" 2>&1
   rc1=$?
   (cd "$fm" && timeout 300 "$kiln" train --solver "$two" --gpus 0,1 --device "$device" \
-    --dist-timeout 60 --curve "$work/${name}_two.svg") >"$out/${name}_2gpu.log" 2>&1
+    --dist-timeout 60 --curve "$work/${item}_two.svg" ${flags[@]+"${flags[@]}"}) \
+    >"$out/${item}_2gpu.log" 2>&1
   rc2=$?
-  a="$work/${name}_two_iter_20.caffemodel"
-  b="$work/${name}_one_iter_20.caffemodel"
+  a="$work/${item}_two_iter_20.caffemodel"
+  b="$work/${item}_one_iter_20.caffemodel"
   if [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ] || [ ! -f "$a" ] || [ ! -f "$b" ]; then
-    record "${name}_2gpu" FAIL "1 GPU exit $rc1, 2 GPUs exit $rc2 (see ${name}_1gpu.log, ${name}_2gpu.log): $(tail -1 "$out/${name}_2gpu.log")"
+    record "$item" FAIL "1 GPU exit $rc1, 2 GPUs exit $rc2 (see ${item}_1gpu.log, ${item}_2gpu.log): $(tail -1 "$out/${item}_2gpu.log")"
     continue
   fi
-  "$kiln" diff-weights --weights "$a" --against "$b" --tolerance 1e-5 >"$out/${name}_diff.log" 2>&1
+  "$kiln" diff-weights --weights "$a" --against "$b" --tolerance 1e-5 >"$out/${item}_diff.log" 2>&1
   rc=$?
-  line=$(tail -1 "$out/${name}_diff.log")
-  loss1=$(grep -E "^kiln train: 20 iterations" "$out/${name}_1gpu.log" | sed 's/.*final loss/final loss/')
-  loss2=$(grep -E "^kiln train: 20 iterations" "$out/${name}_2gpu.log" | sed 's/.*final loss/final loss/')
-  record "${name}_2gpu" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" \
+  line=$(tail -1 "$out/${item}_diff.log")
+  loss1=$(grep -E "^kiln train: 20 iterations" "$out/${item}_1gpu.log" | sed 's/.*final loss/final loss/')
+  loss2=$(grep -E "^kiln train: 20 iterations" "$out/${item}_2gpu.log" | sed 's/.*final loss/final loss/')
+  record "$item" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" \
     "${line#diff-weights: }; 1 GPU $loss1, 2 GPUs $loss2"
 done
 
@@ -273,7 +281,7 @@ echo
 cat "$out/environment.log" | head -8
 [ -f "$out/ddp_bench.md" ] && cat "$out/ddp_bench.md"
 echo
-printf '%-18s %-5s %s\n' check result detail
+printf '%-22s %-5s %s\n' check result detail
 for k in "${order[@]}"; do
-  printf '%-18s %-5s %s\n' "$k" "${result[$k]}" "${detail[$k]}"
+  printf '%-22s %-5s %s\n' "$k" "${result[$k]}" "${detail[$k]}"
 done

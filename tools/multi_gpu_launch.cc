@@ -76,7 +76,7 @@ const std::set<std::string>& DistributedFlagNames() {
 }
 
 const std::set<std::string>& DistributedSwitchNames() {
-  static const auto* names = new std::set<std::string>{"sync-bn"};
+  static const auto* names = new std::set<std::string>{"sync-bn", "no-overlap"};
   return *names;
 }
 
@@ -98,9 +98,13 @@ absl::StatusOr<DistributedFlags> ParseDistributedFlags(const CommandLine& line,
     flags.timeout = absl::Seconds(seconds);
   }
   flags.sync_batch_norm = line.Has("sync-bn");
+  flags.overlap_with_backward = !line.Has("no-overlap");
   if (!any) {
-    if (flags.sync_batch_norm && !line.Has("gpus")) {
-      return Bad(command, "--sync-bn needs several ranks (--gpus, or --rank/--world-size)");
+    for (const char* name : {"sync-bn", "no-overlap"}) {
+      if (line.Has(name) && !line.Has("gpus")) {
+        return Bad(command, absl::StrCat("--", name,
+                                         " needs several ranks (--gpus, or --rank/--world-size)"));
+      }
     }
     return flags;
   }

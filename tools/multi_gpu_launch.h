@@ -1,9 +1,9 @@
 // Several GPUs from the command line (issue 18): the flags that make a `kiln train` or
 // `kiln time --train` process one rank of a data-parallel job (--rank, --world-size,
-// --rendezvous, --sync-bn, --dist-timeout), and the launcher behind `--gpus`, which starts one
-// such process per GPU on this machine and supervises them. One process per GPU because the
-// executor always uses CUDA device 0: each child sees only its GPU (CUDA_VISIBLE_DEVICES).
-// See docs/DISTRIBUTED.md.
+// --rendezvous, --sync-bn, --no-overlap, --dist-timeout), and the launcher behind `--gpus`, which
+// starts one such process per GPU on this machine and supervises them. One process per GPU because
+// the executor always uses CUDA device 0: each child sees only its GPU (CUDA_VISIBLE_DEVICES). See
+// docs/DISTRIBUTED.md.
 #ifndef KILN_TOOLS_MULTI_GPU_LAUNCH_H_
 #define KILN_TOOLS_MULTI_GPU_LAUNCH_H_
 
@@ -26,13 +26,16 @@ class CommandLine;
 const std::set<std::string>& DistributedFlagNames();
 const std::set<std::string>& DistributedSwitchNames();
 
-// What --rank/--world-size/--rendezvous/--sync-bn/--dist-timeout ask for.
+// What --rank/--world-size/--rendezvous/--sync-bn/--no-overlap/--dist-timeout ask for.
 struct DistributedFlags {
   bool enabled = false;  // --rank, --world-size or --rendezvous was given
   int rank = 0;
   int world_size = 1;
   std::string rendezvous;  // as OpenRendezvous accepts: HOST:PORT, tcp://..., file:PATH
   bool sync_batch_norm = false;
+  // DataParallelOptions::overlap_with_backward; --no-overlap turns it off (all gradient
+  // all-reduces after backward; the TRAIN plan may then replay a CUDA graph).
+  bool overlap_with_backward = true;
   // The rendezvous and communicator timeout: how long a rank waits for a dead or late peer.
   absl::Duration timeout = absl::Minutes(5);
 };

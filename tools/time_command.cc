@@ -53,10 +53,11 @@ absl::Status Time(int argc, char** argv) {
   switches.insert(DistributedSwitchNames().begin(), DistributedSwitchNames().end());
   KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, switches));
   const bool distributed = line.Has("gpus") || line.Has("rank") || line.Has("world-size") ||
-                           line.Has("rendezvous") || line.Has("sync-bn");
+                           line.Has("rendezvous") || line.Has("sync-bn") || line.Has("no-overlap");
   if (distributed && !line.Has("train")) {
     return absl::InvalidArgumentError(
-        "time: --gpus, --rank, --world-size, --rendezvous and --sync-bn go with --train");
+        "time: --gpus, --rank, --world-size, --rendezvous, --sync-bn and --no-overlap go with "
+        "--train");
   }
   if (line.Has("train") && line.Has("gpus")) {
     KILN_RETURN_IF_ERROR(ParseDistributedFlags(line, "time --train").status());

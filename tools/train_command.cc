@@ -46,6 +46,7 @@ struct TrainerSetup {
     KILN_ASSIGN_OR_RETURN(comm, JoinNcclJob(dist, device, command));
     DataParallelOptions data_parallel;
     data_parallel.sync_batch_norm_statistics = dist.sync_batch_norm;
+    data_parallel.overlap_with_backward = dist.overlap_with_backward;
     KILN_ASSIGN_OR_RETURN(worker,
                           DataParallelWorker::Create(solver, options, comm.get(), data_parallel));
     return absl::OkStatus();

@@ -52,6 +52,34 @@ class CudaTimer : public DeviceTimer {
   cudaStream_t stream_;
 };
 
+class CudaStream : public DeviceStream {
+ public:
+  explicit CudaStream(cudaStream_t stream) : stream_(stream) {}
+  // cudaStreamDestroy returns at once; work still queued on the stream runs to its end first.
+  ~CudaStream() override { cudaStreamDestroy(stream_); }
+  void* handle() const override { return stream_; }
+
+ private:
+  cudaStream_t stream_;
+};
+
+class CudaEvent : public DeviceEvent {
+ public:
+  explicit CudaEvent(cudaEvent_t event) : event_(event) {}
+  ~CudaEvent() override { cudaEventDestroy(event_); }
+  absl::Status Record(void* stream) override {
+    KILN_CUDA_CALL(cudaEventRecord(event_, static_cast<cudaStream_t>(stream)));
+    return absl::OkStatus();
+  }
+  absl::Status MakeStreamWait(void* stream) override {
+    KILN_CUDA_CALL(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), event_, 0));
+    return absl::OkStatus();
+  }
+
+ private:
+  cudaEvent_t event_;
+};
+
 // cuBLAS gets a workspace of its own from us, so it never allocates while a CUDA graph is being
 // captured (allocation is not allowed then).
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
@@ -180,6 +208,20 @@ class CudaDevice : public Device {
       }
     }
     return std::unique_ptr<DeviceTimer>(new CudaTimer(std::move(events), stream_));
+  }
+  absl::StatusOr<std::unique_ptr<DeviceStream>> CreateStream() override {
+    KILN_CUDA_CALL(cudaSetDevice(info_.ordinal));
+    cudaStream_t stream = nullptr;
+    // Non-blocking like the device's own stream: neither waits for the legacy default stream.
+    KILN_CUDA_CALL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    return std::unique_ptr<DeviceStream>(new CudaStream(stream));
+  }
+  absl::StatusOr<std::unique_ptr<DeviceEvent>> CreateEvent() override {
+    KILN_CUDA_CALL(cudaSetDevice(info_.ordinal));
+    cudaEvent_t event = nullptr;
+    // Ordering only: an event without timing is cheaper to record and to wait for.
+    KILN_CUDA_CALL(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    return std::unique_ptr<DeviceEvent>(new CudaEvent(event));
   }
 
  private:

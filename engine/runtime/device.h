@@ -1,5 +1,6 @@
 // Devices: where buffers live and kernels run. The host device serves the reference and CPU
-// backends; the CUDA device owns a stream and a cuBLAS handle. Every failure is a Status.
+// backends; the CUDA device owns a stream and a cuBLAS handle, and can make further streams and
+// events to order them. Every failure is a Status.
 #ifndef KILN_ENGINE_RUNTIME_DEVICE_H_
 #define KILN_ENGINE_RUNTIME_DEVICE_H_
 
@@ -27,6 +28,35 @@ class DeviceTimer {
 // A timer reading the host clock at each Record (right for the host device, whose work is done
 // when the call returns).
 std::unique_ptr<DeviceTimer> CreateHostTimer(int points);
+
+// A second queue of work on a device, beside the device's own stream(), for work that should run
+// concurrently with it (gradient all-reduces during backward). The two are ordered only through
+// DeviceEvents. Destroying it does not wait: the work already enqueued still runs.
+class DeviceStream {
+ public:
+  virtual ~DeviceStream() = default;
+  // The stream as kernels and communicators take it: a cudaStream_t, or null on the host.
+  virtual void* handle() const = 0;
+};
+
+// A marker in one stream that another stream can be made to wait for, without blocking the host
+// (a CUDA event without timing).
+class DeviceEvent {
+ public:
+  virtual ~DeviceEvent() = default;
+  // Marks the work enqueued on `stream` so far (a stream handle of the same device; replaces an
+  // earlier mark).
+  virtual absl::Status Record(void* stream) = 0;
+  // Work enqueued on `stream` after this call starts only once the marked work has finished.
+  // Before any Record there is nothing to wait for.
+  virtual absl::Status MakeStreamWait(void* stream) = 0;
+};
+
+// The host's: work on the host is finished when its call returns, so there is nothing to order.
+// The stream's handle is null (what Communicator and the host kernels take) and the event's
+// calls do nothing.
+std::unique_ptr<DeviceStream> CreateHostStream();
+std::unique_ptr<DeviceEvent> CreateHostEvent();
 
 class Device {
  public:
@@ -78,6 +108,13 @@ class Device {
   virtual absl::StatusOr<std::unique_ptr<DeviceTimer>> CreateTimer(int points) {
     return CreateHostTimer(points);
   }
+
+  // Another stream of this device and events to order it against stream() (see DeviceStream).
+  // Internal with CUDA's message when the runtime cannot make one.
+  virtual absl::StatusOr<std::unique_ptr<DeviceStream>> CreateStream() {
+    return CreateHostStream();
+  }
+  virtual absl::StatusOr<std::unique_ptr<DeviceEvent>> CreateEvent() { return CreateHostEvent(); }
 };
 
 std::unique_ptr<Device> CreateHostDevice();

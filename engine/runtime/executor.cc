@@ -79,7 +79,7 @@ void* ExecutionContext::Address(int buffer) const {
   return base + b.offset + within;
 }
 
-absl::Status ExecutionContext::RunStepsEagerly(DeviceTimer* timer) {
+absl::Status ExecutionContext::RunStepsEagerly(DeviceTimer* timer, const StepObserver* observer) {
   const std::vector<PlanStep>& steps = plan_.steps();
   if (timer != nullptr) KILN_RETURN_IF_ERROR(timer->Record(0));
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -103,12 +103,20 @@ absl::Status ExecutionContext::RunStepsEagerly(DeviceTimer* timer) {
                    absl::StrCat("run: node '", step.node->name(), "' (", step.kernel_name, ")")));
     }
     if (timer != nullptr) KILN_RETURN_IF_ERROR(timer->Record(static_cast<int>(i) + 1));
+    if (observer != nullptr) {
+      KILN_RETURN_IF_ERROR(
+          Annotate(observer->after_step(static_cast<int>(i), device_->stream()),
+                   absl::StrCat("run: after step ", i, " (node '", step.node->name(), "')")));
+    }
   }
   return absl::OkStatus();
 }
 
-absl::Status ExecutionContext::RunSteps() {
+absl::Status ExecutionContext::RunSteps(const StepObserver* observer) {
   replayed_graph_ = false;
+  // An observed run goes step by step (StepObserver says why) and leaves the graph and its
+  // bookkeeping alone, so the next unobserved run replays or captures as it would have.
+  if (observer != nullptr && observer->after_step) return RunStepsEagerly(nullptr, observer);
   const bool graphs = options_.use_cuda_graphs && !options_.poison_buffers &&
                       device_->kind() == DeviceKind::kCuda && !capture_failed_;
   if (graphs && graph_ != nullptr && graph_bindings_ == external_) {
@@ -200,7 +208,8 @@ absl::StatusOr<std::map<std::string, HostTensor>> ExecutionContext::Run(
 }
 
 absl::Status ExecutionContext::RunOnDevice(const std::map<std::string, const void*>& inputs,
-                                           const std::map<std::string, void*>& outputs) {
+                                           const std::map<std::string, void*>& outputs,
+                                           const StepObserver* observer) {
   std::map<int, void*> bound;
   auto bind = [&](const std::map<std::string, int>& ports, const std::string& name, void* p,
                   const char* what) -> absl::Status {
@@ -243,7 +252,7 @@ absl::Status ExecutionContext::RunOnDevice(const std::map<std::string, const voi
     KILN_RETURN_IF_ERROR(device_->Fill(activations_, 0xff, plan_.activations_bytes()));
     KILN_RETURN_IF_ERROR(device_->Fill(workspace_, 0xff, plan_.workspace_bytes()));
   }
-  return RunSteps();
+  return RunSteps(observer);
 }
 
 absl::Status ExecutionContext::Synchronize() { return Annotate(device_->Synchronize(), "run"); }

@@ -5,10 +5,12 @@
 // Inputs and outputs are bound by name, either as host tensors (copied through page-locked
 // staging buffers) or as device buffers the caller owns (no copy). On CUDA, after a first
 // ordinary run the steps are captured as a CUDA graph and replayed while the bound device
-// addresses stay the same.
+// addresses stay the same. A run on device buffers may carry a StepObserver, which the host
+// calls between steps; such a run enqueues its steps one by one (no graph).
 #ifndef KILN_ENGINE_RUNTIME_EXECUTOR_H_
 #define KILN_ENGINE_RUNTIME_EXECUTOR_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +29,25 @@ struct ContextOptions {
   bool poison_buffers = false;
   // Capture the steps as a CUDA graph after the first run and replay it.
   bool use_cuda_graphs = true;
+};
+
+// Lets the caller of a run act between its steps, on the host: for instance start work on
+// another stream (an all-reduce of gradients) as soon as the step that writes its input has been
+// enqueued, while the rest of the plan goes on. General on purpose: the executor knows nothing of
+// what the caller does.
+//
+// A run with an observer enqueues its steps one by one, never capturing or replaying a CUDA
+// graph: a replayed graph enqueues every step at once, so there would be no host moment between
+// two steps to call back in (and work the observer enqueues on other streams would have to be
+// captured into the graph too, which collectives with timeouts and error polling cannot be). The
+// cost is the launch time of each step; runs without an observer keep their graph, which is left
+// as it was.
+struct StepObserver {
+  // Called in step order for every plan step (an index into plan().steps(), views included),
+  // right after the step's work has been enqueued on `stream` (the context's stream,
+  // device().stream()): work enqueued on `stream` from then on runs after it, and on the host
+  // device the step has run. A non-OK status stops the run; it is returned naming the step.
+  std::function<absl::Status(int step, void* stream)> after_step;
 };
 
 // Per-step device times of one instrumented run.
@@ -56,9 +77,11 @@ class ExecutionContext {
   // Runs with device buffers the caller owns: every graph input and output by name, laid out
   // exactly as the plan's types say (plan().buffers()). No copies; the work is enqueued on the
   // context's stream (device().stream()) and this returns before it finishes: call
-  // Synchronize() before reading the outputs.
+  // Synchronize() before reading the outputs. With an `observer` (not owned; may be null), its
+  // after_step is called between the steps (see StepObserver).
   absl::Status RunOnDevice(const std::map<std::string, const void*>& inputs,
-                           const std::map<std::string, void*>& outputs);
+                           const std::map<std::string, void*>& outputs,
+                           const StepObserver* observer = nullptr);
   absl::Status Synchronize();
 
   // The graph's inputs as the last Run left them stay in the context; these run the plan again
@@ -78,9 +101,9 @@ class ExecutionContext {
       : plan_(plan), device_(std::move(device)), options_(options) {}
   void* Address(int buffer) const;
   // Runs the steps on the current addresses: replaying the captured graph when it matches them,
-  // capturing one after the first ordinary run.
-  absl::Status RunSteps();
-  absl::Status RunStepsEagerly(DeviceTimer* timer);
+  // capturing one after the first ordinary run; step by step when there is an observer.
+  absl::Status RunSteps(const StepObserver* observer = nullptr);
+  absl::Status RunStepsEagerly(DeviceTimer* timer, const StepObserver* observer = nullptr);
   void DropGraph();
 
   const ExecutionPlan& plan_;

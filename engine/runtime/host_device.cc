@@ -67,7 +67,22 @@ class HostTimer : public DeviceTimer {
   std::vector<std::chrono::steady_clock::time_point> times_;
 };
 
+class HostStream : public DeviceStream {
+ public:
+  void* handle() const override { return nullptr; }
+};
+
+class HostEvent : public DeviceEvent {
+ public:
+  absl::Status Record(void* stream) override { return absl::OkStatus(); }
+  absl::Status MakeStreamWait(void* stream) override { return absl::OkStatus(); }
+};
+
 }  // namespace
+
+std::unique_ptr<DeviceStream> CreateHostStream() { return std::make_unique<HostStream>(); }
+
+std::unique_ptr<DeviceEvent> CreateHostEvent() { return std::make_unique<HostEvent>(); }
 
 std::unique_ptr<DeviceTimer> CreateHostTimer(int points) {
   return std::make_unique<HostTimer>(points);

@@ -6,6 +6,11 @@
 // by gradient_divisor() together with iter_size and the loss scale (Caffe sums the solvers'
 // gradients and scales them by 1/solver_count before the update, which is the same).
 //
+// A sync may also act during backward (ActsDuringBackward): the Trainer then runs the last
+// forward/backward pass of each step with a StepObserver (engine/runtime/executor.h) and tells it
+// each plan step as soon as it has been enqueued, so it can start reducing the gradients already
+// written while backward goes on (docs/DISTRIBUTED.md, "Gradient buckets and overlap").
+//
 // Without a GradientSync (the default) the Trainer behaves exactly as before.
 #ifndef KILN_ENGINE_TRAINING_GRADIENT_SYNC_H_
 #define KILN_ENGINE_TRAINING_GRADIENT_SYNC_H_
@@ -54,8 +59,21 @@ class GradientSync {
   // (Caffe copies the root solver's). A collective: every rank calls it.
   virtual absl::Status ShareParameters(Device& device, const std::vector<DeviceSpan>& parameters,
                                        const std::vector<DeviceSpan>& statistics) = 0;
+  // Whether OnStepEnqueued should be called. Asked at every step, after PlanGradients. False (the
+  // default): the Trainer runs its plan as without a sync (a CUDA graph where it can).
+  virtual bool ActsDuringBackward() const { return false; }
+  // Trainer::Step, while ActsDuringBackward(), during the last forward/backward pass of the step
+  // only (the one after which the gradients the update reads are final): TRAIN plan step `step`
+  // has just been enqueued on device.stream(), every step in order. The gradient of a slot whose
+  // produced_at is <= `step` has been written by the work enqueued so far; the sync may enqueue
+  // work that reads it on its own stream, ordered after device.stream() with an event, and must
+  // leave device.stream() ordered after that work again by the end of ReduceGradients. An error
+  // stops the step.
+  virtual absl::Status OnStepEnqueued(Device& device, int step) { return absl::OkStatus(); }
   // Trainer::Step, after the passes and before clipping and the update: the gradients become
-  // their sum over the ranks; the BatchNorm statistics may be averaged (the sync's option).
+  // their sum over the ranks (including what OnStepEnqueued started), and the work enqueued on
+  // device.stream() afterwards sees them; the BatchNorm statistics may be averaged (the sync's
+  // option; called just before ReduceGradients).
   virtual absl::Status ReduceGradients(Device& device) = 0;
   virtual absl::Status ReduceStatistics(Device& device,
                                         const std::vector<DeviceSpan>& statistics) = 0;

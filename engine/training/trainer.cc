@@ -196,10 +196,18 @@ absl::Status Trainer::Step(bool read_loss) {
     inputs[net.tg.running[i].input] = stats_[i].value;
     outputs[net.tg.running[i].output] = stats_[i].next;
   }
+  // A sync that reduces during backward hears of every step of the last pass (the gradients
+  // of earlier passes are partial sums, still to be accumulated).
+  StepObserver observer;
+  if (sync_ != nullptr && sync_->ActsDuringBackward()) {
+    observer.after_step = [&](int step, void*) { return sync_->OnStepEnqueued(device, step); };
+  }
   double loss = 0;
   for (int k = 0; k < iter_size; ++k) {
     KILN_RETURN_IF_ERROR(net.Feed());
-    KILN_RETURN_IF_ERROR(net.ctx->RunOnDevice(inputs, outputs));
+    const bool last = k == iter_size - 1;
+    KILN_RETURN_IF_ERROR(
+        net.ctx->RunOnDevice(inputs, outputs, last && observer.after_step ? &observer : nullptr));
     for (StatState& s : stats_) {
       KILN_RETURN_IF_ERROR(device.CopyWithinDevice(s.value, s.next, s.count * sizeof(float)));
     }

@@ -1,8 +1,9 @@
 // Whole networks on the GPU: every shared deploy prototxt plus LeNet and CIFAR10-quick, seeded
 // weights, batch 2, run on CUDA in each precision (fp32, tf32, fp16, bf16; layout auto, plus
 // fp32 NHWC) and compared with the host oracle by relative L2 error of every output. Then one
-// plan run from 8 threads at once (bit-identical outputs), and the executor's device bindings and
-// CUDA-graph replay (identical to step-by-step runs). Tagged `gpu`: skips without a device.
+// plan run from 8 threads at once (bit-identical outputs), the executor's device bindings and
+// CUDA-graph replay (identical to step-by-step runs), a run with a step observer (step by step,
+// the same bits), and a second stream ordered by an event. Tagged `gpu`: skips without a device.
 //
 // The oracle is the CPU backend: the reference kernels everywhere except convolution and inner
 // product, which run on OpenBLAS (themselves checked against the reference in cpu_test). The
@@ -10,6 +11,8 @@
 //
 // Set KILN_MODELS_DIR to the folder of the shared Caffe files (on the GPU machine, where the
 // test's runfiles do not travel).
+#include <cuda_runtime_api.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -340,12 +343,70 @@ TEST(CudaExecutorTest, DeviceBindingsAndGraphReplayMatchHostRuns) {
     }
   }
   EXPECT_TRUE((*ctx)->replayed_graph()) << (*ctx)->graph_capture_problem();
+  // A run with a step observer goes step by step (no replay), hears every step in order, gives
+  // the same bits, and leaves the graph for the next unobserved run.
+  std::vector<int> heard;
+  StepObserver observer;
+  observer.after_step = [&](int step, void* stream) -> absl::Status {
+    heard.push_back(step);
+    EXPECT_EQ(stream, device.stream());
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE((*ctx)->RunOnDevice(in, out, &observer).ok());
+  ASSERT_TRUE((*ctx)->Synchronize().ok());
+  EXPECT_FALSE((*ctx)->replayed_graph());
+  ASSERT_EQ(heard.size(), (*plan)->steps().size());
+  for (size_t i = 0; i < heard.size(); ++i) EXPECT_EQ(heard[i], static_cast<int>(i));
+  for (const auto& [name, p] : out) {
+    const HostTensor& want = host->at(name);
+    HostTensor got(want.type());
+    ASSERT_TRUE(device.CopyToHost(got.data(), p, want.size_bytes()).ok());
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size_bytes()))
+        << "observed run, output " << name;
+  }
+  ASSERT_TRUE((*ctx)->RunOnDevice(in, out).ok());
+  EXPECT_TRUE((*ctx)->replayed_graph()) << (*ctx)->graph_capture_problem();
   // Unknown and missing names are errors, not crashes.
   EXPECT_FALSE((*ctx)->RunOnDevice({}, out).ok());
   std::map<std::string, const void*> wrong = in;
   wrong["no_such_input"] = in.begin()->second;
   EXPECT_EQ((*ctx)->RunOnDevice(wrong, out).code(), absl::StatusCode::kInvalidArgument);
   for (void* p : owned) device.Free(p);
+}
+
+// A second stream ordered after the device's stream by an event sees the device stream's work:
+// a large fill on the device stream, then a copy of its last bytes on the second stream.
+TEST(CudaDeviceTest, AnEventOrdersASecondStreamAfterTheDevicesStream) {
+  if (!ProbeCuda().usable) GTEST_SKIP() << "no usable CUDA device";
+  auto device = CreateCudaDevice(0);
+  ASSERT_TRUE(device.ok()) << device.status();
+  auto side = (*device)->CreateStream();
+  ASSERT_TRUE(side.ok()) << side.status();
+  ASSERT_NE((*side)->handle(), nullptr);
+  ASSERT_NE((*side)->handle(), (*device)->stream());
+  auto event = (*device)->CreateEvent();
+  ASSERT_TRUE(event.ok()) << event.status();
+  const size_t bytes = size_t{512} << 20;
+  auto big = (*device)->Allocate(bytes);
+  auto tail = (*device)->Allocate(256);
+  ASSERT_TRUE(big.ok() && tail.ok());
+  for (uint8_t value : {0x11, 0x22, 0x33}) {
+    ASSERT_TRUE((*device)->Fill(*tail, 0, 256).ok());
+    ASSERT_TRUE((*device)->Synchronize().ok());
+    ASSERT_TRUE((*device)->Fill(*big, value, bytes).ok());
+    ASSERT_TRUE((*event)->Record((*device)->stream()).ok());
+    ASSERT_TRUE((*event)->MakeStreamWait((*side)->handle()).ok());
+    cudaStream_t s = static_cast<cudaStream_t>((*side)->handle());
+    ASSERT_EQ(cudaMemcpyAsync(*tail, static_cast<char*>(*big) + bytes - 256, 256,
+                              cudaMemcpyDeviceToDevice, s),
+              cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    std::vector<uint8_t> got(256);
+    ASSERT_TRUE((*device)->CopyToHost(got.data(), *tail, 256).ok());
+    EXPECT_EQ(got, std::vector<uint8_t>(256, value));
+  }
+  (*device)->Free(*big);
+  (*device)->Free(*tail);
 }
 
 // A plan larger than the device's free memory fails with ResourceExhausted naming the bytes.

@@ -1,4 +1,7 @@
 // Compiler, memory planner and executor.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
 #include "engine/ir/graph_builder.h"
 #include "engine/runtime/compiler.h"
 #include "engine/runtime/executor.h"
@@ -171,6 +174,108 @@ TEST(ExecutorTest, RuntimeKernelErrorNamesTheNode) {
   EXPECT_NE(r.status().message().find("label 7 is outside [0, 3)"), std::string::npos)
       << r.status();
   EXPECT_NE(r.status().message().find("'loss'"), std::string::npos);
+}
+
+// The plan of y = tanh(a), a = sigmoid(x), with both a and y outputs, and the step writing a.
+struct TwoOutputs {
+  std::unique_ptr<ExecutionPlan> plan;
+  int writes_a = -1;
+};
+
+TwoOutputs TwoOutputPlan() {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("x", F32({4, 8}));
+  Value a = *b.Op1("Sigmoid", {x}, {}, "sig");
+  EXPECT_TRUE(b.Output("a", a).ok());
+  EXPECT_TRUE(b.Output("y", *b.Op1("TanH", {a}, {}, "tanh")).ok());
+  auto graph = b.Finish();
+  TwoOutputs out;
+  auto plan = Compile(*graph, DefaultKernelRegistry(), {BackendChoice::kCpu});
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  out.plan = std::move(*plan);
+  const int root = out.plan->RootBuffer(out.plan->outputs().at("a"));
+  for (size_t i = 0; i < out.plan->steps().size(); ++i) {
+    for (int o : out.plan->steps()[i].outputs) {
+      if (out.plan->RootBuffer(o) == root) out.writes_a = static_cast<int>(i);
+    }
+  }
+  return out;
+}
+
+TEST(ExecutorTest, AStepObserverHearsEveryStepInOrderOnceItIsEnqueued) {
+  TwoOutputs p = TwoOutputPlan();
+  ASSERT_GE(p.writes_a, 0);
+  const int steps = static_cast<int>(p.plan->steps().size());
+  ASSERT_GE(steps, 2);
+  auto ctx = *ExecutionContext::Create(*p.plan);
+  HostTensor x = RandomTensor(F32({4, 8}), 5);
+  std::vector<float> a(32, 7.0f), y(32, 7.0f);
+  std::vector<int> heard;
+  std::vector<float> a_then, y_then;
+  StepObserver observer;
+  observer.after_step = [&](int step, void* stream) -> absl::Status {
+    heard.push_back(step);
+    EXPECT_EQ(stream, ctx->device().stream());
+    if (step == p.writes_a) {
+      // The host device runs a step inside its enqueueing: a is written, y not yet.
+      a_then = a;
+      y_then = y;
+    }
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE(
+      ctx->RunOnDevice({{"x", x.data()}}, {{"a", a.data()}, {"y", y.data()}}, &observer).ok());
+  std::vector<int> expected(steps);
+  for (int i = 0; i < steps; ++i) expected[i] = i;
+  EXPECT_EQ(heard, expected);
+  for (int i = 0; i < 32; ++i) {
+    const float sigmoid = 1.0f / (1.0f + std::exp(-x.GetFloat(i)));
+    EXPECT_NEAR(a_then[i], sigmoid, 1e-6) << i;
+    EXPECT_EQ(y_then[i], 7.0f) << i;
+    EXPECT_NEAR(y[i], std::tanh(sigmoid), 1e-6) << i;
+  }
+  // The same run without an observer computes the same bytes.
+  std::vector<float> a2(32), y2(32);
+  ASSERT_TRUE(ctx->RunOnDevice({{"x", x.data()}}, {{"a", a2.data()}, {"y", y2.data()}}).ok());
+  EXPECT_EQ(a2, a);
+  EXPECT_EQ(y2, y);
+}
+
+TEST(ExecutorTest, AnObserverErrorStopsTheRunAndNamesTheStep) {
+  TwoOutputs p = TwoOutputPlan();
+  ASSERT_GE(p.writes_a, 0);
+  ASSERT_LT(p.writes_a, static_cast<int>(p.plan->steps().size()) - 1);
+  auto ctx = *ExecutionContext::Create(*p.plan);
+  HostTensor x = RandomTensor(F32({4, 8}), 6);
+  std::vector<float> a(32, 7.0f), y(32, 7.0f);
+  int calls = 0;
+  StepObserver observer;
+  observer.after_step = [&](int step, void*) -> absl::Status {
+    ++calls;
+    if (step == p.writes_a) return absl::UnavailableError("peer gone");
+    return absl::OkStatus();
+  };
+  absl::Status status =
+      ctx->RunOnDevice({{"x", x.data()}}, {{"a", a.data()}, {"y", y.data()}}, &observer);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_NE(status.message().find(absl::StrCat("after step ", p.writes_a, " (node '")),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("peer gone"), std::string::npos) << status;
+  EXPECT_EQ(calls, p.writes_a + 1);
+  EXPECT_EQ(y, std::vector<float>(32, 7.0f)) << "the steps after the failing call ran";
+}
+
+TEST(DeviceTest, HostStreamsAndEventsAreTrivial) {
+  std::unique_ptr<Device> host = CreateHostDevice();
+  auto stream = host->CreateStream();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  EXPECT_EQ((*stream)->handle(), nullptr);
+  auto event = host->CreateEvent();
+  ASSERT_TRUE(event.ok()) << event.status();
+  EXPECT_TRUE((*event)->MakeStreamWait((*stream)->handle()).ok());  // nothing recorded yet
+  EXPECT_TRUE((*event)->Record(host->stream()).ok());
+  EXPECT_TRUE((*event)->MakeStreamWait((*stream)->handle()).ok());
 }
 
 // A kernel that declares its output a view of its input: the planner must give the output the

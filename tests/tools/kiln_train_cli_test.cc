@@ -205,6 +205,10 @@ TEST(KilnTrainCliTest, MultiGpuFlagsFailClearly) {
   EXPECT_EQ(r.rc, 2);
   EXPECT_TRUE(Contains(r.err, "--sync-bn needs several ranks")) << r.err;
 
+  r = Call({"train", "--solver", solver, "--no-overlap"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(Contains(r.err, "--no-overlap needs several ranks")) << r.err;
+
   r = Call({"train", "--gpus", "all"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_TRUE(Contains(r.err, "--solver is required")) << r.err;

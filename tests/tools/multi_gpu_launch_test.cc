@@ -75,6 +75,7 @@ TEST(DistributedFlagsTest, ParsesARank) {
   EXPECT_EQ(f->world_size, 4);
   EXPECT_EQ(f->rendezvous, "host:29500");
   EXPECT_TRUE(f->sync_batch_norm);
+  EXPECT_TRUE(f->overlap_with_backward);
   EXPECT_EQ(f->timeout, absl::Seconds(7));
   f = Flags({});
   ASSERT_TRUE(f.ok());
@@ -83,6 +84,13 @@ TEST(DistributedFlagsTest, ParsesARank) {
   f = Flags({"--gpus", "all", "--sync-bn"});
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_TRUE(f->sync_batch_norm);
+  f = Flags({"--gpus", "all", "--no-overlap"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_FALSE(f->overlap_with_backward);
+  EXPECT_FALSE(f->sync_batch_norm);
+  f = Flags({"--rank", "0", "--world-size", "2", "--rendezvous", "h:1", "--no-overlap"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_FALSE(f->overlap_with_backward);
 }
 
 TEST(DistributedFlagsTest, BadFlagsSayWhatIsWrong) {
@@ -101,6 +109,7 @@ TEST(DistributedFlagsTest, BadFlagsSayWhatIsWrong) {
       {{"--rank", "0", "--world-size", "1", "--rendezvous", ""}, "--rendezvous is empty"},
       {{"--gpus", "0,1", "--rank", "0"}, "give either --gpus or --rank"},
       {{"--sync-bn"}, "--sync-bn needs several ranks"},
+      {{"--no-overlap"}, "--no-overlap needs several ranks"},
       {{"--gpus", "all", "--dist-timeout", "0"}, "--dist-timeout 0"},
   };
   for (const Case& c : cases) {
