@@ -48,10 +48,7 @@ std::vector<ConvAlgo> HeuristicOrder(ConvDirection direction, const ConvProblem&
   std::vector<ConvAlgo> order = GemmFirstOrder(direction, p);
   // A first layer's few input channels in f16/bf16: the small-channel kernels, which serve the
   // implicit-GEMM algorithms (forward) and split-K (backward filter), go first.
-  // (The f32 small-channel kernel is forward-only.)
-  if ((direction == ConvDirection::kForward ||
-       (direction == ConvDirection::kBackwardFilter && p.dtype != DataType::kF32)) &&
-      cuda::SmallChannelsServes(p)) {
+  if (direction != ConvDirection::kBackwardData && cuda::SmallChannelsServes(p)) {
     const ConvAlgo first = direction == ConvDirection::kForward ? ConvAlgo::kImplicitGemm
                                                                 : ConvAlgo::kImplicitGemmSplitK;
     order.erase(std::find(order.begin(), order.end(), first));

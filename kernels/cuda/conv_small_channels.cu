@@ -682,9 +682,12 @@ static Plan GradientPlan(const dnn::ConvProblem& p, int multiprocessors) {
   return plan.ok ? plan : MakePlan(p, multiprocessors, /*wide=*/true);
 }
 
-bool WindowFilterGradientServes(const dnn::ConvProblem& p) { return GradientPlan(p, 1).ok; }
+bool WindowFilterGradientServes(const dnn::ConvProblem& p) {
+  return GradientPlan(p, 1).ok || SmallChannelsF32GradientServes(p);
+}
 
 int64_t WindowFilterGradientBytes(const dnn::ConvProblem& p, int multiprocessors) {
+  if (p.dtype == DataType::kF32) return SmallChannelsF32GradientBytes(p, multiprocessors);
   const Plan plan = GradientPlan(p, multiprocessors);
   if (!plan.ok) return 0;
   return int64_t{plan.splits} * plan.g.k * plan.g.k_total * static_cast<int64_t>(sizeof(float));
@@ -700,6 +703,7 @@ int LaunchSmallChannelsForward(const SmallChannelsLaunch& l, void* stream) {
 }
 
 int LaunchWindowFilterGradient(const SmallChannelsLaunch& l, void* stream) {
+  if (l.problem.dtype == DataType::kF32) return LaunchSmallChannelsF32Gradient(l, stream);
   const Plan plan = GradientPlan(l.problem, l.multiprocessors);
   if (!plan.ok || l.partial == nullptr) return cudaErrorInvalidValue;
   auto s = static_cast<cudaStream_t>(stream);

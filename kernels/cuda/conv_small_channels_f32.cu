@@ -9,6 +9,11 @@
 // shared memory, and each thread accumulates 8 pixels (one column, 8 rows) x 8 filters in
 // registers, reading per tap 8 window values and two float4 of filter values for 64 FMAs.
 // A block keeps its filters while it walks several tiles, so the filter is staged once per block.
+//
+// The filter gradient, dw[f][c, r, s] = sum over pixels of dy[pixel][f] * window[pixel, (c, r, s)],
+// reduces over pixels: a block walks its share of the tiles with the same window and dy[pixel][64
+// filters] in shared memory, each warp 8 filters x all taps (a lane every 32nd tap), and writes
+// f32 partial sums that a second kernel adds in a fixed order (deterministic) into dw.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -179,7 +184,173 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+constexpr int kDyPitch = kFilters + 4;  // dy[pixel][filter] rows: 16-byte aligned, spread banks
+constexpr int kMaxTapsPerLane = 12;     // taps <= 32 * 12
+
+// The gradient's shared memory: the window, then dy of one tile.
+int GradientSharedBytes(const Geometry& g) {
+  return (g.window_floats + kTile * kTile * kDyPitch) * 4;
+}
+
+// partial[block][f][tap] (f < K of the block's chunk, all taps) of the blocks' shares of tiles.
+template <int kTapsPerLane>
+__global__ void __launch_bounds__(kThreads)
+    FilterGradientF32Kernel(const __grid_constant__ Geometry g, const float* __restrict__ x,
+                            const float* __restrict__ dy, float* __restrict__ partial) {
+  extern __shared__ float smem[];
+  float* window = smem;
+  float* dys = smem + g.window_floats;  // [pixel][kDyPitch]
+  const int k0 = blockIdx.y * kFilters;
+  const int lane = threadIdx.x % 32, fg = threadIdx.x / 32;  // filters fg * 8 .. fg * 8 + 7
+  // Each lane's taps t = lane + 32 u, as offsets into the window.
+  int offset[kTapsPerLane];
+#pragma unroll
+  for (int u = 0; u < kTapsPerLane; ++u) {
+    const int t = lane + 32 * u;
+    const int c = t / (g.r * g.s), rs = t - c * g.r * g.s, r = rs / g.s;
+    offset[u] = t < g.taps ? (c * g.rows_in + r) * g.cols_ld + (rs - r * g.s) : 0;
+  }
+  float acc[kTapsPerLane][8];
+#pragma unroll
+  for (int u = 0; u < kTapsPerLane; ++u)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[u][j] = 0.0f;
+  const int per_image = g.tiles_h * g.tiles_w;
+  const int plane = g.rows_in * g.cols_in;
+  for (int tile = blockIdx.x; tile < g.tiles; tile += gridDim.x) {
+    const int img = tile / per_image, t = tile - img * per_image;
+    const int oh0 = (t / g.tiles_w) * kTile, ow0 = (t % g.tiles_w) * kTile;
+    const int ih0 = oh0 * g.stride_h - g.pad_h, iw0 = ow0 * g.stride_w - g.pad_w;
+    __syncthreads();  // the previous tile's reads are done
+    const float* xi = x + img * g.xs[0];
+    for (int i = threadIdx.x; i < g.c * plane; i += kThreads) {
+      const int c = i / plane, rc = i - c * plane;
+      const int row = rc / g.cols_in, cc = rc - row * g.cols_in;
+      const int ih = ih0 + row, iw = iw0 + cc;
+      const bool in = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
+      window[(c * g.rows_in + row) * g.cols_ld + cc] =
+          in ? xi[c * g.xs[1] + ih * g.xs[2] + iw * g.xs[3]] : 0.0f;
+    }
+    // dy of the tile's pixels (zero past the output's edge and past K): consecutive threads read
+    // consecutive columns.
+    const float* dyi = dy + img * g.ys[0];
+    for (int i = threadIdx.x; i < kTile * kTile * kFilters; i += kThreads) {
+      const int f = i / (kTile * kTile), px = i - f * kTile * kTile;
+      const int oh = oh0 + px / kTile, ow = ow0 + px % kTile;
+      const bool in = k0 + f < g.k && oh < g.p && ow < g.q;
+      dys[px * kDyPitch + f] = in ? dyi[(k0 + f) * g.ys[1] + oh * g.ys[2] + ow * g.ys[3]] : 0.0f;
+    }
+    __syncthreads();
+    for (int px = 0; px < kTile * kTile; ++px) {
+      const int base = (px / kTile) * g.stride_h * g.cols_ld + (px % kTile) * g.stride_w;
+      const float4 d0 = *reinterpret_cast<const float4*>(dys + px * kDyPitch + fg * 8);
+      const float4 d1 = *reinterpret_cast<const float4*>(dys + px * kDyPitch + fg * 8 + 4);
+      const float d[8] = {d0.x, d0.y, d0.z, d0.w, d1.x, d1.y, d1.z, d1.w};
+#pragma unroll
+      for (int u = 0; u < kTapsPerLane; ++u) {
+        const float a = window[base + offset[u]];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[u][j] = fmaf(a, d[j], acc[u][j]);
+      }
+    }
+  }
+  float* out =
+      partial + (static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x) * kFilters * g.taps;
+#pragma unroll
+  for (int u = 0; u < kTapsPerLane; ++u) {
+    const int t = lane + 32 * u;
+    if (t >= g.taps) break;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) out[(fg * 8 + j) * g.taps + t] = acc[u][j];
+  }
+}
+
+// dw[f][c][r][s] = alpha * (the blocks' partial sums, added in block order) + beta * dw; a true
+// convolution's taps are reversed.
+__global__ void FinishFilterGradientF32Kernel(const __grid_constant__ Geometry g,
+                                              const float* __restrict__ partial, int blocks,
+                                              float* __restrict__ dw) {
+  const int64_t count = int64_t{g.k} * g.taps;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int f = static_cast<int>(i / g.taps), t = static_cast<int>(i - int64_t{f} * g.taps);
+    const int chunk = f / kFilters, fc = f - chunk * kFilters;
+    const float* p = partial + (static_cast<int64_t>(chunk) * blocks * kFilters + fc) * g.taps + t;
+    double sum = 0;
+    for (int b = 0; b < blocks; ++b) sum += p[static_cast<int64_t>(b) * kFilters * g.taps];
+    const int c = t / (g.r * g.s), rs = t - c * g.r * g.s;
+    int r = rs / g.s, s = rs - r * g.s;
+    if (g.flip) r = g.r - 1 - r, s = g.s - 1 - s;
+    float* at = dw + f * g.ws[0] + c * g.ws[1] + r * g.ws[2] + s * g.ws[3];
+    const float v = g.alpha * static_cast<float>(sum);
+    *at = g.beta == 0.0f ? v : v + g.beta * *at;
+  }
+}
+
+// Blocks per filter chunk of the gradient: two per SM in all, at most one per tile.
+int GradientBlocks(const Plan& plan, int multiprocessors) {
+  const int chunks = (plan.g.k + kFilters - 1) / kFilters;
+  return std::max(1, std::min(plan.g.tiles, 2 * multiprocessors / chunks));
+}
+
+bool GradientFits(const Plan& plan) {
+  return plan.ok && plan.g.taps <= 32 * kMaxTapsPerLane &&
+         GradientSharedBytes(plan.g) <= kMaxSharedBytes;
+}
+
+template <int kTapsPerLane>
+int LaunchGradient(const Plan& plan, const SmallChannelsLaunch& l, int blocks, int chunks,
+                   cudaStream_t stream) {
+  auto kernel = FilterGradientF32Kernel<kTapsPerLane>;
+  const int bytes = GradientSharedBytes(plan.g);
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess) return e;
+  kernel<<<dim3(blocks, chunks), kThreads, bytes, stream>>>(
+      plan.g, static_cast<const float*>(l.x), static_cast<const float*>(l.y), l.partial);
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+bool SmallChannelsF32GradientServes(const dnn::ConvProblem& p) { return GradientFits(MakePlan(p)); }
+
+int64_t SmallChannelsF32GradientBytes(const dnn::ConvProblem& p, int multiprocessors) {
+  const Plan plan = MakePlan(p);
+  if (!GradientFits(plan)) return 0;
+  const int64_t chunks = (plan.g.k + kFilters - 1) / kFilters;
+  return chunks * GradientBlocks(plan, multiprocessors) * kFilters * plan.g.taps *
+         static_cast<int64_t>(sizeof(float));
+}
+
+int LaunchSmallChannelsF32Gradient(const SmallChannelsLaunch& l, void* stream) {
+  Plan plan = MakePlan(l.problem);
+  if (!GradientFits(plan) || l.partial == nullptr) return cudaErrorInvalidValue;
+  plan.g.alpha = l.alpha;
+  plan.g.beta = l.beta;
+  const int chunks = (plan.g.k + kFilters - 1) / kFilters;
+  if (chunks > 65535) return cudaErrorInvalidConfiguration;
+  const int blocks = GradientBlocks(plan, l.multiprocessors);
+  auto s = static_cast<cudaStream_t>(stream);
+  const int lanes = (plan.g.taps + 31) / 32;
+  int e;
+  if (lanes <= 2) {
+    e = LaunchGradient<2>(plan, l, blocks, chunks, s);
+  } else if (lanes <= 4) {
+    e = LaunchGradient<4>(plan, l, blocks, chunks, s);
+  } else if (lanes <= 6) {
+    e = LaunchGradient<6>(plan, l, blocks, chunks, s);
+  } else if (lanes <= 8) {
+    e = LaunchGradient<8>(plan, l, blocks, chunks, s);
+  } else {
+    e = LaunchGradient<kMaxTapsPerLane>(plan, l, blocks, chunks, s);
+  }
+  if (e != 0) return e;
+  const int64_t count = int64_t{plan.g.k} * plan.g.taps;
+  const int finish_blocks = static_cast<int>(std::min<int64_t>((count + 255) / 256, 4096));
+  FinishFilterGradientF32Kernel<<<finish_blocks, 256, 0, s>>>(plan.g, l.partial, blocks,
+                                                              static_cast<float*>(l.dw));
+  return cudaGetLastError();
+}
 
 bool SmallChannelsF32Serves(const dnn::ConvProblem& p) { return MakePlan(p).ok; }
 

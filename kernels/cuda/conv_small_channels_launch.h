@@ -33,7 +33,8 @@ struct SmallChannelsLaunch {
 // dilation, 1 to 8 input channels, and a filter that fits in shared memory; or the f32 forward
 // below.
 bool SmallChannelsServes(const dnn::ConvProblem& p);
-// True when the windowed filter gradient serves `p`: the small-channel problems above, and
+// True when the windowed filter gradient serves `p`: the small-channel problems above (f32 ones
+// through SmallChannelsF32GradientServes), and
 // (the same kernel with every channel of a window position staged) f16/bf16 2-d ungrouped
 // unit-dilation problems with a multiple of 8 channels whose window fits in shared memory.
 bool WindowFilterGradientServes(const dnn::ConvProblem& p);
@@ -45,6 +46,12 @@ int LaunchSmallChannelsForward(const SmallChannelsLaunch& l, void* stream);
 // 64 filters' taps that fit in 200 KiB of shared memory.
 bool SmallChannelsF32Serves(const dnn::ConvProblem& p);
 int LaunchSmallChannelsForwardF32(const SmallChannelsLaunch& l, void* stream);
+// The f32 filter gradient (FFMA): the problems above with at most 384 taps (C x R x S) whose
+// window and one tile of dy fit in shared memory; its partial-sum workspace in bytes; the launch
+// (reads x and dy = l.y, writes l.dw, l.partial of that size).
+bool SmallChannelsF32GradientServes(const dnn::ConvProblem& p);
+int64_t SmallChannelsF32GradientBytes(const dnn::ConvProblem& p, int multiprocessors);
+int LaunchSmallChannelsF32Gradient(const SmallChannelsLaunch& l, void* stream);
 int LaunchWindowFilterGradient(const SmallChannelsLaunch& l, void* stream);
 
 }  // namespace cuda

@@ -235,7 +235,7 @@ TEST_F(ConvCudaTest, WindowKernelsMatchTheReference) {
   int first_layer_runs = 0, wide_runs = 0, f32_runs = 0, failures = 0;
   for (const Config& config : kConfigs) {
     if (config.dtype == DataType::kF32) {
-      // The f32 small-channel forward (FFMA), under both math modes.
+      // The f32 small-channel forward and filter gradient (FFMA), under both math modes.
       for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
         if (c.name.rfind("first_layer", 0) != 0 || !cuda::SmallChannelsF32Serves(c.problem)) {
           continue;
@@ -243,6 +243,11 @@ TEST_F(ConvCudaTest, WindowKernelsMatchTheReference) {
         RunAndCompare(*handle_, config, c, ConvDirection::kForward, ConvAlgo::kImplicitGemm, &seed,
                       &failures);
         ++f32_runs;
+        if (cuda::SmallChannelsF32GradientServes(c.problem)) {
+          RunAndCompare(*handle_, config, c, ConvDirection::kBackwardFilter,
+                        ConvAlgo::kImplicitGemmSplitK, &seed, &failures);
+          ++f32_runs;
+        }
       }
       continue;
     }
@@ -264,7 +269,7 @@ TEST_F(ConvCudaTest, WindowKernelsMatchTheReference) {
       "windowed kernels: %d first-layer, %d f32 first-layer and %d wide runs checked, %d failed\n",
       first_layer_runs, f32_runs, wide_runs, failures);
   EXPECT_EQ(first_layer_runs, 32);
-  EXPECT_EQ(f32_runs, 14);  // every first-layer case but the 6-channel one, twice
+  EXPECT_EQ(f32_runs, 28);  // every first-layer case but the 6-channel one, both ways, twice
   EXPECT_GE(wide_runs, 10);
 }
 
