@@ -169,14 +169,16 @@ absl::Status BackwardFilterGemm(Handle& h, const ConvProblem& p, float alpha, fl
 
 // WINOGRAD_NONFUSED (conv_winograd_paths.cc).
 
-// Whether Winograd F(2x2, 3x3) or F(2x2, 5x5) serves `p` (backward data: its forward view).
+// Whether Winograd F(2x2, 3x3), F(4x4, 3x3) or F(2x2, 5x5) serves `p` (backward data: its
+// forward view).
 bool WinogradServes(const ConvProblem& p);
 
 // How many chunks `direction` cuts the tiles into (1 outside backward filter).
 int64_t WinogradChunks(ConvDirection direction, const ConvProblem& p, int multiprocessors);
 
-// The workspace: transformed input, filter and products.
-size_t WinogradBytes(const ConvProblem& p, int64_t chunks);
+// The workspace of `direction` (backward data: kForward on its forward view): transformed input,
+// filter and products.
+size_t WinogradBytes(ConvDirection direction, const ConvProblem& p, int64_t chunks);
 
 absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float beta,
                              const void* x, const void* w, void* y, char* ws);

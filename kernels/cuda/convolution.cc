@@ -241,11 +241,11 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
       return PlanGemm(direction, p).bytes;
     case ConvAlgo::kWinogradNonfused: {
       if (direction != ConvDirection::kBackwardData) {
-        return WinogradBytes(p, WinogradChunks(direction, p, handle.multiprocessors()));
+        return WinogradBytes(direction, p, WinogradChunks(direction, p, handle.multiprocessors()));
       }
       ConvProblem q;
       BackwardDataAsForward(p, &q);
-      return BackwardDataFilterBytes(p) + WinogradBytes(q, 1);
+      return BackwardDataFilterBytes(p) + WinogradBytes(ConvDirection::kForward, q, 1);
     }
     case ConvAlgo::kFft:
       return FftWorkspaceBytes(handle, direction, p);
