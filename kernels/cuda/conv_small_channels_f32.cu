@@ -98,6 +98,34 @@ Plan MakePlan(const dnn::ConvProblem& p) {
   return plan;
 }
 
+// Loads issued per thread before any is stored, so that their latencies overlap: a block's
+// tile loads would otherwise wait on one global load at a time.
+constexpr int kBatch = 8;
+
+// The tile's input window, window[c][row][col] (row pitch cols_ld), zero outside the image.
+__device__ __forceinline__ void LoadWindow(const Geometry& g, const float* xi, int ih0, int iw0,
+                                           float* window) {
+  const int plane = g.rows_in * g.cols_in, total = g.c * plane;
+  for (int first = threadIdx.x; first < total; first += kBatch * kThreads) {
+    float v[kBatch];
+    int at[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int i = first + b * kThreads;
+      const int c = i / plane, rc = i - c * plane;
+      const int row = rc / g.cols_in, cc = rc - row * g.cols_in;
+      const int ih = ih0 + row, iw = iw0 + cc;
+      const bool in = i < total && ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
+      v[b] = in ? xi[c * g.xs[1] + ih * g.xs[2] + iw * g.xs[3]] : 0.0f;
+      at[b] = i < total ? (c * g.rows_in + row) * g.cols_ld + cc : -1;
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (at[b] >= 0) window[at[b]] = v[b];
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kThreads)
     SmallChannelsForwardF32Kernel(const __grid_constant__ Geometry g, const float* __restrict__ x,
                                   const float* __restrict__ w, float* __restrict__ y) {
@@ -129,15 +157,7 @@ __global__ void __launch_bounds__(kThreads)
     const int ih0 = oh0 * g.stride_h - g.pad_h, iw0 = ow0 * g.stride_w - g.pad_w;
     __syncthreads();  // the previous tile's reads of the window are done
     const float* xi = x + img * g.xs[0];
-    const int plane = g.rows_in * g.cols_in;
-    for (int i = threadIdx.x; i < g.c * plane; i += kThreads) {
-      const int c = i / plane, rc = i - c * plane;
-      const int row = rc / g.cols_in, cc = rc - row * g.cols_in;
-      const int ih = ih0 + row, iw = iw0 + cc;
-      const bool in = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
-      window[(c * g.rows_in + row) * g.cols_ld + cc] =
-          in ? xi[c * g.xs[1] + ih * g.xs[2] + iw * g.xs[3]] : 0.0f;
-    }
+    LoadWindow(g, xi, ih0, iw0, window);
     __syncthreads();
     float acc[8][8];
 #pragma unroll
@@ -216,29 +236,32 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[u][j] = 0.0f;
   const int per_image = g.tiles_h * g.tiles_w;
-  const int plane = g.rows_in * g.cols_in;
   for (int tile = blockIdx.x; tile < g.tiles; tile += gridDim.x) {
     const int img = tile / per_image, t = tile - img * per_image;
     const int oh0 = (t / g.tiles_w) * kTile, ow0 = (t % g.tiles_w) * kTile;
     const int ih0 = oh0 * g.stride_h - g.pad_h, iw0 = ow0 * g.stride_w - g.pad_w;
     __syncthreads();  // the previous tile's reads are done
     const float* xi = x + img * g.xs[0];
-    for (int i = threadIdx.x; i < g.c * plane; i += kThreads) {
-      const int c = i / plane, rc = i - c * plane;
-      const int row = rc / g.cols_in, cc = rc - row * g.cols_in;
-      const int ih = ih0 + row, iw = iw0 + cc;
-      const bool in = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
-      window[(c * g.rows_in + row) * g.cols_ld + cc] =
-          in ? xi[c * g.xs[1] + ih * g.xs[2] + iw * g.xs[3]] : 0.0f;
-    }
+    LoadWindow(g, xi, ih0, iw0, window);
     // dy of the tile's pixels (zero past the output's edge and past K): consecutive threads read
     // consecutive columns.
     const float* dyi = dy + img * g.ys[0];
-    for (int i = threadIdx.x; i < kTile * kTile * kFilters; i += kThreads) {
-      const int f = i / (kTile * kTile), px = i - f * kTile * kTile;
-      const int oh = oh0 + px / kTile, ow = ow0 + px % kTile;
-      const bool in = k0 + f < g.k && oh < g.p && ow < g.q;
-      dys[px * kDyPitch + f] = in ? dyi[(k0 + f) * g.ys[1] + oh * g.ys[2] + ow * g.ys[3]] : 0.0f;
+    for (int first = threadIdx.x; first < kTile * kTile * kFilters; first += kBatch * kThreads) {
+      float v[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int i = first + b * kThreads;
+        const int f = i / (kTile * kTile), px = i - f * kTile * kTile;
+        const int oh = oh0 + px / kTile, ow = ow0 + px % kTile;
+        const bool in = k0 + f < g.k && oh < g.p && ow < g.q;  // i < total: kBatch divides it
+        v[b] = in ? dyi[(k0 + f) * g.ys[1] + oh * g.ys[2] + ow * g.ys[3]] : 0.0f;
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int i = first + b * kThreads;
+        const int f = i / (kTile * kTile), px = i - f * kTile * kTile;
+        dys[px * kDyPitch + f] = v[b];
+      }
     }
     __syncthreads();
     for (int px = 0; px < kTile * kTile; ++px) {
