@@ -49,7 +49,16 @@ const Shape kShapes[] = {{128, 96, 221, 221, 256, 7, 7, 2, 0},
                          {64, 512, 7, 7, 512, 3, 3, 1, 1},
                          // ResNet's first layer (3 channels, 7x7, stride 2), not in the issue's
                          // list: timed on demand (--shapes=8).
-                         {64, 3, 224, 224, 64, 7, 7, 2, 3}};
+                         {64, 3, 224, 224, 64, 7, 7, 2, 3},
+                         // ResNet-18's stride-2 3x3 layers, its 1x1 shortcuts and res2a's 1x1
+                         // projection (--shapes=9..15): the layers that fall to the GEMM kernels.
+                         {64, 64, 56, 56, 128, 3, 3, 2, 1},
+                         {64, 128, 28, 28, 256, 3, 3, 2, 1},
+                         {64, 256, 14, 14, 512, 3, 3, 2, 1},
+                         {64, 64, 56, 56, 128, 1, 1, 2, 0},
+                         {64, 128, 28, 28, 256, 1, 1, 2, 0},
+                         {64, 256, 14, 14, 512, 1, 1, 2, 0},
+                         {64, 64, 56, 56, 64, 1, 1, 1, 0}};
 constexpr int kShapeCount = sizeof(kShapes) / sizeof(kShapes[0]);
 
 struct Mode {
@@ -167,7 +176,7 @@ int main(int argc, char** argv) {
       }
     } else {
       std::fprintf(stderr,
-                   "usage: conv_bench [--modes=fp32,tf32,f16,f16_train] [--shapes=0,..8] "
+                   "usage: conv_bench [--modes=fp32,tf32,f16,f16_train] [--shapes=0,..15] "
                    "[--repeats=N] [--algos=NAME,..]\n");
       return 2;
     }

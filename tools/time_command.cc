@@ -46,7 +46,7 @@ absl::StatusOr<int64_t> PositiveFlag(const CommandLine& line, const std::string&
 
 absl::Status Time(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
-  flags.insert({"fill-seed", "batch", "iterations", "solver", "loss-scale"});
+  flags.insert({"fill-seed", "batch", "iterations", "solver", "loss-scale", "profile-steps"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
   flags.insert(DistributedFlagNames().begin(), DistributedFlagNames().end());
   std::set<std::string> switches = {"json", "compare-unfused", "train", "profile"};

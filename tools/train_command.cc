@@ -368,6 +368,23 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
       std::fprintf(stderr, "  %-34s %3d steps %9.3f ms %5.1f%%\n", op.c_str(), by_op[op].second, ms,
                    total > 0 ? 100.0 * ms / total : 0.0);
     }
+    // Every step in plan order, as tab-separated values, for comparing two runs step by step.
+    if (line.Has("profile-steps")) {
+      std::FILE* f = std::fopen(line.Get("profile-steps").c_str(), "w");
+      if (f == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "time --train: --profile-steps ", line.Get("profile-steps"), ": cannot write"));
+      }
+      std::fprintf(f, "step\tms\top\tnode\tshape\tchoice\n");
+      for (size_t i = 0; i < steps.size(); ++i) {
+        std::fprintf(f, "%zu\t%.4f\t%s\t%s\t%s\t%s\n", i, steps[i].ms, steps[i].op.c_str(),
+                     steps[i].node.c_str(), steps[i].shape.c_str(), steps[i].description.c_str());
+      }
+      if (std::fclose(f) != 0) {
+        return absl::InternalError(absl::StrCat("time --train: --profile-steps ",
+                                                line.Get("profile-steps"), ": write failed"));
+      }
+    }
     // The slowest steps one by one, with what their kernels chose: where to look next.
     std::vector<const Trainer::StepTime*> slowest;
     for (const Trainer::StepTime& s : steps) slowest.push_back(&s);

@@ -308,6 +308,13 @@ class PlanBuilder {
     // over the steps, as a caching allocator would reach, instead of the sum of the two peaks.
     std::vector<int> workspace_step;
     if (options.workspace_in_activation_arena) {
+      if (options.workspace_peak_slack >= 0) {
+        const int64_t budget =
+            plan->planned_activation_bytes_ +
+            static_cast<int64_t>(options.workspace_peak_slack * plan->planned_activation_bytes_);
+        KILN_RETURN_IF_ERROR(
+            FitWorkspaces(*plan, requests, budget, kernels, backend, kernel_options));
+      }
       for (int s = 0; s < end; ++s) {
         const PlanStep& step = plan->steps_[s];
         if (step.is_view || step.workspace_bytes == 0) continue;
@@ -386,6 +393,45 @@ class PlanBuilder {
   // Element-wise steps write their output over an input whose last reader they are: the output
   // buffer becomes an alias of the input's, as a view does, but the step still runs. Graph
   // inputs and outputs and weights are never overwritten or shared this way.
+  // A step whose workspace would raise the arena above `budget` (CompileOptions::
+  // workspace_peak_slack) gets its kernel prepared again with the bytes the budget leaves free
+  // while it runs as its workspace limit: an algorithm within them, measured when measuring.
+  // Kept only when one fits; the description names what the unbounded choice was.
+  static absl::Status FitWorkspaces(ExecutionPlan& plan, const std::vector<BufferRequest>& requests,
+                                    int64_t budget, const KernelRegistry& kernels, Backend backend,
+                                    const KernelOptions& kernel_options) {
+    const int steps = static_cast<int>(plan.steps_.size());
+    std::vector<int64_t> live(steps + 1, 0);
+    for (const BufferRequest& r : requests) {
+      for (int s = r.first_step; s <= r.last_step && s <= steps; ++s) live[s] += r.bytes;
+    }
+    plan.workspace_bytes_ = 0;
+    for (int s = 0; s < steps; ++s) {
+      PlanStep& step = plan.steps_[s];
+      const int64_t free_bytes = std::max<int64_t>(0, budget - live[s]);
+      if (!step.is_view && static_cast<int64_t>(step.workspace_bytes) > free_bytes) {
+        absl::StatusOr<const KernelFactory*> factory = kernels.Select(*step.node, backend);
+        KernelOptions bounded = kernel_options;
+        bounded.workspace_limit = std::min(kernel_options.workspace_limit, free_bytes);
+        absl::StatusOr<std::unique_ptr<Kernel>> kernel =
+            factory.ok() ? (*factory)->create(*step.node, bounded)
+                         : absl::StatusOr<std::unique_ptr<Kernel>>(factory.status());
+        if (kernel.ok() && static_cast<int64_t>((*kernel)->WorkspaceBytes()) <= free_bytes &&
+            (*kernel)->InPlaceInput() == step.in_place_input && (*kernel)->AliasedInput() < 0) {
+          step.description =
+              absl::StrCat((*kernel)->Describe(), " (within the ", free_bytes,
+                           " bytes the memory budget leaves; unbounded: ", step.description,
+                           " with ", step.workspace_bytes, " workspace bytes)");
+          step.workspace_bytes = (*kernel)->WorkspaceBytes();
+          step.kernel = *std::move(kernel);
+        }
+      }
+      plan.workspace_bytes_ =
+          std::max<int64_t>(plan.workspace_bytes_, static_cast<int64_t>(step.workspace_bytes));
+    }
+    return absl::OkStatus();
+  }
+
   static void PlanInPlace(ExecutionPlan& plan) {
     std::set<int> external;
     for (const auto* ports : {&plan.inputs_, &plan.outputs_}) {

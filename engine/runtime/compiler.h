@@ -65,6 +65,14 @@ struct CompileOptions {
   // memory is then the largest live set plus its step's workspace); false: one separate
   // workspace arena shared by all steps, sized by the largest.
   bool workspace_in_activation_arena = true;
+  // With workspace_in_activation_arena: a budget for the arena of (1 + workspace_peak_slack)
+  // times what the activations alone need. A step whose workspace would lift the arena above
+  // it is prepared again with the bytes the budget leaves free during that step as its
+  // workspace limit (an algorithm within them, when one exists). Without slack most steps near
+  // the peak would lose their fast algorithms (Winograd's and the FFT's transformed operands);
+  // with it, one FFT of several hundred megabytes no longer sets the plan's peak. A negative
+  // slack turns the budget off.
+  double workspace_peak_slack = 0.125;
   // Every graph input and output is bound by the caller (ExecutionContext::RunOnDevice): they
   // take no bytes of the activation arena and no staging memory, and Run with host tensors is
   // refused. The trainer's plans, whose parameters and gradients live in its own buffers.

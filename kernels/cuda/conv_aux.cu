@@ -1,6 +1,7 @@
 // The convolution kernels around the implicit GEMM: im2col-style materialization and result
 // scatter for the cuBLAS (GEMM) algorithms, backward data's col2im as a deterministic gather,
-// the direct forward convolution, the bias gradient and the channels-last copy.
+// the direct forward convolution, the bias gradient, the channels-last copy and the strided 1x1
+// product's subsample and expand.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -349,7 +350,88 @@ __global__ void AddChannelBiasKernel(ConvProblem p, const T* bias, T* y) {
   }
 }
 
+// xs[n][c][o][p][q] (packed) = x[n][c][o sd][p sh][q sw]: the pixels a 1x1 convolution of
+// stride (sd, sh, sw) reads, so that it can run as a stride-1 product.
+template <typename T>
+__global__ void Subsample1x1Kernel(ConvProblem p, const T* x, T* xs) {
+  const int64_t spatial = p.out[0] * p.out[1] * p.out[2];
+  KILN_GRID_STRIDE(i, p.n * p.c * spatial) {
+    const int64_t s = i % spatial, c = (i / spatial) % p.c, n = i / (spatial * p.c);
+    const int64_t q = s % p.out[2], pp = (s / p.out[2]) % p.out[1], o = s / (p.out[2] * p.out[1]);
+    xs[i] = x[n * p.x_stride[0] + c * p.x_stride[1] + o * p.stride[0] * p.x_stride[2] +
+              pp * p.stride[1] * p.x_stride[3] + q * p.stride[2] * p.x_stride[4]];
+  }
+}
+
+// Every element of dx: alpha dxs[n][c][d / sd][h / sh][w / sw] where (d, h, w) is on the output
+// grid, alpha 0 elsewhere, + beta dx.
+template <typename T>
+__global__ void Expand1x1Kernel(ConvProblem p, const T* dxs, float alpha, float beta, T* dx) {
+  const int64_t spatial = p.in[0] * p.in[1] * p.in[2];
+  KILN_GRID_STRIDE(i, p.n * p.c * spatial) {
+    const int64_t s = i % spatial, nc = i / spatial;
+    const int64_t w = s % p.in[2], h = (s / p.in[2]) % p.in[1], d = s / (p.in[2] * p.in[1]);
+    float v = 0.0f;
+    if (d % p.stride[0] == 0 && h % p.stride[1] == 0 && w % p.stride[2] == 0) {
+      const int64_t od = d / p.stride[0], oh = h / p.stride[1], ow = w / p.stride[2];
+      if (od < p.out[0] && oh < p.out[1] && ow < p.out[2]) {
+        v = Load(dxs + ((nc * p.out[0] + od) * p.out[1] + oh) * p.out[2] + ow);
+      }
+    }
+    const int64_t c = nc % p.c, n = nc / p.c;
+    Blend(dx + n * p.x_stride[0] + c * p.x_stride[1] + d * p.x_stride[2] + h * p.x_stride[3] +
+              w * p.x_stride[4],
+          v, alpha, beta);
+  }
+}
+
+// out[i] = alpha (part[0][i] + part[1][i] + ...) + beta out[i], the parts added in order.
+template <typename T>
+__global__ void SumPartsKernel(const float* part, int64_t parts, int64_t count, float alpha,
+                               float beta, T* out) {
+  KILN_GRID_STRIDE(i, count) {
+    float sum = 0.0f;
+    for (int64_t b = 0; b < parts; ++b) sum += part[b * count + i];
+    Blend(out + i, sum, alpha, beta);
+  }
+}
+
 }  // namespace
+
+int LaunchSubsample1x1(const ConvProblem& p, ElementType element, const void* x, void* xs,
+                       void* stream) {
+  const int64_t total = p.n * p.c * p.out[0] * p.out[1] * p.out[2];
+  if (total == 0) return 0;
+  return Dispatch(element, [&](auto zero) {
+    using T = decltype(zero);
+    Subsample1x1Kernel<T><<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        p, static_cast<const T*>(x), static_cast<T*>(xs));
+    return static_cast<int>(cudaGetLastError());
+  });
+}
+
+int LaunchExpand1x1(const ConvProblem& p, ElementType element, const void* dxs, float alpha,
+                    float beta, void* dx, void* stream) {
+  const int64_t total = p.n * p.c * p.in[0] * p.in[1] * p.in[2];
+  if (total == 0) return 0;
+  return Dispatch(element, [&](auto zero) {
+    using T = decltype(zero);
+    Expand1x1Kernel<T><<<GridFor(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        p, static_cast<const T*>(dxs), alpha, beta, static_cast<T*>(dx));
+    return static_cast<int>(cudaGetLastError());
+  });
+}
+
+int LaunchSumParts(const float* part, int64_t parts, int64_t count, ElementType element,
+                   float alpha, float beta, void* out, void* stream) {
+  if (count == 0) return 0;
+  return Dispatch(element, [&](auto zero) {
+    using T = decltype(zero);
+    SumPartsKernel<T><<<GridFor(count), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        part, parts, count, alpha, beta, static_cast<T*>(out));
+    return static_cast<int>(cudaGetLastError());
+  });
+}
 
 int LaunchAddChannelBias(const ConvProblem& p, ElementType element, const void* bias, void* y,
                          void* stream) {

@@ -22,6 +22,7 @@ using dnn::GemmView;
 using dnn::IndexInfo;
 using dnn::Locate;
 using mma::FromFloat;
+using mma::LdMatrixX2;
 using mma::LdMatrixX4;
 using mma::Mma16816;
 using mma::ToFloat;
@@ -134,6 +135,15 @@ __device__ __forceinline__ void MmaTf32(float* d, const uint32_t* a, const uint3
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// x = head + tail, both TF32 values (f32 bits with the low 13 mantissa bits zero): the head is x
+// rounded to TF32, the tail the exact remainder rounded to TF32 in turn.
+__device__ __forceinline__ void SplitTf32(uint32_t x, uint32_t* head, uint32_t* tail) {
+  const float v = __uint_as_float(x);
+  const float h = RoundTf32(v);
+  *head = __float_as_uint(h);
+  *tail = __float_as_uint(RoundTf32(v - h));
+}
+
 // The per-thread accumulators and the multiply of one shared-memory k slice.
 //   mma: 8 warps as 2 (m) x 4 (n), each a 64 x 32 warp tile of 4 x 4 mma tiles; accumulator
 //        [i][j][e] is row 16 i + lane / 4 (+ 8 for e >= 2), column 8 j + 2 (lane % 4) + e % 2.
@@ -151,7 +161,59 @@ struct Accumulator {
 
   __device__ __forceinline__ void Multiply(const T* as, const T* bs) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    if constexpr (kMath == static_cast<int>(GemmMath::kTf32)) {
+    if constexpr (kMath == static_cast<int>(GemmMath::kTf32x3)) {
+      // The same fragments as TF32's, from unrounded f32 tiles, each split into head and tail.
+      // The tensor cores truncate as they add, so a long reduction straight into the
+      // accumulators drifts by far more than f32 rounding: each output's products over this
+      // slice (12 mma) go into a zeroed partial first, added to the accumulator with one FADD.
+      // A's fragments for the whole slice are held one row block at a time, B's one column block
+      // at a time.
+      const int wm = (warp / 4) * 64, wn = (warp % 4) * 32;
+      const int lrow = lane % 8, lsel = lane / 8;
+      const float* af = reinterpret_cast<const float*>(as);
+      const float* bf = reinterpret_cast<const float*>(bs);
+      // Two k steps of fragments at a time (of the slice's four), into partials held per row
+      // block: fewer live registers than a whole slice's fragments.
+      constexpr int kSteps = kBK / 8, kHeld = 2;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float part[4][4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) part[j][e] = 0.0f;
+#pragma unroll
+        for (int s0 = 0; s0 < kSteps; s0 += kHeld) {
+          uint32_t a_hi[kHeld][4], a_lo[kHeld][4];
+#pragma unroll
+          for (int s = 0; s < kHeld; ++s) {
+            uint32_t a[4];
+            LdMatrixX4(a, af + (wm + 16 * i + lrow + (lsel % 2) * 8) * Smem_::kLd + 8 * (s0 + s) +
+                              (lsel / 2) * 4);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) SplitTf32(a[e], &a_hi[s][e], &a_lo[s][e]);
+          }
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+#pragma unroll
+            for (int s = 0; s < kHeld; ++s) {
+              uint32_t r[2], b_hi[2], b_lo[2];
+              LdMatrixX2(r, bf + (wn + 8 * j + lrow) * Smem_::kLd + 8 * (s0 + s) + (lsel % 2) * 4);
+              SplitTf32(r[0], &b_hi[0], &b_lo[0]);
+              SplitTf32(r[1], &b_hi[1], &b_lo[1]);
+              // The small products first, so they are not lost against the large one.
+              MmaTf32(part[j], a_lo[s], b_hi);
+              MmaTf32(part[j], a_hi[s], b_lo);
+              MmaTf32(part[j], a_hi[s], b_hi);
+            }
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[(i * 4 + j) * 4 + e] += part[j][e];
+      }
+    } else if constexpr (kMath == static_cast<int>(GemmMath::kTf32)) {
       // ldmatrix on 32-bit data: each 8x8 b16 matrix is 8 rows x 4 floats, which is exactly a
       // quarter of the m16n8k8 TF32 A fragment (or half of B's).
       const int wm = (warp / 4) * 64, wn = (warp % 4) * 32;
@@ -519,7 +581,10 @@ int Launch(const Params& p, dim3 grid, cudaStream_t stream) {
 template <typename T, int kMath, int kVec>
 int LaunchVec(const Params& p, int va, int vb, dim3 grid, cudaStream_t stream) {
   if (va > 1 && vb > 1) {
-    if constexpr (kMath != static_cast<int>(GemmMath::kFfma)) {
+    // The split-TF32 multiply holds a whole slice's fragments: more registers than the pipelined
+    // kernel's two blocks per SM leave, so it stays on the register-staged kernel.
+    if constexpr (kMath != static_cast<int>(GemmMath::kFfma) &&
+                  kMath != static_cast<int>(GemmMath::kTf32x3)) {
       return LaunchAsync<T, kMath>(p, grid, stream);
     }
     return Launch<T, kMath, kVec, kVec>(p, grid, stream);
@@ -601,12 +666,16 @@ int LaunchConvGemm(const ConvGemmLaunch& l, void* stream_ptr) {
             static_cast<unsigned>(v.groups * p.splits));
   int err = 0;
   const int f = static_cast<int>(GemmMath::kFfma), tf = static_cast<int>(GemmMath::kTf32),
-            h = static_cast<int>(GemmMath::kHalf);
+            h = static_cast<int>(GemmMath::kHalf), tf3 = static_cast<int>(GemmMath::kTf32x3);
   switch (l.element) {
     case ElementType::kF32:
-      err = l.math == GemmMath::kTf32
-                ? LaunchVec<float, tf, 4>(p, l.vector_a, l.vector_b, grid, stream)
-                : LaunchVec<float, f, 4>(p, l.vector_a, l.vector_b, grid, stream);
+      if (l.math == GemmMath::kTf32) {
+        err = LaunchVec<float, tf, 4>(p, l.vector_a, l.vector_b, grid, stream);
+      } else if (l.math == GemmMath::kTf32x3) {
+        err = LaunchVec<float, tf3, 4>(p, l.vector_a, l.vector_b, grid, stream);
+      } else {
+        err = LaunchVec<float, f, 4>(p, l.vector_a, l.vector_b, grid, stream);
+      }
       break;
     case ElementType::kF16:
       err = LaunchVec<__half, h, 8>(p, l.vector_a, l.vector_b, grid, stream);

@@ -12,9 +12,12 @@
 namespace kiln {
 namespace cuda {
 
-// The multiply the GEMM kernel uses: FP32 FFMA, TF32 mma.sync, or f16/bf16 mma.sync (the
-// element type decides which), all accumulating in f32.
-enum class GemmMath : int { kFfma, kTf32, kHalf };
+// The multiply the GEMM kernel uses: FP32 FFMA, TF32 mma.sync, f16/bf16 mma.sync (the element
+// type decides which), or FP32 through three TF32 mma.sync products (kTf32x3: each operand split
+// into a TF32 head and a TF32 tail, a*b taken as ah*bh + ah*bl + al*bh, which keeps about 21 of
+// FP32's 24 bits per product, below the error of the f32 sums; the strict-FP32 kernels use it),
+// all accumulating in f32.
+enum class GemmMath : int { kFfma, kTf32, kHalf, kTf32x3 };
 enum class ElementType : int { kF32, kF16, kBF16 };
 
 struct ConvGemmLaunch {
@@ -78,6 +81,15 @@ int LaunchConvDirect(const dnn::ConvProblem& p, ElementType element, const void*
 // db[k] = alpha sum(dy[:, k, ...]) + beta db[k], a fixed-order reduction per channel.
 int LaunchBiasGrad(const dnn::ConvProblem& p, ElementType element, const void* dy, float alpha,
                    float beta, void* db, void* stream);
+// The strided 1x1 product (GEMM_1X1 with stride > 1): xs = the packed [N][C][O][P][Q] pixels of
+// x on the output grid; dx = alpha dxs expanded onto x's grid (zero between) + beta dx.
+int LaunchSubsample1x1(const dnn::ConvProblem& p, ElementType element, const void* x, void* xs,
+                       void* stream);
+int LaunchExpand1x1(const dnn::ConvProblem& p, ElementType element, const void* dxs, float alpha,
+                    float beta, void* dx, void* stream);
+// out[i] = alpha sum over b of part[b][i] (in order) + beta out[i], i < count; part is f32.
+int LaunchSumParts(const float* part, int64_t parts, int64_t count, ElementType element,
+                   float alpha, float beta, void* out, void* stream);
 // Copies a strided 5-d tensor (N, C, D, H, W) into a packed channels-last one with
 // `padded_channels` >= C channels, the extra channels zero.
 int LaunchToChannelsLast(ElementType element, const int64_t* dims, const int64_t* strides,

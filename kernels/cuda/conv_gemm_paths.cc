@@ -1,7 +1,6 @@
 // GEMM: each direction as batched cuBLAS products over matrices that the auxiliary kernels
 // materialize (im2col, the dy matrix, the filter) and scatter back (col2im, alpha / beta), in
-// chunks that bound the workspace. GEMM_1X1: packed 1x1 problems straight on cuBLAS, no
-// workspace.
+// chunks that bound the workspace.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -74,75 +73,6 @@ GemmPlan PlanGemm(ConvDirection direction, const ConvProblem& p) {
     }
   }
   return plan;
-}
-
-bool Is1x1Packed(const ConvProblem& p, bool* nhwc) {
-  if (p.FilterTaps() != 1 || p.groups != 1) return false;
-  for (int i = 0; i < 3; ++i)
-    if (p.stride[i] != 1 || p.pad[i] != 0) return false;
-  const int64_t hw = p.in[0] * p.in[1] * p.in[2];
-  const bool x_nchw = p.x_stride[1] == hw && p.x_stride[0] == p.c * hw && p.x_stride[4] == 1 &&
-                      p.x_stride[3] == p.in[2];
-  const bool y_nchw = p.y_stride[1] == hw && p.y_stride[0] == p.k * hw && p.y_stride[4] == 1 &&
-                      p.y_stride[3] == p.in[2];
-  const bool x_nhwc = p.x_stride[1] == 1 && p.x_stride[4] == p.c &&
-                      p.x_stride[3] == p.in[2] * p.c && p.x_stride[0] == hw * p.c;
-  const bool y_nhwc = p.y_stride[1] == 1 && p.y_stride[4] == p.k &&
-                      p.y_stride[3] == p.in[2] * p.k && p.y_stride[0] == hw * p.k;
-  // The filter is packed KCRS or KRSC; with 1x1 taps both are K x C row-major.
-  if (x_nchw && y_nchw) {
-    *nhwc = false;
-    return true;
-  }
-  if (x_nhwc && y_nhwc) {
-    *nhwc = true;
-    return true;
-  }
-  return false;
-}
-
-// A packed 1x1 problem's forward (out = x W^T per pixel, backward = false) or backward data
-// (out = dy W, backward = true) on cuBLAS. W is K x C row-major, i.e. C x K column-major.
-absl::Status Pixelwise1x1(Handle& h, const ConvProblem& p, bool backward, float alpha, float beta,
-                          const void* in, const void* w, void* out) {
-  bool nhwc = false;
-  Is1x1Packed(p, &nhwc);
-  const cudaDataType_t t = CublasType(p.dtype);
-  auto cublas = static_cast<cublasHandle_t>(h.cublas());
-  const int64_t hw = p.in[0] * p.in[1] * p.in[2];
-  const int64_t cin = backward ? p.k : p.c, cout = backward ? p.c : p.k;
-  const char* what = backward ? "1x1 backward data" : "1x1 forward";
-  if (nhwc) {
-    // out^T (Cout x NHW, column-major) = W or W^T (Cout x Cin) in^T (Cin x NHW).
-    return CublasOk(
-        cublasGemmEx(cublas, backward ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N,
-                     static_cast<int>(cout), static_cast<int>(p.n * hw), static_cast<int>(cin),
-                     &alpha, w, t, static_cast<int>(p.c), in, t, static_cast<int>(cin), &beta, out,
-                     t, static_cast<int>(cout), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
-        absl::StrCat("cublasGemmEx (", what, ", NHWC)"));
-  }
-  // Per image: out[n] (HW x Cout, column-major) = in[n] (HW x Cin) W^T or W (Cin x Cout).
-  return CublasOk(
-      cublasGemmStridedBatchedEx(
-          cublas, CUBLAS_OP_N, backward ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(hw),
-          static_cast<int>(cout), static_cast<int>(cin), &alpha, in, t, static_cast<int>(hw),
-          cin * hw, w, t, static_cast<int>(p.c), 0, &beta, out, t, static_cast<int>(hw), cout * hw,
-          static_cast<int>(p.n), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
-      absl::StrCat("cublasGemmStridedBatchedEx (", what, ", NCHW)"));
-}
-
-// Backward filter of a packed NHWC 1x1 problem on cuBLAS: one product over all pixels.
-absl::Status BackwardFilter1x1(Handle& h, const ConvProblem& p, float alpha, float beta,
-                               const void* x, const void* dy, void* dw) {
-  const cudaDataType_t t = CublasType(p.dtype);
-  const int64_t pixels = p.n * p.in[0] * p.in[1] * p.in[2];
-  // dw^T (C x K, column-major) = x^T (C x NHW) dy (NHW x K).
-  return CublasOk(
-      cublasGemmEx(static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_N, CUBLAS_OP_T,
-                   static_cast<int>(p.c), static_cast<int>(p.k), static_cast<int>(pixels), &alpha,
-                   x, t, static_cast<int>(p.c), dy, t, static_cast<int>(p.k), &beta, dw, t,
-                   static_cast<int>(p.c), CublasCompute(p), CUBLAS_GEMM_DEFAULT),
-      "cublasGemmEx (1x1 NHWC backward filter)");
 }
 
 absl::Status ForwardGemm(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,

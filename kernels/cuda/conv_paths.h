@@ -41,9 +41,11 @@ inline ElementType ElementOf(DataType t) {
 }
 inline int64_t ElementBytes(DataType t) { return t == DataType::kF32 ? 4 : 2; }
 inline int VectorWidth(DataType t) { return static_cast<int>(16 / ElementBytes(t)); }
+// Strict FP32 runs on the tensor cores as three TF32 products (GemmMath::kTf32x3): its error is
+// that of FP32 sums, and it is two to three times the FFMA kernel's speed.
 inline GemmMath MathOf(const ConvProblem& p) {
   if (p.dtype != DataType::kF32) return GemmMath::kHalf;
-  return p.math == MathMode::kTf32 ? GemmMath::kTf32 : GemmMath::kFfma;
+  return p.math == MathMode::kTf32 ? GemmMath::kTf32 : GemmMath::kTf32x3;
 }
 inline bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 inline size_t Align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
@@ -149,16 +151,22 @@ struct GemmPlan {
 // The chunk and workspace of the GEMM algorithm in `direction`.
 GemmPlan PlanGemm(ConvDirection direction, const ConvProblem& p);
 
+// GEMM_1X1 (conv_1x1_paths.cc).
+
 // Whether `p` is a 1x1, stride-1, unpadded, ungrouped problem of packed NCHW or NHWC tensors
 // (`nhwc` says which).
 bool Is1x1Packed(const ConvProblem& p, bool* nhwc);
-
-// GEMM_1X1: forward (backward = false) or backward data (backward = true), and NHWC backward
-// filter.
+// Whether GEMM_1X1 serves `p`: packed 1x1 problems at stride 1 (NCHW or NHWC), and packed NCHW
+// ones at any stride (unpadded, ungrouped).
+bool Gemm1x1Serves(const ConvProblem& p);
+// The workspace of GEMM_1X1 in `direction`: the subsampled x or dx of a strided problem, and the
+// NCHW filter gradient's f32 parts.
+size_t Gemm1x1WorkspaceBytes(ConvDirection direction, const ConvProblem& p);
+// GEMM_1X1: forward (backward = false) or backward data (backward = true), and backward filter.
 absl::Status Pixelwise1x1(Handle& h, const ConvProblem& p, bool backward, float alpha, float beta,
-                          const void* in, const void* w, void* out);
+                          const void* in, const void* w, void* out, char* ws);
 absl::Status BackwardFilter1x1(Handle& h, const ConvProblem& p, float alpha, float beta,
-                               const void* x, const void* dy, void* dw);
+                               const void* x, const void* dy, void* dw, char* ws);
 
 absl::Status ForwardGemm(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
                          const void* w, void* y, char* ws);

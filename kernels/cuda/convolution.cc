@@ -42,8 +42,9 @@ using conv_internal::ElementOf;
 using conv_internal::ForwardGemm;
 using conv_internal::ForwardPrecomp;
 using conv_internal::ForwardWinograd;
+using conv_internal::Gemm1x1Serves;
+using conv_internal::Gemm1x1WorkspaceBytes;
 using conv_internal::GemmLaunch;
-using conv_internal::Is1x1Packed;
 using conv_internal::Launched;
 using conv_internal::Pixelwise1x1;
 using conv_internal::PlanGemm;
@@ -194,17 +195,15 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
       return fft.ok() ? fft : no(fft.message());
     }
     case ConvAlgo::kGemm1x1: {
-      bool nhwc;
-      if (!Is1x1Packed(p, &nhwc)) {
+      if (!Gemm1x1Serves(p)) {
         return no(
-            "needs a 1x1, stride-1, unpadded, ungrouped convolution of packed NCHW or NHWC "
-            "tensors");
+            "needs a 1x1, unpadded, ungrouped convolution of packed NCHW tensors, or of packed "
+            "NHWC ones at stride 1");
       }
-      if (p.n * p.in[0] * p.in[1] * p.in[2] >= (int64_t{1} << 31)) {
-        return no("needs fewer than 2^31 pixels");
-      }
-      if (direction == ConvDirection::kBackwardFilter && !nhwc) {
-        return no("serves backward filter in NHWC only");
+      if (p.n * p.in[0] * p.in[1] * p.in[2] >= (int64_t{1} << 31) ||
+          p.c * p.in[0] * p.in[1] * p.in[2] >= (int64_t{1} << 31) ||
+          p.k * p.in[0] * p.in[1] * p.in[2] >= (int64_t{1} << 31)) {
+        return no("needs fewer than 2^31 pixels, and of elements per image");
       }
       return absl::OkStatus();
     }
@@ -239,6 +238,8 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
     }
     case ConvAlgo::kGemm:
       return PlanGemm(direction, p).bytes;
+    case ConvAlgo::kGemm1x1:
+      return Gemm1x1WorkspaceBytes(direction, p);
     case ConvAlgo::kWinogradNonfused: {
       if (direction != ConvDirection::kBackwardData) {
         return WinogradBytes(direction, p, WinogradChunks(direction, p, handle.multiprocessors()));
@@ -341,7 +342,7 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
               "direct convolution");
           break;
         case ConvAlgo::kGemm1x1:
-          status = Pixelwise1x1(handle, p, /*backward=*/false, alpha, beta, x, w, y);
+          status = Pixelwise1x1(handle, p, /*backward=*/false, alpha, beta, x, w, y, ws);
           break;
         case ConvAlgo::kWinogradNonfused:
           status = ForwardWinograd(handle, p, alpha, beta, x, w, y, ws);
@@ -352,7 +353,7 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
       break;
     case ConvDirection::kBackwardData:
       if (algo == ConvAlgo::kGemm1x1) {
-        status = Pixelwise1x1(handle, p, /*backward=*/true, alpha, beta, y, w, x);
+        status = Pixelwise1x1(handle, p, /*backward=*/true, alpha, beta, y, w, x, ws);
       } else if (algo == ConvAlgo::kWinogradNonfused) {
         status = BackwardDataWinograd(handle, p, alpha, beta, y, w, x, ws);
       } else if (algo == ConvAlgo::kImplicitPrecompGemm) {
@@ -370,7 +371,7 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
       if (algo == ConvAlgo::kGemm) {
         status = BackwardFilterGemm(handle, p, alpha, beta, x, y, w, ws);
       } else if (algo == ConvAlgo::kGemm1x1) {
-        status = BackwardFilter1x1(handle, p, alpha, beta, x, y, w);
+        status = BackwardFilter1x1(handle, p, alpha, beta, x, y, w, ws);
       } else if (algo == ConvAlgo::kWinogradNonfused) {
         status = BackwardFilterWinograd(handle, p, alpha, beta, x, y, w, ws);
       } else if (algo == ConvAlgo::kImplicitPrecompGemm) {

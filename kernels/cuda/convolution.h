@@ -40,9 +40,11 @@ enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 //   kGemm                 all three: explicit im2col (or col2im) in the workspace + cuBLAS.
 //   kDirect               forward: one thread per output element; best for depthwise/grouped
 //                         convolutions with few channels per group.
-//   kGemm1x1              a 1x1, stride-1, unpadded, ungrouped convolution of packed NCHW or NHWC
-//                         tensors as cuBLAS products, no copies: forward and backward data in both
-//                         layouts, backward filter in NHWC.
+//   kGemm1x1              a 1x1, unpadded, ungrouped convolution of packed NCHW tensors (any
+//                         stride) or packed NHWC ones (stride 1) as cuBLAS products: no copies at
+//                         stride 1 (the NCHW filter gradient takes per-image f32 parts in the
+//                         workspace); a larger stride runs over a packed copy of the pixels it
+//                         reads (backward data: a packed dx spread onto x's grid).
 //   kWinogradNonfused     all three directions of f32 3x3 or 5x5 unit-stride, unit-dilation,
 //                         ungrouped 2-d problems: Winograd F(2x2, 3x3) / F(2x2, 5x5), the
 //                         transformed operands and products in the workspace, the 16 / 36

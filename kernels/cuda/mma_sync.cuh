@@ -70,6 +70,13 @@ __device__ __forceinline__ void LdMatrixX4(uint32_t* r, const void* smem) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
 }
+// Two matrices: lanes 0..15 give the row addresses (lanes 16..31 are ignored).
+__device__ __forceinline__ void LdMatrixX2(uint32_t* r, const void* smem) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(addr));
+}
 __device__ __forceinline__ void LdMatrixX4Trans(uint32_t* r, const void* smem) {
   const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
