@@ -42,9 +42,9 @@ absl::StatusOr<int64_t> ParseBytes(std::string text) {
 }  // namespace
 
 const std::set<std::string>& PlanFlagNames() {
-  static const std::set<std::string>* names =
-      new std::set<std::string>{"device",      "precision",       "layout",   "algo",
-                                "tuning-file", "workspace-limit", "optimize", "disable-pass"};
+  static const std::set<std::string>* names = new std::set<std::string>{
+      "device",          "precision",        "layout",   "algo",        "tuning-file",
+      "workspace-limit", "workspace-budget", "optimize", "disable-pass"};
   return *names;
 }
 
@@ -93,13 +93,24 @@ absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options) {
     if (!bytes.ok()) return FlagError("workspace-limit", bytes.status());
     options.workspace_limit = *bytes;
   }
+  if (line.Has("workspace-budget")) {
+    double factor = 0;
+    if (!absl::SimpleAtod(line.Get("workspace-budget"), &factor) || !(factor >= 1.0) ||
+        factor > 1e6) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--workspace-budget ", line.Get("workspace-budget"),
+                       ": expected a factor of at least 1 (the arena's budget over the "
+                       "activations' own peak, e.g. 1.125)"));
+    }
+    options.workspace_peak_slack = factor - 1.0;
+  }
   return absl::OkStatus();
 }
 
 const char* PlanFlagsUsage() {
   return "            [--device auto|cuda|cpu|reference] [--precision fp32|tf32|fp16|bf16]\n"
          "            [--layout nchw|nhwc|auto] [--algo heuristic|measure]\n"
-         "            [--tuning-file F] [--workspace-limit BYTES]\n"
+         "            [--tuning-file F] [--workspace-limit BYTES] [--workspace-budget FACTOR]\n"
          "            [--optimize on|off] [--disable-pass NAME[,NAME...]]\n";
 }
 

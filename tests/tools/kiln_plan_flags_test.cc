@@ -38,8 +38,9 @@ TEST(PlanFlagsTest, DefaultsAreAutoDeviceFp32AutoLayoutHeuristic) {
 }
 
 TEST(PlanFlagsTest, ParsesEveryFlag) {
-  auto o = Parse({"--device", "cuda", "--precision", "bf16", "--layout", "nhwc", "--algo",
-                  "measure", "--tuning-file", "/tmp/t", "--workspace-limit", "512M"});
+  auto o =
+      Parse({"--device", "cuda", "--precision", "bf16", "--layout", "nhwc", "--algo", "measure",
+             "--tuning-file", "/tmp/t", "--workspace-limit", "512M", "--workspace-budget", "1.25"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->backend, BackendChoice::kCuda);
   EXPECT_EQ(o->precision, Precision::kBf16);
@@ -47,6 +48,11 @@ TEST(PlanFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(o->algo, AlgoChoice::kMeasure);
   EXPECT_EQ(o->tuning_file, "/tmp/t");
   EXPECT_EQ(o->workspace_limit, int64_t{512} << 20);
+  EXPECT_DOUBLE_EQ(o->workspace_peak_slack, 0.25);
+  // Off unless asked for.
+  auto plain = Parse({"--device", "cuda"});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_LT(plain->workspace_peak_slack, 0);
 }
 
 TEST(PlanFlagsTest, BadValuesNameTheFlag) {
@@ -56,6 +62,8 @@ TEST(PlanFlagsTest, BadValuesNameTheFlag) {
            {{"--layout", "nwhc"}, "--layout"},
            {{"--algo", "fastest"}, "--algo"},
            {{"--workspace-limit", "lots"}, "--workspace-limit"},
+           {{"--workspace-budget", "0.5"}, "--workspace-budget"},
+           {{"--workspace-budget", "x"}, "--workspace-budget"},
            {{"--tuning-file", "/tmp/t"}, "--tuning-file"}}) {
     auto o = Parse(args);
     ASSERT_FALSE(o.ok()) << flag;
