@@ -90,6 +90,12 @@ absl::Status LaunchApply(Handle& handle, const cuda::ReduceCall& r, BatchNormMod
   return LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), where);
 }
 
+// Whether two tensors have the same dims, strides and dtype (an output the one-block-per-channel
+// kernels write where they read x).
+bool SamePlacement(const TensorDescriptor& a, const TensorDescriptor& b) {
+  return a.dtype == b.dtype && a.dims == b.dims && a.strides == b.strides;
+}
+
 cuda::ReduceCall MomentsCall(BatchNormMode mode, const TensorDescriptor& xd, const void* x,
                              const TensorDescriptor& pd) {
   return internal::ReduceOver(cuda::ReduceOp::kMoments, xd, x, nullptr, nullptr,
@@ -183,6 +189,10 @@ absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& b
   r.caffe_rule = caffe;
   r.factor = bn.factor;
   r.epsilon = bn.epsilon;
+  if (SamePlacement(xd, yd) && cuda::BatchNormPlanesServe(r)) {
+    return LaunchStatus(cuda::LaunchBatchNormPlanes(r, alpha, beta, relu, y, handle.stream()),
+                        where);
+  }
   KILN_RETURN_IF_ERROR(LaunchStatus(cuda::LaunchReduce(r, handle.stream()), where));
   return LaunchApply(handle, r, bn.mode, alpha, beta, yd, y, {{&xd, x}}, relu, where);
 }
@@ -274,6 +284,10 @@ absl::Status BatchNormBackward(Handle& handle, const BatchNormTraining& bn, floa
   r.dbias = static_cast<float*>(dbias);
   r.alpha = alpha_param;
   r.beta = beta_param;
+  if (SamePlacement(xd, dxd) && cuda::BatchNormPlanesServe(r)) {
+    return LaunchStatus(
+        cuda::LaunchBatchNormPlanes(r, alpha_data, beta_data, false, dx, handle.stream()), where);
+  }
   KILN_RETURN_IF_ERROR(LaunchStatus(cuda::LaunchReduce(r, handle.stream()), where));
   if (relu) {
     return LaunchApply(handle, r, mode, alpha_data, beta_data, dxd, dx,

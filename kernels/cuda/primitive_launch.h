@@ -134,6 +134,13 @@ struct ReduceCall {
 // Depends on the sizes only, so workspace queries and launches agree.
 int ReduceSplits(int64_t features, int64_t reduce_count, bool feature_major);
 int LaunchReduce(const ReduceCall& call, void* stream);
+// Batch norm's training forward (kMoments: statistics, running updates, y = the affine op and
+// the ReLU when `relu`) or backward (kGradientSums: dscale, dbias, dx) in one launch, one block
+// per channel, for f32 channels of at most 65536 elements in runs of contiguous elements; the
+// call must be bound to its workspace (dense coefficients) and `out` laid out as its x.
+bool BatchNormPlanesServe(const ReduceCall& call);
+int LaunchBatchNormPlanes(const ReduceCall& call, float alpha, float beta, bool relu, void* out,
+                          void* stream);
 // Batch-norm inference: dense kAffine parameters from scale, bias, mean and variance.
 int LaunchBatchNormInferenceParams(int64_t features, int feature_rank, const int64_t* feature_dims,
                                    const int64_t* param_strides, const float* scale,

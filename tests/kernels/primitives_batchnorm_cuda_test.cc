@@ -32,8 +32,11 @@ Layout NextLayout(Layout layout) {
 }
 
 TEST_F(PrimitivesCudaTest, BatchNormFusedReluAndRunningStatisticsApart) {
-  const auto spatial_shapes =
-      WithExtra(Shapes(), {{4, 64, 14, 14}, {2, 24, 33, 7}, {3, 20, 17, 9}});
+  // Channels up to 65536 elements take the one-block-per-channel kernels in f32 NCHW; the
+  // second-last shape (34560 per channel) runs them with several loads per thread, the last
+  // (69120) keeps the two-stage path under test there too.
+  const auto spatial_shapes = WithExtra(
+      Shapes(), {{4, 64, 14, 14}, {2, 24, 33, 7}, {3, 20, 17, 9}, {4, 3, 96, 90}, {8, 2, 96, 90}});
   for (auto mode : {dnn::BatchNormMode::kSpatial, dnn::BatchNormMode::kPerActivation}) {
     const auto& shapes = mode == dnn::BatchNormMode::kSpatial ? spatial_shapes : Shapes();
     for (auto rule : {dnn::RunningStatsRule::kExponential, dnn::RunningStatsRule::kCaffeSum}) {
