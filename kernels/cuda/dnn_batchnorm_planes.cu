@@ -98,8 +98,12 @@ __global__ void __launch_bounds__(kPlaneThreads)
   const float scale = c.dense[f], scale_last = c.dense[F + f], bias = c.dense[2 * F + f],
               shift = c.dense[3 * F + f];
   // The second pass, kInFlight elements per thread loaded before any is written (the loads
-  // cannot move past the stores on their own: out may alias x or dy).
-  for (uint32_t i0 = threadIdx.x; i0 < p.count; i0 += kInFlight * kPlaneThreads) {
+  // cannot move past the stores on their own: out may alias x or dy), from the channel's end:
+  // what the first pass read last is likeliest still in L2 when the blocks' channels together
+  // outgrow it (the 28x28 backward through a ReLU reads 77 MB at batch 64).
+  constexpr uint32_t kChunk = kInFlight * kPlaneThreads;
+  for (uint32_t chunk = (p.count + kChunk - 1) / kChunk; chunk-- > 0;) {
+    const uint32_t i0 = chunk * kChunk + threadIdx.x;
     float a[kInFlight], g[kInFlight];
     int64_t o[kInFlight];
 #pragma unroll

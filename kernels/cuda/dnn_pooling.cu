@@ -197,6 +197,8 @@ int LaunchTyped(const PoolingCall& c, const Walk& walk, int64_t total, void* str
 
 template <bool kForward>
 int LaunchPool(const PoolingCall& c, void* stream) {
+  const int global = LaunchPoolingGlobalAverage(c, kForward, stream);
+  if (global != kPoolingGlobalNotApplicable) return global;
   const int rows = LaunchPoolingRows(c, kForward, stream);
   if (rows != kPoolingRowsNotApplicable) return rows;
   const int last = LaunchPoolingChannelsLast(c, kForward, stream);

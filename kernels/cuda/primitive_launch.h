@@ -164,6 +164,10 @@ struct PoolingCall {
 };
 int LaunchPoolingForward(const PoolingCall& call, void* stream);
 int LaunchPoolingBackward(const PoolingCall& call, void* stream);
+// Average pooling over whole packed planes (dnn_pooling_global.cu); this value when the call is
+// not that case.
+constexpr int kPoolingGlobalNotApplicable = -1;
+int LaunchPoolingGlobalAverage(const PoolingCall& call, bool forward, void* stream);
 
 // LRN over (N, C, D, H, W) views.
 struct LrnCall {

@@ -162,6 +162,7 @@ TEST_F(PrimitivesCudaTest, Pooling) {
       {{64, 8, 7, 7}, {2, 2}, {1, 0}, {1, 1}, dnn::PoolingRounding::kFloor, false},
       {{2, 3, 5, 6, 7}, {2, 3, 2}, {1, 1, 0}, {2, 2, 2}, dnn::PoolingRounding::kFloor, false},
       {{3, 4, 6, 5}, {1, 1}, {0, 0}, {1, 1}, dnn::PoolingRounding::kFloor, true},
+      {{4, 16, 7, 7}, {1, 1}, {0, 0}, {1, 1}, dnn::PoolingRounding::kFloor, true},
       // The row kernels' unrolled windows: 2x2/2 and 3x3/1 (3x3/2 is the first case).
       {{2, 3, 8, 9}, {2, 2}, {0, 0}, {2, 2}, dnn::PoolingRounding::kFloor, false},
       {{1, 4, 6, 7}, {3, 3}, {0, 0}, {1, 1}, dnn::PoolingRounding::kFloor, false},
