@@ -13,7 +13,10 @@ namespace cuda {
 
 namespace {
 
-constexpr int kPlaneThreads = 512;
+// Threads per block: 512, or 1024 for channels past kWidePlane elements, where a block's loads
+// in flight, not the block count, bound the speed (one block per SM streams a whole channel).
+constexpr int kNarrowThreads = 512, kWideThreads = 1024;
+constexpr int64_t kWidePlane = 16384;
 // Largest channel (N x H x W elements) a block takes: past it, too few blocks stream too much
 // each, and the two-stage path is faster (ResNet-18 at batch 64: the 28x28 layers' 50176 are
 // in, the 56x56 layers' 200704 out).
@@ -43,8 +46,9 @@ __device__ __forceinline__ int64_t OffsetOf(const Plane& p, uint32_t i) {
 }
 
 // The block's two sums in double, in a fixed order (deterministic), to every thread.
+template <int kThreads>
 __device__ void BlockSums(double* s0, double* s1) {
-  __shared__ double partial[2][kPlaneThreads / 32];
+  __shared__ double partial[2][kThreads / 32];
   for (int o = 16; o > 0; o >>= 1) {
     *s0 += __shfl_xor_sync(0xffffffffu, *s0, o);
     *s1 += __shfl_xor_sync(0xffffffffu, *s1, o);
@@ -55,14 +59,14 @@ __device__ void BlockSums(double* s0, double* s1) {
   }
   __syncthreads();
   double t0 = 0, t1 = 0;
-  for (int w = 0; w < kPlaneThreads / 32; ++w) t0 += partial[0][w], t1 += partial[1][w];
+  for (int w = 0; w < kThreads / 32; ++w) t0 += partial[0][w], t1 += partial[1][w];
   *s0 = t0;
   *s1 = t1;
 }
 
 // kMask: the backward through a fused ReLU (dy counts where the forward's output is positive).
-template <bool kBackward, bool kMask>
-__global__ void __launch_bounds__(kPlaneThreads)
+template <int kThreads, bool kBackward, bool kMask>
+__global__ void __launch_bounds__(kThreads)
     BatchNormPlaneKernel(const __grid_constant__ ReduceCall c, float alpha, float beta, float* out,
                          bool relu) {
   const int64_t f = blockIdx.x;
@@ -73,11 +77,11 @@ __global__ void __launch_bounds__(kPlaneThreads)
   const float* y = kMask ? static_cast<const float*>(c.mask.data) + base : nullptr;
   out += base;
   double s0 = 0, s1 = 0;
-  for (uint32_t i0 = threadIdx.x; i0 < p.count; i0 += kInFlight * kPlaneThreads) {
+  for (uint32_t i0 = threadIdx.x; i0 < p.count; i0 += kInFlight * kThreads) {
     float a[kInFlight], b[kInFlight];
 #pragma unroll
     for (int k = 0; k < kInFlight; ++k) {
-      const uint32_t i = i0 + k * kPlaneThreads;
+      const uint32_t i = i0 + k * kThreads;
       a[k] = b[k] = 0.0f;
       if (i < p.count) {
         const int64_t o = OffsetOf(p, i);
@@ -91,7 +95,7 @@ __global__ void __launch_bounds__(kPlaneThreads)
     s0 += t0;
     s1 += t1;
   }
-  BlockSums(&s0, &s1);
+  BlockSums<kThreads>(&s0, &s1);
   if (threadIdx.x == 0) FinishFeature(c, f, s0, s1);
   __syncthreads();  // thread 0's coefficients are in global memory, visible to the block now
   const int64_t F = c.features;
@@ -101,14 +105,14 @@ __global__ void __launch_bounds__(kPlaneThreads)
   // cannot move past the stores on their own: out may alias x or dy), from the channel's end:
   // what the first pass read last is likeliest still in L2 when the blocks' channels together
   // outgrow it (the 28x28 backward through a ReLU reads 77 MB at batch 64).
-  constexpr uint32_t kChunk = kInFlight * kPlaneThreads;
+  constexpr uint32_t kChunk = kInFlight * kThreads;
   for (uint32_t chunk = (p.count + kChunk - 1) / kChunk; chunk-- > 0;) {
     const uint32_t i0 = chunk * kChunk + threadIdx.x;
     float a[kInFlight], g[kInFlight];
     int64_t o[kInFlight];
 #pragma unroll
     for (int k = 0; k < kInFlight; ++k) {
-      const uint32_t i = i0 + k * kPlaneThreads;
+      const uint32_t i = i0 + k * kThreads;
       o[k] = i < p.count ? OffsetOf(p, i) : -1;
       a[k] = g[k] = 0.0f;
       if (o[k] >= 0) {
@@ -129,6 +133,21 @@ __global__ void __launch_bounds__(kPlaneThreads)
       float* dst = out + o[k];
       *dst = Blend(alpha, v, beta, [&] { return *dst; });
     }
+  }
+}
+
+template <int kThreads>
+void Launch(const ReduceCall& c, float alpha, float beta, bool relu, float* out, unsigned blocks,
+            cudaStream_t s) {
+  if (c.op == ReduceOp::kMoments) {
+    BatchNormPlaneKernel<kThreads, false, false>
+        <<<blocks, kThreads, 0, s>>>(c, alpha, beta, out, relu);
+  } else if (c.mask.data != nullptr) {
+    BatchNormPlaneKernel<kThreads, true, true>
+        <<<blocks, kThreads, 0, s>>>(c, alpha, beta, out, false);
+  } else {
+    BatchNormPlaneKernel<kThreads, true, false>
+        <<<blocks, kThreads, 0, s>>>(c, alpha, beta, out, false);
   }
 }
 
@@ -164,12 +183,10 @@ int LaunchBatchNormPlanes(const ReduceCall& c, float alpha, float beta, bool rel
   const unsigned blocks = static_cast<unsigned>(c.features);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   float* o = static_cast<float*>(out);
-  if (c.op == ReduceOp::kMoments) {
-    BatchNormPlaneKernel<false, false><<<blocks, kPlaneThreads, 0, s>>>(c, alpha, beta, o, relu);
-  } else if (c.mask.data != nullptr) {
-    BatchNormPlaneKernel<true, true><<<blocks, kPlaneThreads, 0, s>>>(c, alpha, beta, o, false);
+  if (c.reduce_count > kWidePlane) {
+    Launch<kWideThreads>(c, alpha, beta, relu, o, blocks, s);
   } else {
-    BatchNormPlaneKernel<true, false><<<blocks, kPlaneThreads, 0, s>>>(c, alpha, beta, o, false);
+    Launch<kNarrowThreads>(c, alpha, beta, relu, o, blocks, s);
   }
   return LastError();
 }
