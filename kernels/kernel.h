@@ -78,6 +78,10 @@ struct KernelOptions {
   int64_t workspace_limit = std::numeric_limits<int64_t>::max();
   // Remembered algorithm choices (loaded from and saved to the tuning file); may be null.
   TuningCache* tuning = nullptr;
+  // Whether new measurements go into `tuning`. Off for the compiler's re-choices under a memory
+  // budget, whose workspace limit is the plan's, not the problem's: saved, they would replace
+  // the problem's unbounded choice for every later plan.
+  bool save_tuning = true;
   // Identifies the GPU in tuning keys ("NVIDIA H100 80GB HBM3 sm_90").
   std::string device_name;
 };
@@ -96,6 +100,9 @@ class Kernel {
   virtual int InPlaceInput() const { return -1; }
   // What the kernel decided at creation (the algorithm a convolution chose, ...), for plan dumps.
   virtual std::string Describe() const { return ""; }
+  // The time, in ms, that the choice took when it was measured at plan time (--algo measure);
+  // negative when not measured. The compiler weighs workspace against it.
+  virtual double MeasuredMs() const { return -1; }
   virtual absl::Status Run(const KernelArgs& args) const = 0;
 };
 

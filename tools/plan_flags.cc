@@ -103,6 +103,7 @@ absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options) {
                        "activations' own peak, e.g. 1.125)"));
     }
     options.workspace_peak_slack = factor - 1.0;
+    options.workspace_budget_max_slowdown = -1;  // asked for: whatever it costs
   }
   return absl::OkStatus();
 }

@@ -312,8 +312,9 @@ class PlanBuilder {
         const int64_t budget =
             plan->planned_activation_bytes_ +
             static_cast<int64_t>(options.workspace_peak_slack * plan->planned_activation_bytes_);
-        KILN_RETURN_IF_ERROR(
-            FitWorkspaces(*plan, requests, budget, kernels, backend, kernel_options));
+        KILN_RETURN_IF_ERROR(FitWorkspaces(*plan, requests, budget,
+                                           options.workspace_budget_max_slowdown, kernels, backend,
+                                           kernel_options));
       }
       for (int s = 0; s < end; ++s) {
         const PlanStep& step = plan->steps_[s];
@@ -396,28 +397,49 @@ class PlanBuilder {
   // A step whose workspace would raise the arena above `budget` (CompileOptions::
   // workspace_peak_slack) gets its kernel prepared again with the bytes the budget leaves free
   // while it runs as its workspace limit: an algorithm within them, measured when measuring.
-  // Kept only when one fits; the description names what the unbounded choice was.
+  // Kept when one fits and, with max_slowdown >= 0, when the measured time it adds keeps the
+  // added total within max_slowdown of the plan's measured time. The description names what
+  // the unbounded choice was.
   static absl::Status FitWorkspaces(ExecutionPlan& plan, const std::vector<BufferRequest>& requests,
-                                    int64_t budget, const KernelRegistry& kernels, Backend backend,
+                                    int64_t budget, double max_slowdown,
+                                    const KernelRegistry& kernels, Backend backend,
                                     const KernelOptions& kernel_options) {
     const int steps = static_cast<int>(plan.steps_.size());
     std::vector<int64_t> live(steps + 1, 0);
     for (const BufferRequest& r : requests) {
       for (int s = r.first_step; s <= r.last_step && s <= steps; ++s) live[s] += r.bytes;
     }
+    double measured = 0;
+    for (const PlanStep& step : plan.steps_) {
+      if (!step.is_view && step.kernel->MeasuredMs() > 0) measured += step.kernel->MeasuredMs();
+    }
+    const double allowance = max_slowdown * measured;
+    double added = 0;
     plan.workspace_bytes_ = 0;
     for (int s = 0; s < steps; ++s) {
       PlanStep& step = plan.steps_[s];
       const int64_t free_bytes = std::max<int64_t>(0, budget - live[s]);
-      if (!step.is_view && static_cast<int64_t>(step.workspace_bytes) > free_bytes) {
+      const double before = step.is_view ? -1 : step.kernel->MeasuredMs();
+      if (!step.is_view && static_cast<int64_t>(step.workspace_bytes) > free_bytes &&
+          (max_slowdown < 0 || before >= 0)) {
         absl::StatusOr<const KernelFactory*> factory = kernels.Select(*step.node, backend);
         KernelOptions bounded = kernel_options;
         bounded.workspace_limit = std::min(kernel_options.workspace_limit, free_bytes);
+        bounded.save_tuning = false;
         absl::StatusOr<std::unique_ptr<Kernel>> kernel =
             factory.ok() ? (*factory)->create(*step.node, bounded)
                          : absl::StatusOr<std::unique_ptr<Kernel>>(factory.status());
-        if (kernel.ok() && static_cast<int64_t>((*kernel)->WorkspaceBytes()) <= free_bytes &&
-            (*kernel)->InPlaceInput() == step.in_place_input && (*kernel)->AliasedInput() < 0) {
+        bool keep =
+            kernel.ok() && static_cast<int64_t>((*kernel)->WorkspaceBytes()) <= free_bytes &&
+            (*kernel)->InPlaceInput() == step.in_place_input && (*kernel)->AliasedInput() < 0;
+        double cost = 0;
+        if (keep && max_slowdown >= 0) {
+          const double after = (*kernel)->MeasuredMs();
+          cost = std::max(0.0, after - before);
+          keep = after >= 0 && added + cost <= allowance;
+        }
+        if (keep) {
+          added += cost;
           step.description =
               absl::StrCat((*kernel)->Describe(), " (within the ", free_bytes,
                            " bytes the memory budget leaves; unbounded: ", step.description,

@@ -65,15 +65,19 @@ struct CompileOptions {
   // memory is then the largest live set plus its step's workspace); false: one separate
   // workspace arena shared by all steps, sized by the largest.
   bool workspace_in_activation_arena = true;
-  // With workspace_in_activation_arena and a slack >= 0 (`--workspace-budget 1 + slack`): a
-  // budget for the arena of (1 + slack) times what the activations alone need. A step whose
-  // workspace would lift the arena above it is prepared again with the bytes the budget leaves
-  // free during that step as its workspace limit (an algorithm within them, when one exists).
-  // Off by default: measured on an H100 (docs/PERF.md), a budget of 1.125 took ResNet-18's
-  // training peak under PyTorch's but cost CaffeNet's FFT layers and small inference plans far
-  // more time than it saved memory; the choice is left to the user until the budget can weigh
-  // measured time against bytes.
-  double workspace_peak_slack = -1;
+  // With workspace_in_activation_arena and a slack >= 0: a budget for the arena of
+  // (1 + workspace_peak_slack) times what the activations alone need. A step whose workspace
+  // would lift the arena above it is prepared again with the bytes the budget leaves free
+  // during that step as its workspace limit (an algorithm within them, when one exists). The
+  // new choice is kept only while the time the re-choices add, by their measured times
+  // (Kernel::MeasuredMs, --algo measure), stays within workspace_budget_max_slowdown of the
+  // plan's measured time in all; without measured times nothing is re-chosen. A negative
+  // slowdown bound takes every re-choice (`--workspace-budget FACTOR` asks for that); a
+  // negative slack turns the budget off. Measured on an H100 (docs/PERF.md): the budget alone
+  // took ResNet-18's training peak under PyTorch's for +0.15 ms, but cost CaffeNet's FFT layers
+  // 8 ms; the time bound keeps the first and refuses the second.
+  double workspace_peak_slack = 0.125;
+  double workspace_budget_max_slowdown = 0.02;
   // Every graph input and output is bound by the caller (ExecutionContext::RunOnDevice): they
   // take no bytes of the activation arena and no staging memory, and Run with host tensors is
   // refused. The trainer's plans, whose parameters and gradients live in its own buffers.

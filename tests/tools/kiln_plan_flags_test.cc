@@ -49,10 +49,12 @@ TEST(PlanFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(o->tuning_file, "/tmp/t");
   EXPECT_EQ(o->workspace_limit, int64_t{512} << 20);
   EXPECT_DOUBLE_EQ(o->workspace_peak_slack, 0.25);
-  // Off unless asked for.
+  EXPECT_LT(o->workspace_budget_max_slowdown, 0);  // asked for: no time bound
+  // Without the flag: the default budget, bounded by measured time.
   auto plain = Parse({"--device", "cuda"});
   ASSERT_TRUE(plain.ok()) << plain.status();
-  EXPECT_LT(plain->workspace_peak_slack, 0);
+  EXPECT_DOUBLE_EQ(plain->workspace_peak_slack, 0.125);
+  EXPECT_DOUBLE_EQ(plain->workspace_budget_max_slowdown, 0.02);
 }
 
 TEST(PlanFlagsTest, BadValuesNameTheFlag) {

@@ -218,6 +218,10 @@ absl::StatusOr<dnn::ConvAlgoPerf> ChooseAlgorithm(const ConvSetup& s, const Node
             dnn::CheckConvAlgoSupported(s.direction, s.problem, *algo).ok()) {
           perf.algo = *algo;
           perf.workspace_bytes = bytes;
+          // Entries written before times were kept have none: measured = unknown.
+          double ms = -1;
+          perf.time_ms =
+              parts.size() >= 3 && absl::SimpleAtod(parts[2], &ms) ? static_cast<float>(ms) : -1;
           return perf;
         }
         // A stale or foreign entry is measured again and overwritten.
@@ -225,7 +229,7 @@ absl::StatusOr<dnn::ConvAlgoPerf> ChooseAlgorithm(const ConvSetup& s, const Node
     }
     KILN_ASSIGN_OR_RETURN(dnn::ConvAlgoPerf perf,
                           Measure(s, node, static_cast<size_t>(options.workspace_limit)));
-    if (options.tuning != nullptr) {
+    if (options.tuning != nullptr && options.save_tuning) {
       options.tuning->Insert(key, absl::StrCat(dnn::ConvAlgoName(perf.algo), " ",
                                                perf.workspace_bytes, " ", perf.time_ms));
     }
@@ -329,6 +333,7 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
   const size_t conv_workspace = perf.workspace_bytes;
   k.workspace_bytes =
       e.stage_bias ? e.bias_offset + static_cast<size_t>(e.channels) * 4 : conv_workspace;
+  k.measured_ms = options.measure_algorithms ? perf.time_ms : -1;
   k.description = absl::StrCat("algo=", dnn::ConvAlgoName(perf.algo),
                                s.problem.math == dnn::MathMode::kTf32 ? " tf32" : "",
                                e.residual ? " +residual" : "", e.relu ? " +relu" : "");

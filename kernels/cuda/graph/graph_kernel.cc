@@ -22,6 +22,7 @@ class PrimitiveKernel : public Kernel {
   int AliasedInput() const override { return prepared_.aliased_input; }
   int InPlaceInput() const override { return prepared_.in_place_input; }
   std::string Describe() const override { return prepared_.description; }
+  double MeasuredMs() const override { return prepared_.measured_ms; }
   absl::Status Run(const KernelArgs& args) const override {
     if (prepared_.aliased_input >= 0) return absl::OkStatus();
     if (args.workspace_bytes < prepared_.workspace_bytes) {

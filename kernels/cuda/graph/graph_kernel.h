@@ -39,6 +39,7 @@ struct PreparedKernel {
   int aliased_input = -1;      // Output 0 is input i's bytes seen differently: no work at all.
   int in_place_input = -1;     // run may write output 0 over input i (Kernel::InPlaceInput).
   std::string description;     // What was chosen at plan time, for plan dumps ("algo=fft").
+  double measured_ms = -1;     // The choice's measured time (Kernel::MeasuredMs), or negative.
 };
 
 using CheckFn = std::function<absl::Status(const Node& node)>;
