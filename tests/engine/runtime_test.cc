@@ -1,5 +1,6 @@
 // Compiler, memory planner and executor.
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "engine/ir/graph_builder.h"
@@ -354,6 +355,106 @@ TEST(CompilerTest, CpuPlansSayThatPrecisionIsACudaOption) {
   EXPECT_TRUE(ParsePrecision("fp8").status().code() == absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(ParseLayoutChoice("nhwc").ok());
   EXPECT_FALSE(ParseAlgoChoice("fastest").ok());
+}
+
+// A copy kernel with two algorithms, as a convolution has: a fast one that wants `kScratch`
+// workspace bytes and a slow one that wants none, each reporting a measured time. For the
+// compiler's workspace budget.
+constexpr size_t kScratch = 1 << 20;
+class TwoAlgorithmCopy : public Kernel {
+ public:
+  TwoAlgorithmCopy(size_t workspace, double ms) : workspace_(workspace), ms_(ms) {}
+  size_t WorkspaceBytes() const override { return workspace_; }
+  double MeasuredMs() const override { return ms_; }
+  std::string Describe() const override { return workspace_ ? "algo=fast" : "algo=slow"; }
+  absl::Status Run(const KernelArgs& a) const override {
+    if (a.workspace_bytes < workspace_) return absl::InternalError("workspace too small");
+    std::memcpy(a.outputs[0].data, a.inputs[0].data, a.inputs[0].type.span_bytes());
+    return absl::OkStatus();
+  }
+
+ private:
+  size_t workspace_;
+  double ms_;
+};
+
+// Two copies of a 1 KiB tensor whose fast algorithm wants 1 MiB: far over 1.125 x the
+// activations' peak, so the budget re-chooses while the measured slowdown allows it.
+std::unique_ptr<ExecutionPlan> CompileTwoCopies(double fast_ms, double slow_ms, double peak_slack,
+                                                double max_slowdown) {
+  KernelRegistry registry;
+  EXPECT_TRUE(RegisterReferenceKernels(registry).ok());
+  KernelFactory copy;
+  copy.key = {"Power", Backend::kCpu, "any", "any", "test_two_algorithms"};
+  copy.priority = 100;
+  copy.can_implement = [](const Node&) { return absl::OkStatus(); };
+  copy.create = [=](const Node&,
+                    const KernelOptions& o) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    if (o.workspace_limit >= static_cast<int64_t>(kScratch)) {
+      return std::unique_ptr<Kernel>(new TwoAlgorithmCopy(kScratch, fast_ms));
+    }
+    return std::unique_ptr<Kernel>(new TwoAlgorithmCopy(0, slow_ms));
+  };
+  EXPECT_TRUE(registry.Register(std::move(copy)).ok());
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("x", F32({256}));
+  Value y = (*b.Op("Power", {x}, {}, "first"))[0];
+  Value z = (*b.Op("Power", {y}, {}, "second"))[0];
+  EXPECT_TRUE(b.Output("z", z).ok());
+  auto graph = b.Finish();
+  CompileOptions options;
+  options.backend = BackendChoice::kCpu;
+  options.workspace_peak_slack = peak_slack;
+  options.workspace_budget_max_slowdown = max_slowdown;
+  auto plan = Compile(*graph, registry, options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *std::move(plan) : nullptr;
+}
+
+std::vector<size_t> StepWorkspaces(const ExecutionPlan& plan) {
+  std::vector<size_t> bytes;
+  for (const PlanStep& step : plan.steps()) bytes.push_back(step.workspace_bytes);
+  return bytes;
+}
+
+TEST(CompilerTest, WorkspaceBudgetTradesMeasuredTimeForMemory) {
+  const std::vector<size_t> fast = {kScratch, kScratch}, slow = {0, 0};
+  // Within 2% of the plan's measured 2 ms: both steps re-chosen, and the dump says so.
+  auto cheap = CompileTwoCopies(1.0, 1.01, 0.125, 0.02);
+  ASSERT_NE(cheap, nullptr);
+  EXPECT_EQ(StepWorkspaces(*cheap), slow);
+  EXPECT_NE(cheap->steps()[0].description.find("unbounded: algo=fast"), std::string::npos)
+      << cheap->steps()[0].description;
+  EXPECT_LT(cheap->activations_bytes(), static_cast<int64_t>(kScratch));
+  // 0.025 ms each: the first fits the 0.04 ms allowance, the second would pass it.
+  auto half = CompileTwoCopies(1.0, 1.025, 0.125, 0.02);
+  ASSERT_NE(half, nullptr);
+  EXPECT_EQ(StepWorkspaces(*half), (std::vector<size_t>{0, kScratch}));
+  // Twice as slow: nothing re-chosen.
+  auto dear = CompileTwoCopies(1.0, 2.0, 0.125, 0.02);
+  ASSERT_NE(dear, nullptr);
+  EXPECT_EQ(StepWorkspaces(*dear), fast);
+  EXPECT_GE(dear->activations_bytes(), static_cast<int64_t>(kScratch));
+  // No measured times: nothing to weigh, nothing re-chosen; unless asked whatever it costs.
+  auto unmeasured = CompileTwoCopies(-1, -1, 0.125, 0.02);
+  ASSERT_NE(unmeasured, nullptr);
+  EXPECT_EQ(StepWorkspaces(*unmeasured), fast);
+  auto asked = CompileTwoCopies(-1, -1, 0.125, -1);
+  ASSERT_NE(asked, nullptr);
+  EXPECT_EQ(StepWorkspaces(*asked), slow);
+  // The budget off.
+  auto off = CompileTwoCopies(1.0, 1.0, -1, 0.02);
+  ASSERT_NE(off, nullptr);
+  EXPECT_EQ(StepWorkspaces(*off), fast);
+  // Either way the plan copies.
+  for (const auto* plan : {cheap.get(), dear.get()}) {
+    auto ctx = ExecutionContext::Create(*plan);
+    ASSERT_TRUE(ctx.ok()) << ctx.status();
+    HostTensor input = RandomTensor(F32({256}), 5);
+    auto out = (*ctx)->Run({{"x", input}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (int64_t i = 0; i < 256; ++i) EXPECT_EQ(out->at("z").GetFloat(i), input.GetFloat(i));
+  }
 }
 
 }  // namespace
