@@ -1,5 +1,5 @@
 // Eltwise over two or more inputs of one shape: sum (with optional per-input coefficients),
-// product, or maximum.
+// product, or maximum, optionally followed by a fused ReLU.
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "ops/all_ops.h"
@@ -30,6 +30,16 @@ absl::StatusOr<std::vector<TensorType>> InferEltwise(const InferContext& ctx) {
           absl::StrCat(coeffs.size(), " coeffs for ", ctx.num_inputs(), " inputs"));
     }
   }
+  const std::string& activation = ctx.GetString("activation");
+  if (activation != "none" && activation != "relu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("activation must be \"none\" or \"relu\", got \"", activation, "\""));
+  }
+  // The gradient reads the ReLU's mask off the output, which needs a slope that keeps signs.
+  if (activation == "relu" && !(ctx.GetFloat("negative_slope") >= 0.0)) {
+    return absl::InvalidArgumentError(absl::StrCat("a fused ReLU needs negative_slope >= 0, got ",
+                                                   ctx.GetFloat("negative_slope")));
+  }
   return std::vector<TensorType>{OutputLike(x, x.dims())};
 }
 }  // namespace
@@ -42,10 +52,14 @@ absl::Status RegisterEltwiseOps(OpRegistry& registry) {
   def.min_inputs = 2;
   def.max_inputs = -1;
   def.attrs = {{"operation", AttrKind::kString, AttrValue(std::string("sum"))},
-               {"coeffs", AttrKind::kFloats, AttrValue(std::vector<double>{})}};
+               {"coeffs", AttrKind::kFloats, AttrValue(std::vector<double>{})},
+               // A ReLU fused after the operation (passes/fuse_eltwise_relu.cc): "none" or "relu".
+               {"activation", AttrKind::kString, AttrValue(std::string("none"))},
+               {"negative_slope", AttrKind::kFloat, AttrValue(0.0)}};
   def.infer_types = InferEltwise;
   def.differentiable = true;
-  def.summary = "Element-wise sum (with coefficients), product or max of N inputs.";
+  def.summary =
+      "Element-wise sum (with coefficients), product or max of N inputs, then an optional ReLU.";
   return registry.Register(std::move(def));
 }
 

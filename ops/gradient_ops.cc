@@ -11,8 +11,10 @@
 //   ScaleParamGradient(x, dy) -> dscale            Σ x·dy over the same dims
 //   InnerProductBackwardData(dy, weight) -> dx     attrs: axis, transpose, input_dims
 //   InnerProductBackwardFilter(x, dy) -> dweight   attrs: axis, transpose
-//   ActivationGradient(saved, dy) -> dx            saved is the forward input or output (attr
-//                                                  "saved"), whichever the formula needs
+//   ActivationGradient(saved, dy...) -> dx         saved is the forward input or output (attr
+//                                                  "saved"), whichever the formula needs; dy is
+//                                                  the sum of the dy inputs (a gradient sum
+//                                                  folded in by a training pass)
 //   PReLUGradient(x, slope, dy) -> dx, dslope
 //   DropoutGradient(dy, seed_offset?) -> dx        the forward mask regenerated from its seed
 //   PoolingGradient(x, y, dy) -> dx
@@ -154,7 +156,20 @@ absl::StatusOr<Types> InferActivationGradient(const InferContext& ctx) {
   if (saved != "input" && saved != "output") {
     return absl::InvalidArgumentError("saved must be \"input\" or \"output\"");
   }
-  return InferSameAsDy(ctx);
+  // Several dy inputs are summed (a gradient sum folded in): they must agree with the first.
+  const TensorType& dy = ctx.input(1);
+  for (int i = 2; i < ctx.num_inputs(); ++i) {
+    if (ctx.input(i).dims() != dy.dims() || ctx.input(i).dtype() != dy.dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat("dy input ", i, " ", ctx.input(i).ToString(),
+                                                     " differs from ", dy.ToString()));
+    }
+  }
+  if (ctx.input(0).dims() != dy.dims()) {
+    return absl::InvalidArgumentError(absl::StrCat("forward value ",
+                                                   DimsToString(ctx.input(0).dims()), " and dy ",
+                                                   DimsToString(dy.dims()), " differ"));
+  }
+  return DenseLike(dy, dy.dims());
 }
 
 absl::StatusOr<Types> InferPReluGradient(const InferContext& ctx) {
@@ -292,7 +307,7 @@ absl::Status RegisterGradientOps(OpRegistry& registry) {
                           {{"axis", AttrKind::kInt, AttrValue(int64_t{1})},
                            {"transpose", AttrKind::kBool, AttrValue(false)}},
                           InferIpBackwardFilter, "Gradient of an inner product's weight."));
-  defs.push_back(Gradient("ActivationGradient", {"saved", "dy"}, 2, 2,
+  defs.push_back(Gradient("ActivationGradient", {"saved", "dy..."}, 2, -1,
                           {{"activation", AttrKind::kString, std::nullopt},
                            {"saved", AttrKind::kString, AttrValue(std::string("input"))},
                            {"negative_slope", AttrKind::kFloat, AttrValue(0.0)},

@@ -92,6 +92,13 @@ PassManager MakeTrainingForwardPipeline(PassManagerOptions options) {
   PassManager manager(std::move(options));
   manager.Add(MakeFuseBatchNormScalePass());
   manager.Add(MakeFuseAffineBatchNormReluPass());  // reads the AffineBatchNorms the pass above made
+  manager.Add(MakeFuseEltwiseReluPass());
+  return manager;
+}
+
+PassManager MakeTrainingBackwardPipeline(PassManagerOptions options) {
+  PassManager manager(std::move(options));
+  manager.Add(MakeFuseGradientSumActivationPass());
   return manager;
 }
 

@@ -19,9 +19,22 @@ std::unique_ptr<Pass> MakeFuseBatchNormScalePass();
 // the backward masks dy by that output inside its own two passes.
 std::unique_ptr<Pass> MakeFuseAffineBatchNormReluPass();
 
+// "fuse_eltwise_relu": an Eltwise whose only reader is a ReLU with a slope >= 0 (a residual
+// sum and its ReLU) takes the ReLU in (its "activation" attribute): one pass forward, and its
+// gradient reads the mask off the fused output.
+std::unique_ptr<Pass> MakeFuseEltwiseReluPass();
+
 // The training forward pipeline: the passes above, each run once. `options` can disable them by
 // name.
 PassManager MakeTrainingForwardPipeline(PassManagerOptions options = {});
+
+// "fuse_gradient_sum_activation", run on the graph after its backward is built: an
+// ActivationGradient whose dy is a plain Eltwise sum read by nothing else (the gradient sum of an
+// activation output with several readers) adds the sum's operands itself, in its one pass.
+std::unique_ptr<Pass> MakeFuseGradientSumActivationPass();
+
+// The training backward pipeline: the pass above. `options` can disable it by name.
+PassManager MakeTrainingBackwardPipeline(PassManagerOptions options = {});
 
 }  // namespace kiln
 

@@ -12,7 +12,7 @@ namespace kiln {
 absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_backward,
                                                 const std::vector<std::string>* only,
                                                 double loss_scale,
-                                                const PassManagerOptions* forward_passes) {
+                                                const PassManagerOptions* passes) {
   TrainingGraph out;
   Graph& graph = *model.graph;
   std::set<std::string> wanted;
@@ -111,10 +111,10 @@ absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_back
       KILN_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(old->output(0), seeded->output(0)));
     }
   }
-  if (forward_passes != nullptr) {
+  if (passes != nullptr) {
     PassContext context;
     context.inference = false;
-    KILN_RETURN_IF_ERROR(MakeTrainingForwardPipeline(*forward_passes).Run(graph, context).status());
+    KILN_RETURN_IF_ERROR(MakeTrainingForwardPipeline(*passes).Run(graph, context).status());
   }
   graph.RemoveDeadNodes();
   for (const CaffeInput& in : model.inputs) out.data_inputs.push_back(in.name);
@@ -145,6 +145,13 @@ absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_back
       if (grads[i].node == nullptr) continue;  // no loss depends on it: Caffe leaves it as is
       out.params[i].gradient = absl::StrCat("grad/", out.params[i].node);
       KILN_RETURN_IF_ERROR(graph.AddOutput(out.params[i].gradient, grads[i]));
+    }
+    // The backward's own rewrites run on the finished graph: they may replace a node that makes
+    // a parameter's gradient, which the outputs above then follow.
+    if (passes != nullptr) {
+      PassContext context;
+      context.inference = false;
+      KILN_RETURN_IF_ERROR(MakeTrainingBackwardPipeline(*passes).Run(graph, context).status());
     }
   }
   out.model = std::move(model);

@@ -65,13 +65,14 @@ struct TrainingGraph {
 // net's parameters and statistics, as inputs; others keep their imported values).
 // `loss_scale` multiplies the seed of backward (every loss weight), so 16-bit gradients keep
 // their small values above f16's underflow; the trainer divides the gradients by it again.
-// `forward_passes`, when not null, runs the training forward pipeline (passes/training_passes.h:
-// BatchNorm + Scale as one AffineBatchNorm) with those options before backward is built, so the
-// backward is the fused ops' own.
+// `passes`, when not null, runs the training forward pipeline (passes/training_passes.h:
+// BatchNorm + Scale as one AffineBatchNorm, ReLUs folded in) with those options before backward
+// is built, so the backward is the fused ops' own, and the backward pipeline (gradient sums
+// folded into activation backwards) after.
 absl::StatusOr<TrainingGraph> MakeTrainingGraph(CaffeModel model, bool with_backward,
                                                 const std::vector<std::string>* only = nullptr,
                                                 double loss_scale = 1.0,
-                                                const PassManagerOptions* forward_passes = nullptr);
+                                                const PassManagerOptions* passes = nullptr);
 
 }  // namespace kiln
 

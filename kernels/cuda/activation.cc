@@ -1,5 +1,6 @@
 #include "kernels/cuda/activation.h"
 
+#include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "kernels/cuda/primitive_call.h"
 #include "kernels/dnn/primitive_checks.h"
@@ -8,22 +9,13 @@ namespace kiln {
 namespace dnn {
 
 using cuda::ElementwiseOp;
+using internal::ActivationParamsOf;
 using internal::AddInput;
 using internal::ElementwiseOver;
 using internal::LaunchStatus;
 using internal::OperandOf;
 
 namespace {
-
-ActivationParams<float> ParamsOf(const ActivationDescriptor& act) {
-  ActivationParams<float> p;
-  p.kind = static_cast<int>(act.mode);
-  p.coef = static_cast<float>(act.coef);
-  p.power = static_cast<float>(act.power);
-  p.scale = static_cast<float>(act.scale);
-  p.shift = static_cast<float>(act.shift);
-  return p;
-}
 
 // PReLU's slope must be f32 and broadcast onto x.
 absl::Status CheckSlope(const TensorDescriptor& slope_d, const TensorDescriptor& xd,
@@ -43,7 +35,7 @@ absl::Status ActivationForward(Handle& handle, const ActivationDescriptor& act, 
   KILN_RETURN_IF_ERROR(CheckSameShape(xd, "x", yd, "y", "ActivationForward"));
   cuda::ElementwiseCall c = ElementwiseOver(ElementwiseOp::kActivation, yd, y, alpha, beta);
   AddInput(c, OperandOf(xd, x));
-  c.act = ParamsOf(act);
+  c.act = ActivationParamsOf(act);
   return LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), "ActivationForward");
 }
 
@@ -67,7 +59,30 @@ absl::Status ActivationBackward(Handle& handle, const ActivationDescriptor& act,
   AddInput(c, OperandOf(yd, uses_y ? y : nullptr));
   AddInput(c, OperandOf(dyd, dy));
   AddInput(c, OperandOf(xd, uses_x ? x : nullptr));
-  c.act = ParamsOf(act);
+  c.act = ActivationParamsOf(act);
+  return LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), where);
+}
+
+absl::Status ActivationBackwardOfSum(Handle& handle, const ActivationDescriptor& act, float alpha,
+                                     const TensorDescriptor& sd, const void* saved,
+                                     const std::vector<TensorDescriptor>& dyds,
+                                     const std::vector<const void*>& dys, float beta,
+                                     const TensorDescriptor& dxd, void* dx) {
+  const char* where = "ActivationBackwardOfSum";
+  if (dyds.empty() || dyds.size() != dys.size() ||
+      static_cast<int>(dyds.size()) > cuda::kMaxOperands - 1) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", dys.size(), " dy pointers for ",
+                                                   dyds.size(), " descriptors (1 to ",
+                                                   cuda::kMaxOperands - 1, ")"));
+  }
+  KILN_RETURN_IF_ERROR(CheckSameShape(sd, "saved", dxd, "dx", where));
+  for (const TensorDescriptor& d : dyds)
+    KILN_RETURN_IF_ERROR(CheckSameShape(sd, "saved", d, "dy", where));
+  cuda::ElementwiseCall c =
+      ElementwiseOver(ElementwiseOp::kActivationGradientOfSum, dxd, dx, alpha, beta);
+  AddInput(c, OperandOf(sd, saved));
+  for (size_t i = 0; i < dys.size(); ++i) AddInput(c, OperandOf(dyds[i], dys[i]));
+  c.act = ActivationParamsOf(act);
   return LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), where);
 }
 

@@ -5,6 +5,7 @@
 #define KILN_KERNELS_CUDA_ACTIVATION_H_
 
 #include <cstddef>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "kernels/cuda/dnn_handle.h"
@@ -23,6 +24,16 @@ absl::Status ActivationBackward(Handle& handle, const ActivationDescriptor& act,
                                 const TensorDescriptor& dyd, const void* dy,
                                 const TensorDescriptor& xd, const void* x, float beta,
                                 const TensorDescriptor& dxd, void* dx);
+// The same with dy the sum of dys[0..k) (1 <= k <= 8, added in order in f32), in one pass: the
+// backward of an activation whose output has several readers, whose gradients would otherwise be
+// summed into a tensor first. `saved` stands for both y and x, so the activation must be one
+// whose gradient reads them alike (ReLU with a slope >= 0, sigmoid, tanh, clipped ReLU, ELU)
+// when saved is its output.
+absl::Status ActivationBackwardOfSum(Handle& handle, const ActivationDescriptor& act, float alpha,
+                                     const TensorDescriptor& sd, const void* saved,
+                                     const std::vector<TensorDescriptor>& dyds,
+                                     const std::vector<const void*>& dys, float beta,
+                                     const TensorDescriptor& dxd, void* dx);
 
 // PReLU with an f32 slope tensor broadcast onto x (per channel: dims 1, C, 1...; shared: all 1).
 absl::Status PReluForward(Handle& handle, const TensorDescriptor& xd, const void* x,

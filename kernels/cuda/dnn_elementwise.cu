@@ -41,7 +41,7 @@ template <int kN>
 __device__ __forceinline__ float AffineValue(const ElementwiseCall& c, const Affine& a,
                                              const float* v) {
   const float y = ApplyAffine<kN>(a, v);
-  return c.affine_activation ? dnn::ActivationValue(c.act, y) : y;
+  return c.then_activation ? dnn::ActivationValue(c.act, y) : y;
 }
 
 template <ElementwiseOp kOp, int kN>
@@ -54,6 +54,14 @@ __device__ __forceinline__ float Apply(const ElementwiseCall& c, const float* v,
       return dnn::ActivationValue(c.act, v[0]);
     case ElementwiseOp::kActivationGradient:
       return dnn::ActivationGradient(c.act, v[0], v[1], v[2]);
+    case ElementwiseOp::kActivationGradientOfSum: {
+      // Added in operand order, as the separate Eltwise sum would.
+      float dy = 0;
+      for (int i = 1; i < kN; ++i) {
+        if (i < c.num_inputs) dy += v[i];
+      }
+      return dnn::ActivationGradient(c.act, v[0], dy, v[0]);
+    }
     case ElementwiseOp::kPRelu:
       return v[0] > 0.0f ? v[0] : v[1] * v[0];
     case ElementwiseOp::kPReluGradient:
@@ -70,26 +78,18 @@ __device__ __forceinline__ float Apply(const ElementwiseCall& c, const float* v,
   }
   // Eltwise: c.num_inputs operands (for the gradients the last one is dy).
   const int n = c.num_inputs;
-  if (kOp == ElementwiseOp::kEltwiseSum) {
-    float r = 0;
+  if (kOp == ElementwiseOp::kEltwiseSum || kOp == ElementwiseOp::kEltwiseProd ||
+      kOp == ElementwiseOp::kEltwiseMax) {
+    float r = kOp == ElementwiseOp::kEltwiseSum    ? 0.0f
+              : kOp == ElementwiseOp::kEltwiseProd ? 1.0f
+                                                   : v[0];
     for (int i = 0; i < kN; ++i) {
-      if (i < n) r += c.coef[i] * v[i];
+      if (i >= n) continue;
+      if (kOp == ElementwiseOp::kEltwiseSum) r += c.coef[i] * v[i];
+      if (kOp == ElementwiseOp::kEltwiseProd) r *= v[i];
+      if (kOp == ElementwiseOp::kEltwiseMax && v[i] > r) r = v[i];
     }
-    return r;
-  }
-  if (kOp == ElementwiseOp::kEltwiseProd) {
-    float r = 1;
-    for (int i = 0; i < kN; ++i) {
-      if (i < n) r *= v[i];
-    }
-    return r;
-  }
-  if (kOp == ElementwiseOp::kEltwiseMax) {
-    float r = v[0];
-    for (int i = 1; i < kN; ++i) {
-      if (i < n && v[i] > r) r = v[i];
-    }
-    return r;
+    return c.then_activation ? dnn::ActivationValue(c.act, r) : r;
   }
   float dy = 0;
   for (int i = 0; i < kN; ++i) {
@@ -586,6 +586,8 @@ int LaunchElementwise(ElementwiseCall call, void* stream) {
       return LaunchFor<ElementwiseOp::kActivation, 1>(call, stream);
     case ElementwiseOp::kActivationGradient:
       return LaunchFor<ElementwiseOp::kActivationGradient, 3>(call, stream);
+    case ElementwiseOp::kActivationGradientOfSum:
+      return LaunchEltwise<ElementwiseOp::kActivationGradientOfSum>(call, stream);
     case ElementwiseOp::kPRelu:
       return LaunchFor<ElementwiseOp::kPRelu, 2>(call, stream);
     case ElementwiseOp::kPReluGradient:

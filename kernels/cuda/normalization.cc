@@ -73,7 +73,7 @@ absl::Status LaunchApply(Handle& handle, const cuda::ReduceCall& r, BatchNormMod
       internal::ElementwiseOver(cuda::ElementwiseOp::kAffine, outd, out, alpha, beta);
   for (const ApplyOperand& o : operands) internal::AddInput(c, internal::OperandOf(*o.d, o.data));
   if (relu) {
-    c.affine_activation = true;
+    c.then_activation = true;
     c.act.kind = kActRelu;
     c.act.coef = 0.0f;
   }

@@ -59,6 +59,16 @@ std::vector<bool> KeptDims(const TensorDescriptor& reduced, const TensorDescript
   return kept;
 }
 
+ActivationParams<float> ActivationParamsOf(const ActivationDescriptor& act) {
+  ActivationParams<float> p;
+  p.kind = static_cast<int>(act.mode);
+  p.coef = static_cast<float>(act.coef);
+  p.power = static_cast<float>(act.power);
+  p.scale = static_cast<float>(act.scale);
+  p.shift = static_cast<float>(act.shift);
+  return p;
+}
+
 cuda::ElementwiseCall ElementwiseOver(cuda::ElementwiseOp op, const TensorDescriptor& out,
                                       void* out_data, float alpha, float beta) {
   cuda::ElementwiseCall c;

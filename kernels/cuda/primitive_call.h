@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "kernels/cuda/primitive_launch.h"
 #include "kernels/dnn/descriptors.h"
+#include "kernels/dnn/primitive_descriptors.h"
 
 namespace kiln {
 namespace dnn {
@@ -25,6 +26,8 @@ cuda::Operand BroadcastOperandOf(const TensorDescriptor& d, const void* data,
 cuda::ElementwiseCall ElementwiseOver(cuda::ElementwiseOp op, const TensorDescriptor& out,
                                       void* out_data, float alpha, float beta);
 void AddInput(cuda::ElementwiseCall& call, cuda::Operand operand);
+// The launcher's form of an activation descriptor.
+ActivationParams<float> ActivationParamsOf(const ActivationDescriptor& act);
 
 // `d`'s strides in (N, C, D, H, W) order; a 2-d tensor gets a 0 stride for its unit D.
 void Strides5(const TensorDescriptor& d, int64_t* out);

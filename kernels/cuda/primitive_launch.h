@@ -29,21 +29,24 @@ struct Operand {
 // What an element-wise call computes from its operands v[0..n) and per-feature parameters
 // p[0..4) (dense f32 vectors indexed by the feature index):
 enum class ElementwiseOp : int {
-  kCopy,                 // v0 (transform, add-tensor with a broadcast operand, scale in place)
-  kActivation,           // act(v0)
-  kActivationGradient,   // act'(y = v0, dy = v1, x = v2)
-  kPRelu,                // v0 > 0 ? v0 : v1 v0 (v1 the broadcast slope)
-  kPReluGradient,        // v0 > 0 ? v1 : v2 v1 (x, dy, slope)
-  kDropout,              // keep(seed, e) ? v0 / (1 - ratio) : 0, e the logical index
-  kEltwiseSum,           // Σ coef_i v_i
-  kEltwiseProd,          // Π v_i
-  kEltwiseMax,           // max v_i
-  kEltwiseProdGradient,  // v_n Π_{i != which} v_i (v_n = dy)
-  kEltwiseMaxGradient,   // which is the first argmax ? v_n : 0
-  kAffine,               // one operand: p0 (v0 - p3) + p2; two: p0 v0 + p1 (v1 - p3) + p2
-                         // (batch norm's apply: forward, and backward with v0 = dy, v1 = x);
-                         // three: p0 [v1 > 0] v0 + p1 (v2 - p3) + p2 (the backward of batch norm
-                         // fused with a ReLU: dy = v0 masked by the fused output v1, x = v2)
+  kCopy,                     // v0 (transform, add-tensor with a broadcast operand, scale in place)
+  kActivation,               // act(v0)
+  kActivationGradient,       // act'(y = v0, dy = v1, x = v2)
+  kActivationGradientOfSum,  // act'(y = x = v0, dy = v1 + ... + v_{n-1}): the backward of an
+                             // activation whose output has several readers, their gradients
+                             // summed in the same pass
+  kPRelu,                    // v0 > 0 ? v0 : v1 v0 (v1 the broadcast slope)
+  kPReluGradient,            // v0 > 0 ? v1 : v2 v1 (x, dy, slope)
+  kDropout,                  // keep(seed, e) ? v0 / (1 - ratio) : 0, e the logical index
+  kEltwiseSum,               // Σ coef_i v_i
+  kEltwiseProd,              // Π v_i
+  kEltwiseMax,               // max v_i
+  kEltwiseProdGradient,      // v_n Π_{i != which} v_i (v_n = dy)
+  kEltwiseMaxGradient,       // which is the first argmax ? v_n : 0
+  kAffine,                   // one operand: p0 (v0 - p3) + p2; two: p0 v0 + p1 (v1 - p3) + p2
+                             // (batch norm's apply: forward, and backward with v0 = dy, v1 = x);
+            // three: p0 [v1 > 0] v0 + p1 (v2 - p3) + p2 (the backward of batch norm
+            // fused with a ReLU: dy = v0 masked by the fused output v1, x = v2)
 };
 
 struct ElementwiseCall {
@@ -58,8 +61,9 @@ struct ElementwiseCall {
   const float* params[4] = {};
   float coef[kMaxOperands] = {};
   dnn::ActivationParams<float> act;
-  // kAffine only: act applied to the affine value before the blend (a fused Scale + ReLU).
-  bool affine_activation = false;
+  // kAffine and the Eltwise forward ops: act applied to the value before the blend (a fused
+  // Scale + ReLU, a residual sum + ReLU).
+  bool then_activation = false;
   float alpha = 1, beta = 0;
   int which = 0;
   uint64_t seed = 0;

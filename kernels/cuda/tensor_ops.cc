@@ -106,7 +106,8 @@ absl::Status ReduceTensorDot(Handle& handle, float alpha, const TensorDescriptor
 absl::Status EltwiseForward(Handle& handle, EltwiseOp op, const std::vector<double>& coefficients,
                             float alpha, const std::vector<TensorDescriptor>& xds,
                             const std::vector<const void*>& xs, float beta,
-                            const TensorDescriptor& yd, void* y) {
+                            const TensorDescriptor& yd, void* y,
+                            const ActivationDescriptor* then_activation) {
   const char* where = "EltwiseForward";
   KILN_RETURN_IF_ERROR(CheckEltwise(op, xds, coefficients, yd, where));
   if (xs.size() != xds.size()) {
@@ -120,6 +121,10 @@ absl::Status EltwiseForward(Handle& handle, EltwiseOp op, const std::vector<doub
   for (size_t i = 0; i < xs.size(); ++i) {
     AddInput(c, OperandOf(xds[i], xs[i]));
     c.coef[i] = coefficients.empty() ? 1.0f : static_cast<float>(coefficients[i]);
+  }
+  if (then_activation != nullptr) {
+    c.then_activation = true;
+    c.act = internal::ActivationParamsOf(*then_activation);
   }
   return LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), where);
 }

@@ -32,16 +32,19 @@ absl::Status ReduceTensorSum(Handle& handle, float alpha, const TensorDescriptor
 // db = alpha Σ a b over the dims where db has 1 + beta db (a and b of one shape and dtype, db
 // f32): a scale parameter's gradient Σ x dy in one pass, with no product tensor. Deterministic.
 size_t ReduceTensorDotWorkspaceSize(const TensorDescriptor& ad, const TensorDescriptor& dbd);
-absl::Status ReduceTensorDot(Handle& handle, float alpha, const TensorDescriptor& ad,
-                             const void* a, const TensorDescriptor& bd, const void* b, float beta,
+absl::Status ReduceTensorDot(Handle& handle, float alpha, const TensorDescriptor& ad, const void* a,
+                             const TensorDescriptor& bd, const void* b, float beta,
                              const TensorDescriptor& dbd, void* db, void* workspace,
                              size_t workspace_bytes);
 
-// Eltwise over 1..8 inputs of y's shape; coefficients only for kSum (empty: all 1).
+// Eltwise over 1..8 inputs of y's shape; coefficients only for kSum (empty: all 1). With
+// `then_activation`, the activation is applied to the result before the blend (a residual sum
+// and its ReLU in one pass).
 absl::Status EltwiseForward(Handle& handle, EltwiseOp op, const std::vector<double>& coefficients,
                             float alpha, const std::vector<TensorDescriptor>& xds,
                             const std::vector<const void*>& xs, float beta,
-                            const TensorDescriptor& yd, void* y);
+                            const TensorDescriptor& yd, void* y,
+                            const ActivationDescriptor* then_activation = nullptr);
 // The gradient of input `which` (the max gradient goes to the first input holding the maximum).
 absl::Status EltwiseBackward(Handle& handle, EltwiseOp op, const std::vector<double>& coefficients,
                              int which, float alpha, const std::vector<TensorDescriptor>& xds,

@@ -1,4 +1,4 @@
-// Reference Eltwise: sum with coefficients, product, max.
+// Reference Eltwise: sum with coefficients, product, max; then the fused ReLU if any.
 #include <algorithm>
 
 #include "kernels/reference/reference_kernel.h"
@@ -10,6 +10,8 @@ namespace {
 absl::Status Eltwise(const Node& node, const DenseArgs& a) {
   const std::string& op = node.GetString("operation");
   const auto& coeffs = node.GetFloats("coeffs");
+  const bool relu = node.GetString("activation") == "relu";
+  const float slope = static_cast<float>(node.GetFloat("negative_slope"));
   const int64_t n = a.in_types[0].num_elements();
   for (int64_t i = 0; i < n; ++i) {
     double acc = op == "sum" ? 0.0 : a.in[0][i];
@@ -21,7 +23,9 @@ absl::Status Eltwise(const Node& node, const DenseArgs& a) {
         acc = op == "prod" ? acc * v : std::max(acc, v);
       }
     }
-    a.out[0][i] = static_cast<float>(acc);
+    // A fused ReLU acts on the rounded result, as the separate ReLU would.
+    const float y = static_cast<float>(acc);
+    a.out[0][i] = relu ? std::max(y, 0.0f) + slope * std::min(y, 0.0f) : y;
   }
   return absl::OkStatus();
 }

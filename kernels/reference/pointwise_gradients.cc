@@ -45,13 +45,17 @@ absl::StatusOr<dnn::ActivationParams<double>> ParamsOf(const Node& node) {
 }
 
 // The saved tensor stands for x and/or y: the formulas that read one only (ops/gradients/
-// pointwise_gradients.cc picks which is saved) get the same value for both.
+// pointwise_gradients.cc picks which is saved) get the same value for both. Several dy inputs
+// are summed and rounded to f32 first, as the separate Eltwise sum they replace would.
 absl::Status Activation(const Node& node, const DenseArgs& a) {
   KILN_ASSIGN_OR_RETURN(dnn::ActivationParams<double> p, ParamsOf(node));
   const int64_t n = a.in_types[0].num_elements();
   for (int64_t i = 0; i < n; ++i) {
     const double s = a.in[0][i];
-    a.out[0][i] = static_cast<float>(dnn::ActivationGradient(p, s, double{a.in[1][i]}, s));
+    double sum = 0;
+    for (size_t j = 1; j < a.in.size(); ++j) sum += a.in[j][i];
+    const double dy = static_cast<float>(sum);
+    a.out[0][i] = static_cast<float>(dnn::ActivationGradient(p, s, dy, s));
   }
   return absl::OkStatus();
 }

@@ -65,10 +65,20 @@ absl::StatusOr<Grads> DropoutGradient(GraphBuilder& b, const GradientRequest& r)
   return g;
 }
 
-// SUM: dx_i = coeff_i dy. PROD: dx_i = dy times the other inputs. MAX: dy where x_i won.
+// SUM: dx_i = coeff_i dy. PROD: dx_i = dy times the other inputs. MAX: dy where x_i won. A
+// fused ReLU's backward comes first, reading its mask off the output (as a ReLU's does).
 absl::StatusOr<Grads> EltwiseGradient(GraphBuilder& b, const GradientRequest& r) {
   const Node& n = *r.node;
   KILN_ASSIGN_OR_RETURN(Value dy, SingleOutputGradient(r));
+  bool any = false;
+  for (int i = 0; i < n.num_inputs(); ++i) any = any || r.needs_grad[i];
+  if (any && n.GetString("activation") == "relu") {
+    KILN_ASSIGN_OR_RETURN(
+        dy, AddGradientNode(b, n, "grad_relu", "ActivationGradient", {OutputOf(n), dy},
+                            {{"activation", AttrValue(std::string("ReLU"))},
+                             {"saved", AttrValue(std::string("output"))},
+                             {"negative_slope", AttrValue(n.GetFloat("negative_slope"))}}));
+  }
   const std::string& op = n.GetString("operation");
   const std::vector<double>& coeffs = n.GetFloats("coeffs");
   Grads g(n.num_inputs());

@@ -1,12 +1,13 @@
-// The training forward rewrites: fuse_batchnorm_scale's and fuse_affine_batchnorm_relu's
-// structure on the text dump, the cases they decline (identical dump, or the ReLU kept, with the
-// reason recorded), and numerics: the fused graph's forward outputs, running statistics and
-// gradients equal the unfused graph's on the reference backend.
+// The training rewrites: fuse_batchnorm_scale's, fuse_affine_batchnorm_relu's, fuse_eltwise_relu's
+// and fuse_gradient_sum_activation's structure on the text dump, the cases they decline (identical
+// dump, or the ReLU kept, with the reason recorded), and numerics: the fused graph's forward
+// outputs, running statistics and gradients equal the unfused graph's on the reference backend.
 #include "passes/training_passes.h"
 
 #include <cmath>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "engine/ir/graph_builder.h"
 #include "engine/ir/text_format.h"
 #include "engine/runtime/compiler.h"
@@ -282,6 +283,186 @@ TEST(FuseBatchNormScaleTest, FusedPairBeforeALeakyReluTrainsLikeTheCaffeLayers) 
   Options options;
   options.relu_slope = 0.1;
   ExpectFusedTrainsLikeUnfused(options);
+}
+
+// ---- fuse_eltwise_relu and fuse_gradient_sum_activation on a two-block residual net ----
+
+struct ResidualOptions {
+  double slope = 0;         // both ReLUs' negative slope
+  bool sum_output = false;  // the first sum (the first ReLU's input) is also a graph output
+};
+
+// data -> conv a -> A; conv b(A) -> B; res = A + B -> ReLU -> R; conv c(R) -> C;
+// res2 = R + C -> ReLU -> Euclidean loss. R has two readers (conv c and res2), so its gradient
+// is a sum.
+std::unique_ptr<Graph> ResidualNet(const ResidualOptions& o) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", F32({2, 4, 5, 5}));
+  auto conv = [&](Value in, const std::string& name) {
+    Value w = *b.Input(name + "/w", F32({4, 4, 3, 3}));
+    return *b.Op1("Convolution", {in, w}, {{"pad", std::vector<int64_t>{1}}}, name);
+  };
+  Value a = conv(x, "a");
+  Value bb = conv(a, "b");
+  Value res = *b.Op1("Eltwise", {a, bb}, {}, "res");
+  Value r = *b.Relu(res, o.slope, "res_relu");
+  Value c = conv(r, "c");
+  Value res2 = *b.Op1("Eltwise", {r, c}, {}, "res2");
+  Value r2 = *b.Relu(res2, o.slope, "res2_relu");
+  Value loss = *b.Op1("EuclideanLoss", {r2, *b.Input("target", F32({2, 4, 5, 5}))}, {}, "loss");
+  EXPECT_TRUE(b.Output("loss", loss).ok());
+  if (o.sum_output) EXPECT_TRUE(b.Output("sum", res).ok());
+  return b.Finish();
+}
+
+Outputs ResidualInputs() {
+  Outputs in;
+  in["data"] = RandomTensor(F32({2, 4, 5, 5}), 11);
+  for (const char* w : {"a/w", "b/w", "c/w"}) {
+    in[w] = RandomTensor(F32({4, 4, 3, 3}), 12 + w[0], -0.3f, 0.3f);
+  }
+  in["target"] = RandomTensor(F32({2, 4, 5, 5}), 19);
+  return in;
+}
+
+// The forward pipeline, the backward, then the backward pipeline, as MakeTrainingGraph runs them.
+void FuseAndAddBackward(Graph& g, const PassManagerOptions& options = {},
+                        std::vector<PassRemark>* remarks = nullptr) {
+  PassContext context;
+  context.inference = false;
+  context.remarks = remarks;
+  ASSERT_TRUE(MakeTrainingForwardPipeline(options).Run(g, context).ok());
+  AddBackward(g);
+  ASSERT_TRUE(MakeTrainingBackwardPipeline(options).Run(g, context).ok());
+}
+
+int CountFusedEltwiseRelus(const Graph& g) {
+  int n = 0;
+  for (const Node* node : g.nodes()) {
+    n += node->op() == "Eltwise" && node->GetString("activation") == "relu" ? 1 : 0;
+  }
+  return n;
+}
+
+// ActivationGradient nodes with more than one dy input.
+int CountGradientsOfSums(const Graph& g) {
+  int n = 0;
+  for (const Node* node : g.nodes()) {
+    n += node->op() == "ActivationGradient" && node->num_inputs() > 2 ? 1 : 0;
+  }
+  return n;
+}
+
+// The backward's sums of gradients (A's, and R's unless folded into its ReLU backward).
+int CountGradientSums(const Graph& g) {
+  int n = 0;
+  for (const Node* node : g.nodes()) {
+    n += node->op() == "Eltwise" && absl::StrContains(node->name(), "grad_sum") ? 1 : 0;
+  }
+  return n;
+}
+
+TEST(FuseEltwiseReluTest, ResidualSumsTakeTheirRelus) {
+  auto g = ResidualNet({});
+  std::vector<PassRemark> remarks;
+  FuseAndAddBackward(*g, {}, &remarks);
+  const std::string dump = PrintGraph(*g);
+  EXPECT_EQ(CountFusedEltwiseRelus(*g), 2) << dump;
+  EXPECT_EQ(CountOps(*g, "ReLU"), 0) << dump;
+  const Node* res = g->FindNode("res");
+  ASSERT_NE(res, nullptr) << dump;
+  EXPECT_EQ(res->GetString("activation"), "relu");
+  EXPECT_EQ(res->origins(), (std::vector<std::string>{"res", "res_relu"}));
+  // R's gradient sum went into the first block's ReLU backward: three inputs (the fused
+  // output, then the two gradients). A's sum stays (a convolution's output, no activation).
+  EXPECT_EQ(CountGradientsOfSums(*g), 1) << dump;
+  EXPECT_EQ(CountGradientSums(*g), 1) << dump;
+  EXPECT_EQ(g->FindNode("res/grad_sum"), nullptr) << dump;
+  for (const Node* n : g->nodes()) {
+    if (n->op() == "ActivationGradient" && n->num_inputs() > 2) {
+      EXPECT_EQ(n->num_inputs(), 3);
+      EXPECT_EQ(n->input(0), (Value{const_cast<Node*>(res), 0}));
+      EXPECT_EQ(n->GetString("saved"), "output");
+    }
+  }
+  EXPECT_TRUE(remarks.empty());
+}
+
+// A ReLU with a negative slope, or a sum read elsewhere, keeps the ReLU (and the gradient sum
+// then has no activation to go into), with the reason recorded; an identical dump either way.
+TEST(FuseEltwiseReluTest, DeclinedCasesKeepTheReluAndTheSum) {
+  for (const auto& [what, options] : std::vector<std::pair<std::string, ResidualOptions>>{
+           {"negative slope", ResidualOptions{-0.2, false}},
+           {"sum read elsewhere", ResidualOptions{0, true}}}) {
+    auto g = ResidualNet(options);
+    const std::string before = PrintGraph(*g);
+    std::vector<PassRemark> remarks;
+    PassContext context;
+    context.inference = false;
+    context.remarks = &remarks;
+    auto changed = MakeTrainingForwardPipeline().Run(*g, context);
+    ASSERT_TRUE(changed.ok()) << what << ": " << changed.status();
+    if (what == "negative slope") {
+      EXPECT_FALSE(*changed) << what;
+      EXPECT_EQ(PrintGraph(*g), before) << what;
+      EXPECT_EQ(CountOps(*g, "ReLU"), 2) << what;
+    } else {
+      EXPECT_EQ(CountFusedEltwiseRelus(*g), 1) << what;  // res2 still fuses
+      EXPECT_EQ(g->FindNode("res")->GetString("activation"), "none") << what;
+    }
+    int eltwise_remarks = 0;
+    for (const PassRemark& r : remarks) {
+      if (r.pass != "fuse_eltwise_relu") continue;
+      ++eltwise_remarks;
+      EXPECT_FALSE(r.reason.empty()) << what;
+    }
+    EXPECT_EQ(eltwise_remarks, what == "negative slope" ? 2 : 1) << what;
+  }
+}
+
+TEST(FuseGradientSumActivationTest, DisabledByNameKeepsTheSum) {
+  auto g = ResidualNet({});
+  PassManagerOptions options;
+  options.disabled = {"fuse_gradient_sum_activation"};
+  FuseAndAddBackward(*g, options);
+  EXPECT_EQ(CountFusedEltwiseRelus(*g), 2);
+  EXPECT_EQ(CountGradientsOfSums(*g), 0) << PrintGraph(*g);
+  EXPECT_EQ(CountGradientSums(*g), 2) << PrintGraph(*g);
+  EXPECT_NE(g->FindNode("res/grad_sum"), nullptr) << PrintGraph(*g);
+}
+
+// The loss and every gradient of the fused graph against the graph with no rewrite, on the
+// reference backend: a fused sum rounds its result to f32 before the ReLU, and a folded
+// gradient sum rounds before the mask, as the separate ops do, so they agree to the last bit.
+void ExpectResidualFusedTrainsLikeUnfused(const ResidualOptions& options) {
+  auto unfused = ResidualNet(options);
+  auto fused = ResidualNet(options);
+  AddBackward(*unfused);
+  FuseAndAddBackward(*fused);
+  const Outputs in = ResidualInputs();
+  const Outputs want = RunReference(*unfused, in);
+  const Outputs got = RunReference(*fused, in);
+  ASSERT_FALSE(want.empty());
+  for (const std::string& name : {"loss", "grad/data", "grad/a/w", "grad/b/w", "grad/c/w"}) {
+    ASSERT_TRUE(got.count(name) && want.count(name)) << name;
+    const HostTensor& a = got.at(name);
+    const HostTensor& b = want.at(name);
+    ASSERT_EQ(a.type().num_elements(), b.type().num_elements()) << name;
+    double largest = 0;
+    for (int64_t i = 0; i < a.type().num_elements(); ++i) {
+      EXPECT_EQ(a.GetFloat(i), b.GetFloat(i)) << name << " element " << i;
+      largest = std::max(largest, std::fabs(double{b.GetFloat(i)}));
+    }
+    EXPECT_GT(largest, 0) << name;  // nothing compared against all zeros
+  }
+}
+
+TEST(FuseGradientSumActivationTest, FusedResidualNetTrainsLikeTheUnfusedOne) {
+  ExpectResidualFusedTrainsLikeUnfused({});
+}
+
+TEST(FuseGradientSumActivationTest, FusedLeakyResidualNetTrainsLikeTheUnfusedOne) {
+  ExpectResidualFusedTrainsLikeUnfused({0.1, false});
 }
 
 }  // namespace

@@ -156,6 +156,12 @@ void AddPointwiseCases(std::vector<GradientCase>& out) {
                      {{"operation", S("prod")}}));
   out.push_back(
       Case("eltwise_max", "Eltwise", {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}, {{"operation", S("max")}}));
+  // With a fused ReLU (a residual sum and its ReLU), plain and leaky.
+  out.push_back(Case("eltwise_sum_relu", "Eltwise", {{2, 3, 4, 5}, {2, 3, 4, 5}},
+                     {{"activation", S("relu")}}));
+  out.push_back(
+      Case("eltwise_max_leaky_relu", "Eltwise", {{2, 3, 4}, {2, 3, 4}},
+           {{"operation", S("max")}, {"activation", S("relu")}, {"negative_slope", F(0.2)}}));
 }
 
 void AddTensorCases(std::vector<GradientCase>& out) {

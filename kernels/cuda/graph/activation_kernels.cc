@@ -216,26 +216,48 @@ absl::StatusOr<PreparedKernel> PrepareDropout(const Node& node, const KernelOpti
 // ---- ActivationGradient(saved, dy), PReLUGradient(x, slope, dy), DropoutGradient(dy) ----
 
 // The saved tensor (the forward input or output, whichever the formula reads: ops/gradients/
-// pointwise_gradients.cc) is passed as both x and y.
+// pointwise_gradients.cc) is passed as both x and y. Several dy inputs (a gradient sum folded in
+// by passes/fuse_gradient_sum_activation.cc) are added inside the same pass.
+absl::Status CheckActivationGradient(const Node& node) {
+  if (OutputIsEmpty(node)) return absl::OkStatus();
+  const int dys = node.num_inputs() - 1;
+  if (dys > cuda::kMaxOperands - 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "cuda ActivationGradient: ", dys, " dy inputs (at most ", cuda::kMaxOperands - 1, ")"));
+  }
+  return ActivationOf(node).status();
+}
+
 absl::StatusOr<PreparedKernel> PrepareActivationGradient(const Node& node, const KernelOptions&) {
   if (OutputIsEmpty(node)) return NothingToDo();
+  KILN_RETURN_IF_ERROR(CheckActivationGradient(node));
   KILN_ASSIGN_OR_RETURN(dnn::ActivationDescriptor act, ActivationOf(node));
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor sd, DescriptorOf(node.input(0).type()));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, DescriptorOf(node.input(1).type()));
+  std::vector<dnn::TensorDescriptor> dyds;
+  for (int i = 1; i < node.num_inputs(); ++i) {
+    KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor d, DescriptorOf(node.input(i).type()));
+    dyds.push_back(d);
+  }
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd, DescriptorOf(node.output_types()[0]));
   PreparedKernel k;
   k.description = act.ToString() + " backward";
   k.in_place_input = 1;  // dx may take dy's bytes: element-wise.
-  k.run = [act, sd, dyd, dxd](dnn::Handle& handle, const KernelArgs& a) {
-    return dnn::ActivationBackward(handle, act, 1.0f, sd, a.inputs[0].data, dyd, a.inputs[1].data,
-                                   sd, a.inputs[0].data, 0.0f, dxd, a.outputs[0].data);
+  if (dyds.size() == 1) {
+    const dnn::TensorDescriptor dyd = dyds[0];
+    k.run = [act, sd, dyd, dxd](dnn::Handle& handle, const KernelArgs& a) {
+      return dnn::ActivationBackward(handle, act, 1.0f, sd, a.inputs[0].data, dyd, a.inputs[1].data,
+                                     sd, a.inputs[0].data, 0.0f, dxd, a.outputs[0].data);
+    };
+    return k;
+  }
+  absl::StrAppend(&k.description, " of the sum of ", dyds.size(), " gradients");
+  k.run = [act, sd, dyds, dxd](dnn::Handle& handle, const KernelArgs& a) {
+    std::vector<const void*> dys;
+    for (size_t i = 1; i < a.inputs.size(); ++i) dys.push_back(a.inputs[i].data);
+    return dnn::ActivationBackwardOfSum(handle, act, 1.0f, sd, a.inputs[0].data, dyds, dys, 0.0f,
+                                        dxd, a.outputs[0].data);
   };
   return k;
-}
-
-absl::Status CheckActivationGradient(const Node& node) {
-  if (OutputIsEmpty(node)) return absl::OkStatus();
-  return ActivationOf(node).status();
 }
 
 absl::StatusOr<PreparedKernel> PreparePReluGradient(const Node& node, const KernelOptions&) {

@@ -318,7 +318,7 @@ absl::Status RunEpilogue(const Epilogue& e, dnn::Handle& handle, const KernelArg
   c.params[1] = id->zeros();
   c.params[2] = bias != nullptr ? bias : id->zeros();
   c.params[3] = id->zeros();
-  c.affine_activation = true;
+  c.then_activation = true;
   c.act.kind = dnn::kActRelu;
   c.act.coef = e.slope;
   return in::LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), "cuda Convolution");

@@ -2,6 +2,7 @@
 // takes up to 8 inputs in one pass; more are folded in chunks, each pass adding the next inputs
 // to the running result (sum and max associate; product too).
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
@@ -35,9 +36,16 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareEltwise(const Node& node, cons
     xds.push_back(d);
   }
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, cuda_graph::DescriptorOf(node.output_types()[0]));
+  // A fused ReLU (passes/fuse_eltwise_relu.cc) is applied by the last pass.
+  std::optional<dnn::ActivationDescriptor> relu;
+  if (node.GetString("activation") == "relu") {
+    KILN_ASSIGN_OR_RETURN(relu, dnn::ActivationDescriptor::Create(dnn::ActivationMode::kRelu,
+                                                                  node.GetFloat("negative_slope")));
+  }
   cuda_graph::PreparedKernel k;
   k.in_place_input = 0;  // element-wise; later chunks read y, which is then input 0's bytes
-  k.run = [op, coeffs, xds, yd](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+  if (relu.has_value()) k.description = "then " + relu->ToString();
+  k.run = [op, coeffs, xds, yd, relu](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
     if (yd.ElementCount() == 0) return absl::OkStatus();
     const int n = static_cast<int>(xds.size());
     for (int first = 0; first < n;) {
@@ -58,8 +66,10 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareEltwise(const Node& node, cons
         if (op == dnn::EltwiseOp::kSum) c.push_back(coeffs[i]);
       }
       if (op != dnn::EltwiseOp::kSum) c.clear();
-      KILN_RETURN_IF_ERROR(
-          dnn::EltwiseForward(handle, op, c, 1.0f, d, p, 0.0f, yd, a.outputs[0].data));
+      const bool last = first + take == n;
+      KILN_RETURN_IF_ERROR(dnn::EltwiseForward(handle, op, c, 1.0f, d, p, 0.0f, yd,
+                                               a.outputs[0].data,
+                                               last && relu.has_value() ? &*relu : nullptr));
       first += take;
     }
     return absl::OkStatus();

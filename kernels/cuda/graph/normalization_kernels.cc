@@ -291,7 +291,7 @@ absl::StatusOr<PreparedKernel> PrepareAffine(const Node& node, const KernelOptio
       c.params[1] = id->zeros();
       c.params[2] = has_bias ? static_cast<const float*>(bias) : id->zeros();
       c.params[3] = id->zeros();
-      c.affine_activation = relu;
+      c.then_activation = relu;
       c.act = act;
       return in::LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), where);
     }
