@@ -100,7 +100,7 @@ absl::Status PReluForward(Handle& handle, const TensorDescriptor& xd, const void
 
 size_t PReluBackwardWorkspaceSize(const TensorDescriptor& xd, const TensorDescriptor& slope_d) {
   if (slope_d.rank() != xd.rank()) return 0;
-  return internal::ReduceWorkspaceBytes(
+  return internal::ReduceWorkspaceBytesForAnyOperands(
       internal::ReduceOver(cuda::ReduceOp::kPReluSlope, xd, nullptr, &xd, nullptr,
                            internal::KeptDims(slope_d, xd), slope_d));
 }

@@ -1,8 +1,14 @@
-// Training batch norm over NCHW channels small enough for one block each (ResNet's 28x28, 14x14
-// and 7x7 layers): the block sums its channel, finishes it (FinishFeature: statistics, running
-// updates, coefficients) and applies it, in one launch. The two-stage path launches three kernels
-// over thousands of short blocks for these sizes and ran at a quarter of copy bandwidth; here the
-// second read of the channel comes from L2, which the first read just filled.
+// Training batch norm over NCHW channels in one launch: a block (ResNet's 28x28, 14x14 and 7x7
+// layers), or on Hopper a cluster of kCluster blocks (the 56x56 layers), sums its channel,
+// finishes it (FinishFeature: statistics, running updates, coefficients) and applies it. The
+// two-stage path launches three kernels over thousands of short blocks and reads the tensor
+// again from DRAM in the apply pass; here the second read comes from L2, which the first read
+// just filled. A cluster's blocks each take a slice of the channel and add their sums through
+// distributed shared memory, in rank order (deterministic).
+#include <cooperative_groups.h>
+
+#include <atomic>
+
 #include "kernels/cuda/primitive_launch.h"
 #include "kernels/cuda/reduce_finish.cuh"
 #include "kernels/cuda/reduce_terms.cuh"
@@ -22,6 +28,11 @@ constexpr int64_t kWidePlane = 16384;
 // in, the 56x56 layers' 200704 out).
 constexpr int64_t kMaxPlaneElements = 65536;
 constexpr int kInFlight = 8;
+// Blocks per channel past kMaxPlaneElements (Hopper's thread-block clusters; the portable
+// largest), each a slice of at most kMaxPlaneElements: ResNet-18's 56x56 layers at batch 64
+// (200704 elements) take 8 slices of 25088. The 112x112 layer stays on the two-stage path: its
+// 205 MB tensor outgrows L2 whatever the split.
+constexpr int kCluster = 8;
 
 // Where one channel's elements lie: `rows` runs of `inner` contiguous elements, `row_stride`
 // apart, from the channel's start.
@@ -64,26 +75,60 @@ __device__ void BlockSums(double* s0, double* s1) {
   *s1 = t1;
 }
 
+// Adds the cluster's blocks' sums (in rank order) and has rank 0 finish the feature; every
+// block returns once the coefficients are in global memory. Blocks of a cluster are
+// co-scheduled, so the waits cannot deadlock.
+__device__ void ClusterFinish(const ReduceCall& c, int64_t f, double s0, double s1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  __shared__ double mine[2];
+  if (threadIdx.x == 0) mine[0] = s0, mine[1] = s1;
+  cluster.sync();
+  if (cluster.block_rank() == 0 && threadIdx.x == 0) {
+    double t0 = 0, t1 = 0;
+    for (unsigned r = 0; r < cluster.num_blocks(); ++r) {
+      const double* theirs = cluster.map_shared_rank(mine, r);
+      t0 += theirs[0];
+      t1 += theirs[1];
+    }
+    FinishFeature(c, f, t0, t1);
+    __threadfence();
+  }
+  // Rank 0 is done reading the others' shared memory, and its coefficients are visible.
+  cluster.sync();
+#else
+  __trap();  // the launcher uses clusters only on devices that have them
+#endif
+}
+
 // kMask: the backward through a fused ReLU (dy counts where the forward's output is positive).
-template <int kThreads, bool kBackward, bool kMask>
+// kClustered: a cluster of blocks per channel (blockIdx.x = channel * cluster + rank), each over
+// its slice; otherwise a block per channel.
+template <int kThreads, bool kBackward, bool kMask, bool kClustered>
 __global__ void __launch_bounds__(kThreads)
     BatchNormPlaneKernel(const __grid_constant__ ReduceCall c, float alpha, float beta, float* out,
                          bool relu) {
-  const int64_t f = blockIdx.x;
+  const int64_t f = kClustered ? blockIdx.x / kCluster : blockIdx.x;
   const Plane p = PlaneOf(c);
+  // This block's slice [lo, hi) of the channel's elements.
+  const uint32_t rank = kClustered ? blockIdx.x % kCluster : 0;
+  const uint32_t parts = kClustered ? kCluster : 1;
+  const uint32_t lo = static_cast<uint32_t>(uint64_t{p.count} * rank / parts);
+  const uint32_t hi = static_cast<uint32_t>(uint64_t{p.count} * (rank + 1) / parts);
   const int64_t base = f * c.a_feature_strides[0];
   const float* x = static_cast<const float*>(c.a.data) + base;
   const float* dy = kBackward ? static_cast<const float*>(c.b.data) + base : nullptr;
   const float* y = kMask ? static_cast<const float*>(c.mask.data) + base : nullptr;
   out += base;
   double s0 = 0, s1 = 0;
-  for (uint32_t i0 = threadIdx.x; i0 < p.count; i0 += kInFlight * kThreads) {
+  for (uint32_t i0 = lo + threadIdx.x; i0 < hi; i0 += kInFlight * kThreads) {
     float a[kInFlight], b[kInFlight];
 #pragma unroll
     for (int k = 0; k < kInFlight; ++k) {
       const uint32_t i = i0 + k * kThreads;
       a[k] = b[k] = 0.0f;
-      if (i < p.count) {
+      if (i < hi) {
         const int64_t o = OffsetOf(p, i);
         a[k] = x[o];
         if constexpr (kBackward) b[k] = kMask && !(y[o] > 0.0f) ? 0.0f : dy[o];
@@ -96,8 +141,12 @@ __global__ void __launch_bounds__(kThreads)
     s1 += t1;
   }
   BlockSums<kThreads>(&s0, &s1);
-  if (threadIdx.x == 0) FinishFeature(c, f, s0, s1);
-  __syncthreads();  // thread 0's coefficients are in global memory, visible to the block now
+  if constexpr (kClustered) {
+    ClusterFinish(c, f, s0, s1);
+  } else {
+    if (threadIdx.x == 0) FinishFeature(c, f, s0, s1);
+    __syncthreads();  // thread 0's coefficients are in global memory, visible to the block now
+  }
   const int64_t F = c.features;
   const float scale = c.dense[f], scale_last = c.dense[F + f], bias = c.dense[2 * F + f],
               shift = c.dense[3 * F + f];
@@ -106,14 +155,14 @@ __global__ void __launch_bounds__(kThreads)
   // what the first pass read last is likeliest still in L2 when the blocks' channels together
   // outgrow it (the 28x28 backward through a ReLU reads 77 MB at batch 64).
   constexpr uint32_t kChunk = kInFlight * kThreads;
-  for (uint32_t chunk = (p.count + kChunk - 1) / kChunk; chunk-- > 0;) {
-    const uint32_t i0 = chunk * kChunk + threadIdx.x;
+  for (uint32_t chunk = (hi - lo + kChunk - 1) / kChunk; chunk-- > 0;) {
+    const uint32_t i0 = lo + chunk * kChunk + threadIdx.x;
     float a[kInFlight], g[kInFlight];
     int64_t o[kInFlight];
 #pragma unroll
     for (int k = 0; k < kInFlight; ++k) {
       const uint32_t i = i0 + k * kThreads;
-      o[k] = i < p.count ? OffsetOf(p, i) : -1;
+      o[k] = i < hi ? OffsetOf(p, i) : -1;
       a[k] = g[k] = 0.0f;
       if (o[k] >= 0) {
         a[k] = x[o[k]];
@@ -136,19 +185,66 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int kThreads>
-void Launch(const ReduceCall& c, float alpha, float beta, bool relu, float* out, unsigned blocks,
-            cudaStream_t s) {
-  if (c.op == ReduceOp::kMoments) {
-    BatchNormPlaneKernel<kThreads, false, false>
-        <<<blocks, kThreads, 0, s>>>(c, alpha, beta, out, relu);
-  } else if (c.mask.data != nullptr) {
-    BatchNormPlaneKernel<kThreads, true, true>
-        <<<blocks, kThreads, 0, s>>>(c, alpha, beta, out, false);
+template <int kThreads, bool kBackward, bool kMask, bool kClustered>
+cudaError_t LaunchKernel(const ReduceCall& c, float alpha, float beta, bool relu, float* out,
+                         cudaStream_t s) {
+  auto* kernel = BatchNormPlaneKernel<kThreads, kBackward, kMask, kClustered>;
+  if constexpr (!kClustered) {
+    kernel<<<static_cast<unsigned>(c.features), kThreads, 0, s>>>(c, alpha, beta, out, relu);
+    return cudaGetLastError();
   } else {
-    BatchNormPlaneKernel<kThreads, true, false>
-        <<<blocks, kThreads, 0, s>>>(c, alpha, beta, out, false);
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(c.features * kCluster));
+    config.blockDim = dim3(kThreads);
+    config.stream = s;
+    cudaLaunchAttribute cluster;
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = kCluster;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, c, alpha, beta, out, relu);
   }
+}
+
+template <int kThreads, bool kClustered>
+cudaError_t Launch(const ReduceCall& c, float alpha, float beta, bool relu, float* out,
+                   cudaStream_t s) {
+  if (c.op == ReduceOp::kMoments) {
+    return LaunchKernel<kThreads, false, false, kClustered>(c, alpha, beta, relu, out, s);
+  }
+  if (c.mask.data != nullptr) {
+    return LaunchKernel<kThreads, true, true, kClustered>(c, alpha, beta, false, out, s);
+  }
+  return LaunchKernel<kThreads, true, false, kClustered>(c, alpha, beta, false, out, s);
+}
+
+// Whether the current device runs the clustered kernels: compute capability 9.x and their sm_90
+// code loaded (a PTX-only build for an older target would not have it). Asked on every plan,
+// so answered once per device.
+bool ClustersAvailable() {
+  static std::atomic<int> known[64];  // 0 unknown, 1 no, 2 yes
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) {
+    cudaGetLastError();
+    return false;
+  }
+  int answer = known[device].load();
+  if (answer == 0) {
+    int major = 0;
+    cudaFuncAttributes attr;
+    const bool yes =
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+        major >= 9 &&
+        cudaFuncGetAttributes(&attr, BatchNormPlaneKernel<kNarrowThreads, false, false, true>) ==
+            cudaSuccess &&
+        attr.binaryVersion >= 90;
+    cudaGetLastError();
+    answer = yes ? 2 : 1;
+    known[device].store(answer);
+  }
+  return answer == 2;
 }
 
 }  // namespace
@@ -156,7 +252,15 @@ void Launch(const ReduceCall& c, float alpha, float beta, bool relu, float* out,
 bool BatchNormPlanesServe(const ReduceCall& c) {
   if (c.op != ReduceOp::kMoments && c.op != ReduceOp::kGradientSums) return false;
   if (c.feature_rank != 1 || c.reduce_rank < 1 || c.reduce_rank > 2) return false;
-  if (c.reduce_count > kMaxPlaneElements || c.dense == nullptr) return false;
+  if (c.dense == nullptr) return false;
+  // Clusters serve the forward and the plain backward. The backward through a fused ReLU reads
+  // three tensors twice, too much for L2 to return the second read: measured on ResNet-18's
+  // 56x56 layers (H100, 2026-11-24) it took 0.219 ms against the two-stage path's 0.20.
+  if (c.reduce_count > kMaxPlaneElements &&
+      (c.reduce_count > kCluster * kMaxPlaneElements || c.mask.data != nullptr ||
+       !ClustersAvailable())) {
+    return false;
+  }
   const int last = c.reduce_rank - 1;
   if (c.a.type != Storage::kF32 || c.a_reduce_strides[last] != 1) return false;
   if (c.op == ReduceOp::kGradientSums) {
@@ -180,15 +284,17 @@ bool BatchNormPlanesServe(const ReduceCall& c) {
 int LaunchBatchNormPlanes(const ReduceCall& c, float alpha, float beta, bool relu, void* out,
                           void* stream) {
   if (!BatchNormPlanesServe(c)) return static_cast<int>(cudaErrorInvalidValue);
-  const unsigned blocks = static_cast<unsigned>(c.features);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   float* o = static_cast<float*>(out);
-  if (c.reduce_count > kWidePlane) {
-    Launch<kWideThreads>(c, alpha, beta, relu, o, blocks, s);
+  cudaError_t error;
+  if (c.reduce_count > kMaxPlaneElements) {
+    error = Launch<kNarrowThreads, true>(c, alpha, beta, relu, o, s);
+  } else if (c.reduce_count > kWidePlane) {
+    error = Launch<kWideThreads, false>(c, alpha, beta, relu, o, s);
   } else {
-    Launch<kNarrowThreads>(c, alpha, beta, relu, o, blocks, s);
+    error = Launch<kNarrowThreads, false>(c, alpha, beta, relu, o, s);
   }
-  return LastError();
+  return error != cudaSuccess ? static_cast<int>(error) : LastError();
 }
 
 }  // namespace cuda

@@ -137,7 +137,8 @@ absl::Status LrnBackward(Handle& handle, const LrnDescriptor& lrn, float alpha,
 size_t BatchNormWorkspaceSize(BatchNormMode mode, const TensorDescriptor& xd) {
   if (xd.rank() < 2) return 0;
   TensorDescriptor pd = xd;  // only the feature strides matter for the size
-  return internal::ReduceWorkspaceBytes(MomentsCall(mode, xd, nullptr, pd));
+  // The backward's dy and mask may be laid out unlike x.
+  return internal::ReduceWorkspaceBytesForAnyOperands(MomentsCall(mode, xd, nullptr, pd));
 }
 
 absl::Status BatchNormForwardTraining(Handle& handle, const BatchNormTraining& bn, float alpha,

@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/dnn_reduce_rows.h"
 
@@ -151,6 +153,13 @@ size_t ReduceWorkspaceBytes(const cuda::ReduceCall& call) {
   const size_t f = static_cast<size_t>(call.features) * sizeof(float);
   return AlignUp(static_cast<size_t>(call.splits) * call.features * 2 * sizeof(double)) +
          AlignUp(4 * f) + 2 * AlignUp(f);
+}
+
+size_t ReduceWorkspaceBytesForAnyOperands(const cuda::ReduceCall& call) {
+  cuda::ReduceCall widest = call;
+  widest.splits = std::max(
+      call.splits, cuda::ReduceSplits(call.features, call.reduce_count, call.feature_major));
+  return ReduceWorkspaceBytes(widest);
 }
 
 absl::Status BindReduceWorkspace(cuda::ReduceCall& call, void* workspace, size_t bytes,

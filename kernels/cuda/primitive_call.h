@@ -44,6 +44,10 @@ cuda::ReduceCall ReduceOver(cuda::ReduceOp op, const TensorDescriptor& a, const 
                             const void* mask_data = nullptr);
 // Workspace a reduction over these descriptors needs: partial sums plus 6 dense f32 vectors.
 size_t ReduceWorkspaceBytes(const cuda::ReduceCall& call);
+// The same for any layout of the second operand and the mask: one whose strides differ from
+// the first operand's moves a channels-last reduction off the rows kernel, whose split count
+// differs. Workspace-size queries that see only x answer with this.
+size_t ReduceWorkspaceBytesForAnyOperands(const cuda::ReduceCall& call);
 // Points the call's partials and dense vectors into `workspace`; ResourceExhausted when small.
 absl::Status BindReduceWorkspace(cuda::ReduceCall& call, void* workspace, size_t bytes,
                                  const char* where);

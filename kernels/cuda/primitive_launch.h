@@ -45,8 +45,8 @@ enum class ElementwiseOp : int {
   kEltwiseMaxGradient,       // which is the first argmax ? v_n : 0
   kAffine,                   // one operand: p0 (v0 - p3) + p2; two: p0 v0 + p1 (v1 - p3) + p2
                              // (batch norm's apply: forward, and backward with v0 = dy, v1 = x);
-            // three: p0 [v1 > 0] v0 + p1 (v2 - p3) + p2 (the backward of batch norm
-            // fused with a ReLU: dy = v0 masked by the fused output v1, x = v2)
+  // three: p0 [v1 > 0] v0 + p1 (v2 - p3) + p2 (the backward of batch norm
+  // fused with a ReLU: dy = v0 masked by the fused output v1, x = v2)
 };
 
 struct ElementwiseCall {
@@ -140,8 +140,9 @@ int ReduceSplits(int64_t features, int64_t reduce_count, bool feature_major);
 int LaunchReduce(const ReduceCall& call, void* stream);
 // Batch norm's training forward (kMoments: statistics, running updates, y = the affine op and
 // the ReLU when `relu`) or backward (kGradientSums: dscale, dbias, dx) in one launch, one block
-// per channel, for f32 channels of at most 65536 elements in runs of contiguous elements; the
-// call must be bound to its workspace (dense coefficients) and `out` laid out as its x.
+// per channel for f32 channels of at most 65536 elements, a cluster of 8 on Hopper for up to 8
+// times that, in runs of contiguous elements; the call must be bound to its workspace (dense
+// coefficients) and `out` laid out as its x.
 bool BatchNormPlanesServe(const ReduceCall& call);
 int LaunchBatchNormPlanes(const ReduceCall& call, float alpha, float beta, bool relu, void* out,
                           void* stream);

@@ -75,7 +75,7 @@ absl::Status ReduceTensorSum(Handle& handle, float alpha, const TensorDescriptor
 
 size_t ReduceTensorDotWorkspaceSize(const TensorDescriptor& ad, const TensorDescriptor& dbd) {
   if (dbd.rank() != ad.rank()) return 0;
-  return internal::ReduceWorkspaceBytes(internal::ReduceOver(
+  return internal::ReduceWorkspaceBytesForAnyOperands(internal::ReduceOver(
       cuda::ReduceOp::kDot, ad, nullptr, &ad, nullptr, internal::KeptDims(dbd, ad), dbd));
 }
 

@@ -32,11 +32,17 @@ Layout NextLayout(Layout layout) {
 }
 
 TEST_F(PrimitivesCudaTest, BatchNormFusedReluAndRunningStatisticsApart) {
-  // Channels up to 65536 elements take the one-block-per-channel kernels in f32 NCHW; the
-  // second-last shape (34560 per channel) runs them with several loads per thread, the last
-  // (69120) keeps the two-stage path under test there too.
-  const auto spatial_shapes = WithExtra(
-      Shapes(), {{4, 64, 14, 14}, {2, 24, 33, 7}, {3, 20, 17, 9}, {4, 3, 96, 90}, {8, 2, 96, 90}});
+  // Channels up to 65536 elements take the one-block-per-channel kernels in f32 NCHW, up to 8
+  // times that a cluster of 8 blocks per channel on Hopper: 34560 per channel runs a block with
+  // several loads per thread, 69120 and 224000 (uneven slices) run clusters (but for the
+  // backward through a ReLU), 540800 keeps the two-stage path under test there too.
+  const auto spatial_shapes = WithExtra(Shapes(), {{4, 64, 14, 14},
+                                                   {2, 24, 33, 7},
+                                                   {3, 20, 17, 9},
+                                                   {4, 3, 96, 90},
+                                                   {8, 2, 96, 90},
+                                                   {16, 2, 100, 140},
+                                                   {32, 2, 130, 130}});
   for (auto mode : {dnn::BatchNormMode::kSpatial, dnn::BatchNormMode::kPerActivation}) {
     const auto& shapes = mode == dnn::BatchNormMode::kSpatial ? spatial_shapes : Shapes();
     for (auto rule : {dnn::RunningStatsRule::kExponential, dnn::RunningStatsRule::kCaffeSum}) {
