@@ -17,7 +17,8 @@ bool IsPlainSum(const Node& n) {
   for (double c : n.GetFloats("coeffs")) {
     if (c != 1.0) return false;
   }
-  return true;
+  // A sum with its ReLU fused already (passes/fuse_eltwise_relu.cc) is not a plain sum.
+  return n.GetString("activation") == "none";
 }
 
 class FuseConvEpiloguePass : public Pass {

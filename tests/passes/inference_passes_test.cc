@@ -185,6 +185,21 @@ TEST(InferencePassesTest, ResidualSumAndReluGoIntoTheConvolution) {
   EXPECT_DOUBLE_EQ(conv_c->GetFloat("negative_slope"), 0.1);
 }
 
+// A sum that carries its own ReLU (a training rewrite's Eltwise activation) is not taken into
+// the convolution as a plain residual sum: its ReLU would be lost.
+TEST(InferencePassesTest, SumWithAFusedReluStaysApart) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", F32({2, 4, 7, 7}));
+  Value main = Conv(b, x, 4, 4, 3, "conv", false);
+  Value sum = (*b.Op("Eltwise", {main, x}, {{"activation", std::string("relu")}}, "sum"))[0];
+  ASSERT_TRUE(b.Output("out", sum).ok());
+  auto graph = b.Finish();
+  auto g = RewriteAndCompare(*graph, Image(8));
+  EXPECT_EQ(CountOps(*g, "Eltwise"), 1) << PrintGraph(*g);
+  EXPECT_EQ(g->FindNode("sum")->GetString("activation"), "relu");
+  EXPECT_EQ(g->FindNode("conv")->num_inputs(), 2) << PrintGraph(*g);  // no residual input
+}
+
 TEST(InferencePassesTest, DropoutIsRemovedAndDeadCodeGoes) {
   GraphBuilder b(&DefaultOpRegistry());
   Value x = *b.Input("data", F32({2, 4, 7, 7}));
