@@ -58,7 +58,15 @@ const Shape kShapes[] = {{128, 96, 221, 221, 256, 7, 7, 2, 0},
                          {64, 64, 56, 56, 128, 1, 1, 2, 0},
                          {64, 128, 28, 28, 256, 1, 1, 2, 0},
                          {64, 256, 14, 14, 512, 1, 1, 2, 0},
-                         {64, 64, 56, 56, 64, 1, 1, 1, 0}};
+                         {64, 64, 56, 56, 64, 1, 1, 1, 0},
+                         // FCN-8s at batch 4 (--shapes=16..20): 3x3 layers over the 500x500
+                         // image padded by 100, and upscore8, the 16x16 stride-8 deconvolution
+                         // (its backward data: x is the 568x568 upsampled score map).
+                         {4, 64, 698, 698, 64, 3, 3, 1, 1},
+                         {4, 128, 349, 349, 128, 3, 3, 1, 1},
+                         {4, 256, 175, 175, 256, 3, 3, 1, 1},
+                         {4, 512, 88, 88, 512, 3, 3, 1, 1},
+                         {4, 21, 568, 568, 21, 16, 16, 8, 0}};
 constexpr int kShapeCount = sizeof(kShapes) / sizeof(kShapes[0]);
 
 struct Mode {

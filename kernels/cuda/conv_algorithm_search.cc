@@ -16,7 +16,7 @@ namespace {
 
 // Candidates, most promising first. The GEMM-based paths come before the direct kernel except
 // for grouped convolutions with few channels per group, where a matrix product has almost no
-// reduction to work with.
+// reduction to work with, and (backward data) strided deconvolutions with few channels.
 std::vector<ConvAlgo> GemmFirstOrder(ConvDirection direction, const ConvProblem& p) {
   const bool thin_groups = p.groups > 1 && p.cg() <= 4;
   switch (direction) {
@@ -32,8 +32,20 @@ std::vector<ConvAlgo> GemmFirstOrder(ConvDirection direction, const ConvProblem&
               ConvAlgo::kGemm,
               ConvAlgo::kDirect};
     case ConvDirection::kBackwardData:
-      return {ConvAlgo::kGemm1x1, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kWinogradNonfused,
-              ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
+      // A strided deconvolution with few channels on both sides (FCN's upsampling layers): the
+      // GEMM formulations multiply mostly padding, the direct gather reads only the taps of each
+      // element's phase.
+      if (thin_groups || (p.cg() <= 32 && p.kg() <= 32 && p.stride[1] * p.stride[2] > 1)) {
+        return {
+            ConvAlgo::kDirect,           ConvAlgo::kGemm1x1,      ConvAlgo::kImplicitPrecompGemm,
+            ConvAlgo::kWinogradNonfused, ConvAlgo::kImplicitGemm, ConvAlgo::kGemm};
+      }
+      return {ConvAlgo::kGemm1x1,
+              ConvAlgo::kImplicitPrecompGemm,
+              ConvAlgo::kWinogradNonfused,
+              ConvAlgo::kImplicitGemm,
+              ConvAlgo::kGemm,
+              ConvAlgo::kDirect};
     case ConvDirection::kBackwardFilter:
       return {ConvAlgo::kGemm1x1,          ConvAlgo::kImplicitPrecompGemm,
               ConvAlgo::kWinogradNonfused, ConvAlgo::kImplicitGemmSplitK,

@@ -78,6 +78,10 @@ int LaunchAddChannelBias(const dnn::ConvProblem& p, ElementType element, const v
 // Direct forward convolution, one thread per output element.
 int LaunchConvDirect(const dnn::ConvProblem& p, ElementType element, const void* x, const void* w,
                      float alpha, float beta, void* y, void* stream);
+// Direct backward data (conv_direct_backward_data.cu), a gather of the taps that reach each dx
+// element, by phase where it can: dx = alpha conv_backward_data(dy, w) + beta dx.
+int LaunchConvDirectBackwardData(const dnn::ConvProblem& p, ElementType element, const void* dy,
+                                 const void* w, float alpha, float beta, void* dx, void* stream);
 // db[k] = alpha sum(dy[:, k, ...]) + beta db[k], a fixed-order reduction per channel.
 int LaunchBiasGrad(const dnn::ConvProblem& p, ElementType element, const void* dy, float alpha,
                    float beta, void* db, void* stream);

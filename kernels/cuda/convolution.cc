@@ -172,7 +172,9 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
           "ungrouped 2-d backward filter");
     }
     case ConvAlgo::kDirect:
-      return fwd ? absl::OkStatus() : no("is forward-only");
+      return direction != ConvDirection::kBackwardFilter
+                 ? absl::OkStatus()
+                 : no("serves forward and backward data only");
     case ConvAlgo::kImplicitGemmSplitK:
       return direction == ConvDirection::kBackwardFilter ? absl::OkStatus()
                                                          : no("is backward-filter-only");
@@ -354,6 +356,10 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
     case ConvDirection::kBackwardData:
       if (algo == ConvAlgo::kGemm1x1) {
         status = Pixelwise1x1(handle, p, /*backward=*/true, alpha, beta, y, w, x, ws);
+      } else if (algo == ConvAlgo::kDirect) {
+        status = Launched(cuda::LaunchConvDirectBackwardData(p, ElementOf(p.dtype), y, w, alpha,
+                                                             beta, x, handle.stream()),
+                          "direct backward data");
       } else if (algo == ConvAlgo::kWinogradNonfused) {
         status = BackwardDataWinograd(handle, p, alpha, beta, y, w, x, ws);
       } else if (algo == ConvAlgo::kImplicitPrecompGemm) {

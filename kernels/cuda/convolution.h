@@ -38,8 +38,10 @@ enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 //   kImplicitGemmSplitK   backward filter: the long N*P*Q reduction split over blocks, partial
 //                         sums in the workspace, added in a fixed order.
 //   kGemm                 all three: explicit im2col (or col2im) in the workspace + cuBLAS.
-//   kDirect               forward: one thread per output element; best for depthwise/grouped
-//                         convolutions with few channels per group.
+//   kDirect               forward and backward data: one thread per output (dx) element; best
+//                         for depthwise/grouped convolutions with few channels per group, and
+//                         for strided deconvolutions with few channels (backward data walks only
+//                         the taps of the element's phase).
 //   kGemm1x1              a 1x1, unpadded, ungrouped convolution of packed NCHW tensors (any
 //                         stride) or packed NHWC ones (stride 1) as cuBLAS products: no copies at
 //                         stride 1 (the NCHW filter gradient takes per-image f32 parts in the

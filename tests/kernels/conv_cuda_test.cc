@@ -346,9 +346,9 @@ TEST_F(ConvCudaTest, BadCallsReturnStatus) {
   absl::Status s = dnn::ConvolutionForward(*handle_, 1, c.x, x.get(), c.w, w.get(), c.conv,
                                            ConvAlgo::kGemm, nullptr, 0, 0, c.y, y.get());
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
-  // A forward-only algorithm for backward data; 1x1 on a 3x3 filter.
-  s = dnn::ConvolutionBackwardData(*handle_, 1, c.w, w.get(), c.y, y.get(), c.conv,
-                                   ConvAlgo::kDirect, nullptr, 0, 0, c.x, x.get());
+  // An algorithm without a backward-filter path; 1x1 on a 3x3 filter.
+  s = dnn::ConvolutionBackwardFilter(*handle_, 1, c.x, x.get(), c.y, y.get(), c.conv,
+                                     ConvAlgo::kDirect, nullptr, 0, 0, c.w, w.get());
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
   s = dnn::ConvolutionForward(*handle_, 1, c.x, x.get(), c.w, w.get(), c.conv, ConvAlgo::kGemm1x1,
                               nullptr, 0, 0, c.y, y.get());

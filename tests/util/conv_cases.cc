@@ -149,6 +149,12 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
       {"nhwc_k6", {2, 40, 9, 10}, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
       {"nhwc_k13", {1, 72, 8, 7}, 13, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
       {"stride4_11x11_k40", {1, 3, 23, 23}, 40, {11, 11}, {0, 0}, {4, 4}, {1, 1}},
+      // Deconvolutions as FCN upsamples (backward data: x is the deconvolution's output): few
+      // channels, filter = 2 x stride, for the direct gather's phase walk; and a dilated one
+      // whose taps of one phase are stride / gcd(stride, dilation) apart.
+      {"deconv_s8_16x16", {2, 5, 42, 44}, 6, {16, 16}, {4, 4}, {8, 8}, {1, 1}},
+      {"nhwc_deconv_s2_4x4", {2, 21, 18, 17}, 21, {4, 4}, {1, 1}, {2, 2}, {1, 1}, 1, F::kNHWC},
+      {"deconv_s4_dilation2", {1, 3, 23, 21}, 4, {5, 5}, {3, 2}, {4, 4}, {2, 2}},
       // 5x5 at unit stride (Winograd F(2x2, 5x5)).
       {"five_by_five", {2, 6, 11, 10}, 7, {5, 5}, {2, 2}, {1, 1}, {1, 1}},
       // Enough 2x2 tiles (800) that Winograd backward filter splits them into chunks.
