@@ -134,8 +134,11 @@ size_t BackwardDataFilterBytes(const ConvProblem& p);
 // Writes that filter at `ws` (shared by IMPLICIT_PRECOMP_GEMM and WINOGRAD_NONFUSED).
 absl::Status WriteBackwardDataFilter(Handle& h, const ConvProblem& p, const void* w, char* ws);
 
+// With `epilogue` non-null, the wgmma kernel applies it and *applied is set; the other kernels
+// leave it (and *applied false).
 absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
-                            const void* w, void* y, char* ws);
+                            const void* w, void* y, char* ws,
+                            const ConvEpilogue* epilogue = nullptr, bool* applied = nullptr);
 absl::Status BackwardDataPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta,
                                  const void* dy, const void* w, void* dx, char* ws);
 absl::Status BackwardFilterPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta,

@@ -318,7 +318,9 @@ size_t BackwardDataFilterBytes(const ConvProblem& p) {
 }
 
 absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float beta, const void* x,
-                            const void* w, void* y, char* ws) {
+                            const void* w, void* y, char* ws, const ConvEpilogue* epilogue,
+                            bool* applied) {
+  if (applied != nullptr) *applied = false;
   const PrecompPlan plan = PlanPrecomp(p, h.multiprocessors());
   const ElementType e = ElementOf(p.dtype);
   const void* xk = x;
@@ -348,6 +350,12 @@ absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float 
     l.beta = beta;
     l.splits = plan.wgmma_splits;
     l.partial = reinterpret_cast<float*>(ws + plan.partial_offset);
+    if (epilogue != nullptr) {
+      l.bias = epilogue->bias;
+      l.relu = epilogue->relu;
+      l.relu_slope = epilogue->relu_slope;
+      if (applied != nullptr) *applied = true;
+    }
     return Launched(cuda::LaunchConvWgmma(l, h.stream()), "implicit precomp GEMM (wgmma)");
   }
   const GemmView view = ForwardGemmView(plan.problem, plan.copy || p.XChannelsLast());

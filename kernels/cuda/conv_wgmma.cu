@@ -42,6 +42,10 @@ struct Params {
   int c_blocks, k_tiles, tiles_per_split, splits;
   bool vector_out;  // y is channels-last with every 4-filter group 4-element aligned
   float alpha, beta;
+  // The epilogue before the store: + bias[k] (f32; null: none), then ReLU with `slope`.
+  const float* bias;
+  bool relu;
+  float slope;
 };
 
 template <typename T>
@@ -69,17 +73,37 @@ __device__ __forceinline__ void StoreFloat<__nv_bfloat16>(void* base, int64_t i,
   static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(v);
 }
 
-// Writes alpha * v + beta * y at `i` of y (beta == 0: y is not read).
+// v rounded to T's precision (identity for f32).
 template <typename T>
-__device__ __forceinline__ void Blend(const Params& p, int64_t i, float v) {
-  float out = p.alpha * v;
-  if (p.beta != 0.0f) out += p.beta * LoadAsFloat<T>(p.y, i);
-  StoreFloat<T>(p.y, i, out);
+__device__ __forceinline__ float RoundTo(float v) {
+  T e[1];
+  StoreFloat<T>(e, 0, v);
+  return LoadAsFloat<T>(e, 0);
 }
 
-// Blend of four consecutive elements at `i` (a multiple of 4, y aligned for it).
+// The epilogue of filter k's output v: + bias, then ReLU (x < 0: slope x). v is first rounded to
+// the output type, as the convolution's own store would, so that the result is bit-equal to the
+// convolution followed by a separate bias/ReLU pass (what the unfused graph computes).
 template <typename T>
-__device__ __forceinline__ void BlendFour(const Params& p, int64_t i, float4 v) {
+__device__ __forceinline__ float Finish(const Params& p, int k, float v) {
+  if (p.bias == nullptr && !p.relu) return v;
+  v = RoundTo<T>(v);
+  if (p.bias != nullptr) v += p.bias[k];
+  if (p.relu && v < 0.0f) v *= p.slope;
+  return v;
+}
+
+// Writes the epilogue of alpha * v + beta * y at `i` of y, filter k (beta == 0: y is not read).
+template <typename T>
+__device__ __forceinline__ void Blend(const Params& p, int64_t i, int k, float v) {
+  float out = p.alpha * v;
+  if (p.beta != 0.0f) out += p.beta * LoadAsFloat<T>(p.y, i);
+  StoreFloat<T>(p.y, i, Finish<T>(p, k, out));
+}
+
+// Blend of four consecutive elements at `i` (a multiple of 4, y aligned for it), filters k..k+3.
+template <typename T>
+__device__ __forceinline__ void BlendFour(const Params& p, int64_t i, int k, float4 v) {
   v.x *= p.alpha;
   v.y *= p.alpha;
   v.z *= p.alpha;
@@ -93,6 +117,8 @@ __device__ __forceinline__ void BlendFour(const Params& p, int64_t i, float4 v) 
       v.z += p.beta * old.z;
       v.w += p.beta * old.w;
     }
+    v = make_float4(Finish<T>(p, k, v.x), Finish<T>(p, k + 1, v.y), Finish<T>(p, k + 2, v.z),
+                    Finish<T>(p, k + 3, v.w));
     *at = v;
   } else {
     T* at = static_cast<T*>(p.y) + i;
@@ -102,6 +128,8 @@ __device__ __forceinline__ void BlendFour(const Params& p, int64_t i, float4 v) 
       v.z += p.beta * LoadAsFloat<T>(at, 2);
       v.w += p.beta * LoadAsFloat<T>(at, 3);
     }
+    v = make_float4(Finish<T>(p, k, v.x), Finish<T>(p, k + 1, v.y), Finish<T>(p, k + 2, v.z),
+                    Finish<T>(p, k + 3, v.w));
     union {
       T e[4];
       uint2 bits;
@@ -334,10 +362,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) ConvWgmmaKernel(const Pa
       } else {
         const int64_t at = OutputRowOffset(p, m) + col;
         if (col + 3 < p.k) {
-          BlendFour<T>(p, at, v);
+          BlendFour<T>(p, at, col, v);
         } else {
           const float e[4] = {v.x, v.y, v.z, v.w};
-          for (int i = 0; i < 4 && col + i < p.k; ++i) Blend<T>(p, at + i, e[i]);
+          for (int i = 0; i < 4 && col + i < p.k; ++i) Blend<T>(p, at + i, col + i, e[i]);
         }
       }
     }
@@ -346,7 +374,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) ConvWgmmaKernel(const Pa
     if (m < p.m) {
       const int64_t row_off = OutputRowOffset(p, m);
       for (int c = tid / kBM; c < kBN && n0 + c < p.k; c += kThreads / kBM) {
-        Blend<T>(p, row_off + static_cast<int64_t>(n0 + c) * p.ys_k, tile[r * kLd + c]);
+        Blend<T>(p, row_off + static_cast<int64_t>(n0 + c) * p.ys_k, n0 + c, tile[r * kLd + c]);
       }
     }
   }
@@ -365,7 +393,7 @@ __global__ void ConvWgmmaReduceKernel(const Params p) {
     for (int s = 0; s < p.splits; ++s) sum += p.partial[s * total + i];
     const int m = static_cast<int>(i / p.k),
               k = static_cast<int>(i - static_cast<int64_t>(m) * p.k);
-    Blend<T>(p, OutputRowOffset(p, m) + k * p.ys_k, sum);
+    Blend<T>(p, OutputRowOffset(p, m) + k * p.ys_k, k, sum);
   }
 }
 
@@ -468,6 +496,9 @@ Params MakeParams(const ConvWgmmaLaunch& l) {
   p.tiles_per_split = (p.k_tiles + p.splits - 1) / p.splits;
   p.alpha = l.alpha;
   p.beta = l.beta;
+  p.bias = l.bias;
+  p.relu = l.relu;
+  p.slope = l.relu_slope;
   const uintptr_t y_addr = reinterpret_cast<uintptr_t>(l.y);
   p.vector_out = q.y_stride[1] == 1 && q.y_stride[0] % 4 == 0 && q.y_stride[3] % 4 == 0 &&
                  q.y_stride[4] % 4 == 0 && y_addr % (4 * elem) == 0;

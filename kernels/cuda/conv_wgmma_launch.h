@@ -24,6 +24,12 @@ struct ConvWgmmaLaunch {
   // `partial`; a second kernel adds them in a fixed order. 1 = off.
   int splits = 1;
   float* partial = nullptr;
+  // The epilogue, applied to each output before its single store (in the split-K reduction
+  // when split): y = act(alpha conv + beta y + bias[k]), act = ReLU with `relu_slope` for
+  // negative values when `relu`. bias: f32, one per filter, or null.
+  const float* bias = nullptr;
+  bool relu = false;
+  float relu_slope = 0;
 };
 
 // True when the current device runs the sm_90a kernels (compute capability 9.0 and the build

@@ -114,6 +114,28 @@ absl::Status RunConvolution(Handle& handle, ConvDirection direction, const ConvP
                             ConvAlgo algo, float alpha, float beta, void* x, void* w, void* y,
                             void* workspace, size_t workspace_bytes);
 
+// What a forward convolution's kernel can apply to each output before its single store, as
+// cudnnConvolutionBiasActivationForward does: y = act(alpha conv(x, w) + beta y + bias[k]), act
+// = ReLU (negative values times relu_slope) when `relu`, identity otherwise. The blend is
+// rounded to the output's type before the bias is added (in f32), so a 16-bit result is
+// bit-equal to the plain convolution followed by a separate bias/ReLU pass.
+struct ConvEpilogue {
+  const float* bias = nullptr;  // f32, one per output channel, packed; null: no bias
+  bool relu = false;
+  float relu_slope = 0;
+};
+
+// The forward direction of RunConvolution with `epilogue` applied inside the convolution's
+// kernel where the algorithm's path allows it (today: the Hopper wgmma kernel, which the
+// IMPLICIT_GEMM and IMPLICIT_PRECOMP_GEMM algorithms take for channels-last tensor-core
+// problems); *applied says whether it was. When false the plain convolution ran (y = alpha
+// conv + beta y) and the epilogue is the caller's to apply.
+absl::Status RunConvolutionForwardWithEpilogue(Handle& handle, const ConvProblem& p, ConvAlgo algo,
+                                               float alpha, float beta, const void* x,
+                                               const void* w, void* y, void* workspace,
+                                               size_t workspace_bytes, const ConvEpilogue& epilogue,
+                                               bool* applied);
+
 struct ConvAlgoPerf {
   ConvAlgo algo = ConvAlgo::kImplicitGemm;
   absl::Status status;  // why it cannot run, for Find results that failed

@@ -14,6 +14,7 @@
 #include "kernels/cuda/conv_algorithm_cache.h"
 #include "kernels/cuda/conv_fft.h"
 #include "kernels/cuda/conv_small_channels_launch.h"
+#include "kernels/cuda/conv_wgmma_launch.h"
 #include "kernels/cuda/convolution.h"
 #include "kernels/dnn/conv_reference.h"
 #include "tests/util/conv_cases.h"
@@ -235,6 +236,82 @@ TEST_F(ConvCudaTest, EveryAlgorithmMatchesTheReference) {
   }
   std::printf("conv_cuda_test: %d algorithm runs checked, %d failed\n", runs, failures);
   EXPECT_GT(runs, 500);
+}
+
+// The forward epilogue (bias, ReLU with a slope) inside the convolution kernel: every case
+// through the two algorithms whose wgmma path takes it, against the reference convolution
+// stored in the dtype, followed by act(y + bias). Where the path does not take it (`applied` false)
+// the output must be the plain convolution.
+TEST_F(ConvCudaTest, ForwardEpilogueInTheKernel) {
+  uint32_t seed = 3000;
+  int applied_runs = 0, plain_runs = 0, failures = 0;
+  for (const Config& config : kConfigs) {
+    for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
+      for (ConvAlgo algo : {ConvAlgo::kImplicitGemm, ConvAlgo::kImplicitPrecompGemm}) {
+        const ConvProblem& p = c.problem;
+        if (!dnn::CheckConvAlgoSupported(ConvDirection::kForward, p, algo).ok()) continue;
+        const std::string what =
+            absl::StrCat(config.name, " ", c.name, " ", dnn::ConvAlgoName(algo), " +epilogue");
+        SCOPED_TRACE(what);
+        std::vector<float> x = testing::RandomValues(p.x_span, seed++);
+        std::vector<float> w = testing::RandomValues(p.w_count, seed++);
+        std::vector<float> y = testing::RandomValues(p.y_span, seed++);
+        std::vector<float> bias = testing::RandomValues(p.k, seed++);
+        testing::RoundTo(config.dtype, x);
+        testing::RoundTo(config.dtype, w);
+        testing::RoundTo(config.dtype, y);
+        if (c.beta == 0) std::fill(y.begin(), y.end(), std::nanf(""));
+        std::vector<float> plain = y;
+        dnn::ReferenceConvolutionForward(p, x.data(), w.data(), plain.data(), c.alpha, c.beta);
+        // A leaky slope on every other run, plain ReLU on the rest.
+        const float slope = (applied_runs + plain_runs) % 2 ? 0.125f : 0.0f;
+        // The kernel rounds the convolution to the dtype before the bias, as a separate pass
+        // over the stored output would.
+        std::vector<float> fused = plain;
+        testing::RoundTo(config.dtype, fused);
+        std::vector<int64_t> index(c.y.rank(), 0);
+        for (int64_t e = 0; e < c.y.ElementCount(); ++e) {
+          int64_t offset = 0;
+          for (int d = 0; d < c.y.rank(); ++d) offset += index[d] * c.y.strides[d];
+          const float v = plain[offset] + bias[index[1]];
+          fused[offset] = v < 0 ? v * slope : v;
+          for (int d = c.y.rank() - 1; d >= 0 && ++index[d] == c.y.dims[d]; --d) index[d] = 0;
+        }
+        DeviceTensor dx(config.dtype, x), dw(config.dtype, w), dy(config.dtype, y);
+        DeviceTensor dbias(DataType::kF32, bias);
+        auto bytes = dnn::GetConvolutionWorkspaceSize(*handle_, ConvDirection::kForward, p, algo);
+        ASSERT_TRUE(bytes.ok()) << bytes.status();
+        void* ws = nullptr;
+        if (*bytes > 0) {
+          ASSERT_EQ(cudaMalloc(&ws, *bytes), cudaSuccess);
+        }
+        dnn::ConvEpilogue epilogue;
+        epilogue.bias = static_cast<const float*>(dbias.get());
+        epilogue.relu = true;
+        epilogue.relu_slope = slope;
+        bool applied = false;
+        absl::Status s = dnn::RunConvolutionForwardWithEpilogue(*handle_, p, algo, c.alpha, c.beta,
+                                                                dx.get(), dw.get(), dy.get(), ws,
+                                                                *bytes, epilogue, &applied);
+        ASSERT_TRUE(s.ok()) << s;
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        cudaFree(ws);
+        const Tolerance tol =
+            ToleranceFor(config.dtype, config.math, TermsOf(p, ConvDirection::kForward));
+        CompareAll(dy.Download(y.size()), applied ? fused : plain, tol, what, &failures);
+        ++(applied ? applied_runs : plain_runs);
+      }
+    }
+  }
+  std::printf("forward epilogue: %d runs applied it in the kernel, %d ran plain, %d failed\n",
+              applied_runs, plain_runs, failures);
+  // The Hopper kernel takes the channels-last f16/bf16/TF32 cases; elsewhere nothing applies it.
+  if (cuda::ConvWgmmaAvailable()) {
+    EXPECT_GE(applied_runs, 20);
+  } else {
+    EXPECT_EQ(applied_runs, 0);
+  }
+  EXPECT_GT(plain_runs, 0);
 }
 
 // The cases the windowed kernels serve, through those kernels alone: the first layers forward

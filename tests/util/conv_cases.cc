@@ -92,6 +92,9 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
       {"nhwc", {2, 16, 9, 10}, 12, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNHWC},
       {"nhwc_odd_c", {2, 5, 11, 9}, 7, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 1, F::kNHWC},
       {"nhwc_groups2", {2, 16, 8, 9}, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, F::kNHWC},
+      // Groups wide enough for the wgmma kernel (48 channels each, f16 and TF32), run group by
+      // group, with a tail of channels in the second k tile.
+      {"nhwc_groups2_wide", {2, 96, 7, 9}, 64, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, F::kNHWC},
       {"sub_region_nchw", {2, 6, 9, 8}, 5, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, F::kNCHW, true},
       {"sub_region_nhwc", {2, 8, 7, 9}, 6, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 1, F::kNHWC, true},
       {"true_convolution",

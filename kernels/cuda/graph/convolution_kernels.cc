@@ -8,8 +8,11 @@
 // The epilogue (bias; for a fused Convolution also the residual and the ReLU of
 // passes/fuse_conv_epilogue): the residual enters through the convolution's own blend
 // (y = conv + 1 * y, with y holding the residual: the planner writes the output over the residual
-// when the residual dies here, else it is copied into y first); bias and ReLU are then one
-// per-feature affine pass over y. Without a ReLU the bias stays one broadcast add.
+// when the residual dies here, else it is copied into y first). Forward, bias and ReLU are
+// applied by the convolution kernel before its store where the algorithm's path allows it
+// (dnn::RunConvolutionForwardWithEpilogue: the Hopper wgmma kernel); otherwise, and for
+// Deconvolution, they are one per-feature affine pass over y afterwards (without a ReLU the bias
+// is one broadcast add).
 //
 // Algorithm choice, at plan time:
 //   heuristic  the primitive library's order (GetConvolutionAlgorithms) within the workspace limit.
@@ -280,7 +283,8 @@ absl::StatusOr<Epilogue> EpilogueOf(const Node& node, size_t conv_workspace) {
     const TensorType& b = node.input(2).type();
     strides[1] = b.rank() == 1 ? b.stride(0) : 1;
     KILN_ASSIGN_OR_RETURN(e.bias_d, dnn::TensorDescriptor::Create(b.dtype(), dims, strides));
-    e.stage_bias = e.relu && (b.dtype() != DataType::kF32 || strides[1] != 1);
+    // The f32 packed bias that the affine pass and the convolution kernel's own epilogue read.
+    e.stage_bias = b.dtype() != DataType::kF32 || strides[1] != 1;
     if (e.stage_bias) {
       std::vector<int64_t> packed(out.rank(), 1);
       KILN_ASSIGN_OR_RETURN(e.bias_f32_d,
@@ -291,20 +295,23 @@ absl::StatusOr<Epilogue> EpilogueOf(const Node& node, size_t conv_workspace) {
   return e;
 }
 
-absl::Status RunEpilogue(const Epilogue& e, dnn::Handle& handle, const KernelArgs& a) {
+// The bias as packed f32 (staged into the workspace when it is not), or null without a bias.
+absl::StatusOr<const float*> F32Bias(const Epilogue& e, dnn::Handle& handle, const KernelArgs& a) {
+  if (!e.bias) return nullptr;
+  if (!e.stage_bias) return static_cast<const float*>(a.inputs[2].data);
+  void* staged = static_cast<char*>(a.workspace) + e.bias_offset;
+  KILN_RETURN_IF_ERROR(
+      dnn::TransformTensor(handle, 1.0f, e.bias_d, a.inputs[2].data, 0.0f, e.bias_f32_d, staged));
+  return static_cast<const float*>(staged);
+}
+
+// The epilogue as a pass over y after the convolution; `bias` from F32Bias.
+absl::Status RunEpilogue(const Epilogue& e, dnn::Handle& handle, const KernelArgs& a,
+                         const float* bias) {
   void* out = a.outputs[0].data;
   if (!e.relu) {
     return e.bias ? dnn::AddTensor(handle, 1.0f, e.bias_d, a.inputs[2].data, 1.0f, e.out_d, out)
                   : absl::OkStatus();
-  }
-  const float* bias = nullptr;
-  if (e.bias && e.stage_bias) {
-    void* staged = static_cast<char*>(a.workspace) + e.bias_offset;
-    KILN_RETURN_IF_ERROR(
-        dnn::TransformTensor(handle, 1.0f, e.bias_d, a.inputs[2].data, 0.0f, e.bias_f32_d, staged));
-    bias = static_cast<const float*>(staged);
-  } else if (e.bias) {
-    bias = static_cast<const float*>(a.inputs[2].data);
   }
   KILN_ASSIGN_OR_RETURN(const cuda_graph::IdentityParams* id,
                         cuda_graph::IdentityFor(a, e.channels));
@@ -332,7 +339,7 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
   cuda_graph::PreparedKernel k;
   const size_t conv_workspace = perf.workspace_bytes;
   k.workspace_bytes =
-      e.stage_bias ? e.bias_offset + static_cast<size_t>(e.channels) * 4 : conv_workspace;
+      e.bias && e.stage_bias ? e.bias_offset + static_cast<size_t>(e.channels) * 4 : conv_workspace;
   k.measured_ms = options.measure_algorithms ? perf.time_ms : -1;
   k.description = absl::StrCat("algo=", dnn::ConvAlgoName(perf.algo),
                                s.problem.math == dnn::MathMode::kTf32 ? " tf32" : "",
@@ -351,10 +358,28 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
       }
       beta = 1.0f;
     }
-    KILN_RETURN_IF_ERROR(dnn::RunConvolution(handle, s.direction, s.problem, algo, 1.0f, beta,
-                                             DataAt(a, s.x_at), DataAt(a, s.w_at),
-                                             DataAt(a, s.y_at), a.workspace, conv_workspace));
-    return RunEpilogue(e, handle, a);
+    if (s.direction != dnn::ConvDirection::kForward || (!e.bias && !e.relu)) {
+      KILN_RETURN_IF_ERROR(dnn::RunConvolution(handle, s.direction, s.problem, algo, 1.0f, beta,
+                                               DataAt(a, s.x_at), DataAt(a, s.w_at),
+                                               DataAt(a, s.y_at), a.workspace, conv_workspace));
+      const float* bias = nullptr;  // only the ReLU's affine pass reads the f32 copy
+      if (e.relu) {
+        KILN_ASSIGN_OR_RETURN(bias, F32Bias(e, handle, a));
+      }
+      return RunEpilogue(e, handle, a, bias);
+    }
+    // Forward: bias and ReLU in the convolution kernel's store where its path takes them (the
+    // staged bias sits past the convolution's workspace, so it survives the convolution).
+    KILN_ASSIGN_OR_RETURN(const float* bias, F32Bias(e, handle, a));
+    dnn::ConvEpilogue in_kernel;
+    in_kernel.bias = bias;
+    in_kernel.relu = e.relu;
+    in_kernel.relu_slope = e.slope;
+    bool applied = false;
+    KILN_RETURN_IF_ERROR(dnn::RunConvolutionForwardWithEpilogue(
+        handle, s.problem, algo, 1.0f, beta, DataAt(a, s.x_at), DataAt(a, s.w_at),
+        DataAt(a, s.y_at), a.workspace, conv_workspace, in_kernel, &applied));
+    return applied ? absl::OkStatus() : RunEpilogue(e, handle, a, bias);
   };
   return k;
 }
