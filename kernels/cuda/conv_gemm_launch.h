@@ -75,6 +75,15 @@ int LaunchSubPixelFilter(const dnn::ConvProblem& p, ElementType element, const v
 // y[n, k, ...] += bias[k] over the output of `p`.
 int LaunchAddChannelBias(const dnn::ConvProblem& p, ElementType element, const void* bias, void* y,
                          void* stream);
+// What a forward kernel applies to each output before its store (dnn::ConvEpilogue, for the
+// kernels' launch interfaces): + bias[k] (f32; null: none), then ReLU with `slope` for negative
+// values when `relu`. A 16-bit output is rounded to its type before the bias, as a separate pass
+// over the stored output would see it.
+struct OutputEpilogue {
+  const float* bias = nullptr;
+  bool relu = false;
+  float slope = 0;
+};
 // Direct forward convolution, one thread per output element.
 int LaunchConvDirect(const dnn::ConvProblem& p, ElementType element, const void* x, const void* w,
                      float alpha, float beta, void* y, void* stream);

@@ -192,8 +192,10 @@ int64_t WinogradChunks(ConvDirection direction, const ConvProblem& p, int multip
 // filter and products.
 size_t WinogradBytes(ConvDirection direction, const ConvProblem& p, int64_t chunks);
 
+// With `epilogue` non-null the output transform applies it (*applied set true).
 absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float beta,
-                             const void* x, const void* w, void* y, char* ws);
+                             const void* x, const void* w, void* y, char* ws,
+                             const ConvEpilogue* epilogue = nullptr, bool* applied = nullptr);
 absl::Status BackwardDataWinograd(Handle& h, const ConvProblem& p, float alpha, float beta,
                                   const void* dy, const void* w, void* dx, char* ws);
 absl::Status BackwardFilterWinograd(Handle& h, const ConvProblem& p, float alpha, float beta,

@@ -192,18 +192,25 @@ __device__ void LoadFilter(const Geometry& g, const uint16_t* w, int k0, int fil
   }
 }
 
-// Writes alpha * v + beta * y at `i` (beta == 0: y is not read).
+// alpha * v + beta * y at `i` (beta == 0: y is not read), then the epilogue of filter f: rounded
+// to T (as the stored convolution would be), + bias, ReLU.
 template <typename T>
-__device__ __forceinline__ float Blended(const T* y, int64_t i, float v, float alpha, float beta) {
+__device__ __forceinline__ float Blended(const T* y, int64_t i, float v, float alpha, float beta,
+                                         const OutputEpilogue& e, int f) {
   float out = alpha * v;
   if (beta != 0.0f) out += beta * ToFloat(y[i]);
+  if (e.bias == nullptr && !e.relu) return out;
+  out = ToFloat(FromFloat<T>(out));
+  if (e.bias != nullptr) out += e.bias[f];
+  if (e.relu && out < 0.0f) out *= e.slope;
   return out;
 }
 
 template <typename T, int kNT>
 __global__ void __launch_bounds__(kThreads, kNT <= 8 ? 2 : 1)
     SmallChannelsForwardKernel(const Geometry g, const T* __restrict__ x, const T* __restrict__ w,
-                               T* y, float alpha, float beta, bool vector_out) {
+                               T* y, float alpha, float beta, bool vector_out,
+                               const OutputEpilogue e) {
   extern __shared__ __align__(16) uint16_t smem[];
   constexpr int kN = kNT * 8;
   const int w_ld = g.k_total + 8;  // an odd number of 16-byte units: conflict-free ldmatrix rows
@@ -280,14 +287,14 @@ __global__ void __launch_bounds__(kThreads, kNT <= 8 ? 2 : 1)
           const int64_t i = base + j * filter_step;
           const float v0 = acc[mt][j][2 * half], v1 = acc[mt][j][2 * half + 1];
           if (vector_out && f + 1 < g.k) {
-            const float o0 = Blended(y, i, v0, alpha, beta);
-            const float o1 = Blended(y, i + 1, v1, alpha, beta);
+            const float o0 = Blended(y, i, v0, alpha, beta, e, f);
+            const float o1 = Blended(y, i + 1, v1, alpha, beta, e, f + 1);
             *reinterpret_cast<uint32_t*>(y + i) =
                 Bits(FromFloat<T>(o0)) | (uint32_t{Bits(FromFloat<T>(o1))} << 16);
           } else {
-            if (f < g.k) y[i] = FromFloat<T>(Blended(y, i, v0, alpha, beta));
+            if (f < g.k) y[i] = FromFloat<T>(Blended(y, i, v0, alpha, beta, e, f));
             if (f + 1 < g.k) {
-              y[i + g.ys[1]] = FromFloat<T>(Blended(y, i + g.ys[1], v1, alpha, beta));
+              y[i + g.ys[1]] = FromFloat<T>(Blended(y, i + g.ys[1], v1, alpha, beta, e, f + 1));
             }
           }
         }
@@ -609,7 +616,7 @@ int LaunchForward(const Plan& plan, const SmallChannelsLaunch& l, cudaStream_t s
       g.ys[1] == 1 && g.ys[0] % 2 == 0 && g.ys[2] % 2 == 0 && g.ys[3] % 2 == 0 && Aligned(l.y, 4);
   kernel<<<dim3(blocks, chunks), kThreads, plan.forward_smem, stream>>>(
       g, static_cast<const T*>(l.x), static_cast<const T*>(l.w), static_cast<T*>(l.y), l.alpha,
-      l.beta, vector_out);
+      l.beta, vector_out, l.epilogue);
   return cudaGetLastError();
 }
 

@@ -42,6 +42,7 @@ struct Geometry {
   int64_t xs[4], ys[4], ws[4];    // strides of x (n, c, h, w), y (n, k, p, q), w (k, c, r, s)
   float alpha, beta;
   int window_floats;  // c * rows_in * cols_ld, rounded up to a multiple of 4
+  OutputEpilogue epilogue;
 };
 
 struct Plan {
@@ -197,8 +198,11 @@ __global__ void __launch_bounds__(kThreads)
         const int oh = oh0 + row0 + i;
         if (oh >= g.p) break;
         float* at = yi + f * g.ys[1] + oh * g.ys[2];
-        const float v = g.alpha * acc[i][j];
-        *at = g.beta == 0.0f ? v : v + g.beta * *at;
+        float v = g.alpha * acc[i][j];
+        if (g.beta != 0.0f) v += g.beta * *at;
+        if (g.epilogue.bias != nullptr) v += g.epilogue.bias[f];
+        if (g.epilogue.relu && v < 0.0f) v *= g.epilogue.slope;
+        *at = v;
       }
     }
   }
@@ -382,6 +386,7 @@ int LaunchSmallChannelsForwardF32(const SmallChannelsLaunch& l, void* stream) {
   if (!plan.ok) return cudaErrorInvalidValue;
   plan.g.alpha = l.alpha;
   plan.g.beta = l.beta;
+  plan.g.epilogue = l.epilogue;
   cudaError_t e =
       cudaFuncSetAttribute(SmallChannelsForwardF32Kernel,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, plan.shared_bytes);

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/conv_gemm_launch.h"
 #include "kernels/dnn/conv_problem.h"
 
 namespace kiln {
@@ -27,6 +28,7 @@ struct SmallChannelsLaunch {
   float alpha = 1, beta = 0;
   int multiprocessors = 1;
   float* partial = nullptr;  // filter gradient: WindowFilterGradientBytes of workspace
+  OutputEpilogue epilogue;   // forward: bias and ReLU before the store (none by default)
 };
 
 // True when the kernels serve `p` forward: f16 or bf16 (both directions), 2-d, one group, unit

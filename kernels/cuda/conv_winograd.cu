@@ -199,7 +199,7 @@ __global__ void WinogradFilterKernel(ConvProblem p, const float* w, bool flip, f
 // One thread per (k, tile): the MxM outputs A^T m A, blended into y where inside the output.
 template <int R, int M>
 __global__ void WinogradOutputKernel(ConvProblem p, const float* m, int tiles_h, int tiles_w,
-                                     float alpha, float beta, float* y) {
+                                     float alpha, float beta, float* y, OutputEpilogue e) {
   using T = Transform<R, M>;
   constexpr int N = T::kN;
   const int tiles = static_cast<int>(p.n) * tiles_h * tiles_w;
@@ -225,6 +225,8 @@ __global__ void WinogradOutputKernel(ConvProblem p, const float* m, int tiles_h,
         float* at = base + (h0 + r) * p.y_stride[3] + (w0 + s) * p.y_stride[4];
         float value = alpha * out[r][s];
         if (beta != 0.0f) value += beta * *at;
+        if (e.bias != nullptr) value += e.bias[k];
+        if (e.relu && value < 0.0f) value *= e.slope;
         *at = value;
       }
     }
@@ -344,11 +346,12 @@ int LaunchWinogradFilter(const ConvProblem& p, int tile, const float* w, bool fl
 }
 
 int LaunchWinogradOutput(const ConvProblem& p, int tile, const float* m, int tiles_h, int tiles_w,
-                         float alpha, float beta, float* y, void* stream) {
+                         float alpha, float beta, float* y, void* stream,
+                         const OutputEpilogue& epilogue) {
   const int64_t total = p.k * p.n * tiles_h * tiles_w;
   if (total == 0) return 0;
   KILN_WINOGRAD_LAUNCH(WinogradOutputKernel, tile, total, stream, p, m, tiles_h, tiles_w, alpha,
-                       beta, y);
+                       beta, y, epilogue);
   return static_cast<int>(cudaGetLastError());
 }
 

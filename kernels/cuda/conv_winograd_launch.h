@@ -10,6 +10,7 @@
 #ifndef KILN_KERNELS_CUDA_CONV_WINOGRAD_LAUNCH_H_
 #define KILN_KERNELS_CUDA_CONV_WINOGRAD_LAUNCH_H_
 
+#include "kernels/cuda/conv_gemm_launch.h"
 #include "kernels/dnn/conv_problem.h"
 
 namespace kiln {
@@ -20,9 +21,11 @@ int LaunchWinogradInput(const dnn::ConvProblem& p, int tile, const float* x, int
 // flip: true convolution (the filter's taps reversed).
 int LaunchWinogradFilter(const dnn::ConvProblem& p, int tile, const float* w, bool flip, float* u,
                          void* stream);
-// y = alpha * (the transformed-back products) + beta * y over the output of `p`.
+// y = act(alpha * (the transformed-back products) + beta * y + bias[k]) over the output of `p`
+// (conv_gemm_launch.h's OutputEpilogue; the default is none).
 int LaunchWinogradOutput(const dnn::ConvProblem& p, int tile, const float* m, int tiles_h,
-                         int tiles_w, float alpha, float beta, float* y, void* stream);
+                         int tiles_w, float alpha, float beta, float* y, void* stream,
+                         const OutputEpilogue& epilogue = {});
 
 // Backward filter: G = A dy A^T per 2x2 dy tile (zero past the output's edge).
 int LaunchWinogradGradient(const dnn::ConvProblem& p, const float* dy, int tiles_h, int tiles_w,

@@ -94,7 +94,15 @@ size_t WinogradBytes(ConvDirection direction, const ConvProblem& p, int64_t chun
 }
 
 absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float beta,
-                             const void* x, const void* w, void* y, char* ws) {
+                             const void* x, const void* w, void* y, char* ws,
+                             const ConvEpilogue* epilogue, bool* applied) {
+  cuda::OutputEpilogue e;
+  if (epilogue != nullptr) {
+    e.bias = epilogue->bias;
+    e.relu = epilogue->relu;
+    e.slope = epilogue->relu_slope;
+  }
+  if (applied != nullptr) *applied = epilogue != nullptr;
   const int tile = WinogradTile(ConvDirection::kForward, p);
   const int tiles_h = static_cast<int>(TilesAlong(tile, p.out[1]));
   const int tiles_w = static_cast<int>(TilesAlong(tile, p.out[2]));
@@ -123,7 +131,7 @@ absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float
                    p.k * tiles, static_cast<int>(points), WinogradCompute(p), CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx (Winograd)"));
   return Launched(cuda::LaunchWinogradOutput(p, tile, m, tiles_h, tiles_w, alpha, beta,
-                                             static_cast<float*>(y), h.stream()),
+                                             static_cast<float*>(y), h.stream(), e),
                   "Winograd output transform");
 }
 

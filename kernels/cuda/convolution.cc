@@ -340,9 +340,15 @@ absl::Status RunConvolutionImpl(Handle& handle, ConvDirection direction, const C
         case ConvAlgo::kImplicitGemm: {
           // A first layer's few input channels: the kernel made for them, no workspace.
           if (cuda::SmallChannelsServes(p)) {
-            status = Launched(cuda::LaunchSmallChannelsForward(
-                                  SmallChannelsLaunchOf(handle, p, alpha, beta, x, w, y, nullptr),
-                                  handle.stream()),
+            cuda::SmallChannelsLaunch l =
+                SmallChannelsLaunchOf(handle, p, alpha, beta, x, w, y, nullptr);
+            if (epilogue != nullptr) {
+              l.epilogue.bias = epilogue->bias;
+              l.epilogue.relu = epilogue->relu;
+              l.epilogue.slope = epilogue->relu_slope;
+              *applied = true;
+            }
+            status = Launched(cuda::LaunchSmallChannelsForward(l, handle.stream()),
                               "small-channel implicit GEMM");
             break;
           }
@@ -386,7 +392,7 @@ absl::Status RunConvolutionImpl(Handle& handle, ConvDirection direction, const C
           status = Pixelwise1x1(handle, p, /*backward=*/false, alpha, beta, x, w, y, ws);
           break;
         case ConvAlgo::kWinogradNonfused:
-          status = ForwardWinograd(handle, p, alpha, beta, x, w, y, ws);
+          status = ForwardWinograd(handle, p, alpha, beta, x, w, y, ws, epilogue, applied);
           break;
         default:
           break;

@@ -126,10 +126,11 @@ struct ConvEpilogue {
 };
 
 // The forward direction of RunConvolution with `epilogue` applied inside the convolution's
-// kernel where the algorithm's path allows it (today: the Hopper wgmma kernel, which the
-// IMPLICIT_GEMM and IMPLICIT_PRECOMP_GEMM algorithms take for channels-last tensor-core
-// problems); *applied says whether it was. When false the plain convolution ran (y = alpha
-// conv + beta y) and the epilogue is the caller's to apply.
+// kernel where the algorithm's path allows it (the Hopper wgmma kernel, which IMPLICIT_GEMM and
+// IMPLICIT_PRECOMP_GEMM take for channels-last tensor-core problems; the small-channel first-layer
+// kernels of IMPLICIT_GEMM; WINOGRAD_NONFUSED's output transform); *applied says whether it was.
+// When false the plain convolution ran (y = alpha conv + beta y) and the epilogue is the caller's
+// to apply.
 absl::Status RunConvolutionForwardWithEpilogue(Handle& handle, const ConvProblem& p, ConvAlgo algo,
                                                float alpha, float beta, const void* x,
                                                const void* w, void* y, void* workspace,

@@ -10,7 +10,7 @@
 // (y = conv + 1 * y, with y holding the residual: the planner writes the output over the residual
 // when the residual dies here, else it is copied into y first). Forward, bias and ReLU are
 // applied by the convolution kernel before its store where the algorithm's path allows it
-// (dnn::RunConvolutionForwardWithEpilogue: the Hopper wgmma kernel); otherwise, and for
+// (dnn::RunConvolutionForwardWithEpilogue: wgmma, small-channel, Winograd); otherwise, and for
 // Deconvolution, they are one per-feature affine pass over y afterwards (without a ReLU the bias
 // is one broadcast add).
 //
