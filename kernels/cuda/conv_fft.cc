@@ -25,10 +25,11 @@ using Shape = FftPlanCache::Shape;
 // FFT sizes tried per axis: even products of 2, 3, 5 and 7, which cuFFT transforms fastest.
 constexpr int kLengths[] = {8, 12, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128};
 // One pass's planes and spectra stay within this many bytes (or one tile-image, if larger). A
-// variable only so that tests can force several passes on small problems. 256 MiB: at 1 GiB,
+// variable only so that tests can force several passes on small problems. 128 MiB: at 1 GiB,
 // ResNet-18's one FFT (res4a's backward data, batch 64) took 453 MB of workspace in one pass
-// and set the training plan's peak.
-int64_t pass_bytes = int64_t{256} << 20;
+// and set the training plan's peak; at 256 MiB CaffeNet's fp32 inference plan (b128) peaked at
+// 663 MiB, 554 at 128 with the same speed (H100, docs/PERF.md).
+int64_t pass_bytes = int64_t{128} << 20;
 // Sizes whose workspace would pass this are not considered; none left means unsupported.
 constexpr int64_t kMaxWorkspace = int64_t{4} << 30;
 // The cost model's rates (H100-like): complex GEMM flop/s, bytes/s, seconds per pass.
