@@ -6,6 +6,13 @@ cd "$(dirname "$0")/.."
 cache="--disk_cache=${HOME}/.cache/kiln-bazel-disk"
 jobs="--jobs=$(nproc)"
 
+# A full disk makes builds fail without saying why; keep room for two configurations' outputs.
+bash tools/trim_disk_cache.sh "${HOME}/.cache/kiln-bazel-disk"
+free_gb=$(( $(df -P -B1 "$HOME" | awk 'NR == 2 {print $4}') >> 30 ))
+if [ "$free_gb" -lt 6 ]; then
+  echo "test: only ${free_gb} GiB free on the disk of $HOME; the build needs about 6 GiB" >&2
+fi
+
 status=0
 bazel test $cache $jobs //... 2>&1 | tee /tmp/kiln-test.log || status=1
 bazel test $cache $jobs --config=asan //... 2>&1 | tee /tmp/kiln-test-asan.log || status=1
