@@ -34,6 +34,12 @@ std::unique_ptr<Pass> MakeFusePointwisePass();
 // For plans whose kernels write any strides (CUDA), after the layout is chosen.
 std::unique_ptr<Pass> MakePlaceConcatInputsPass();
 
+// "split_for_memory": a Convolution read only by a Pooling, at the network's largest
+// activation, runs in slices of its output channels, each pooled at once, the pooled slices
+// concatenated: the full convolution output never exists. Slower; only when asked for
+// (CompileOptions::split_for_memory). Run after the pipeline, on fused convolutions.
+std::unique_ptr<Pass> MakeSplitForMemoryPass();
+
 // The inference pipeline: the rewrites above as one fixed-point group.
 PassManager MakeInferencePipeline(PassManagerOptions options = {});
 

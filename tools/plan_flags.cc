@@ -79,10 +79,12 @@ absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options) {
     options.tuning_file = line.Get("tuning-file");
   }
   const std::string optimize = line.Get("optimize", "on");
-  if (optimize != "on" && optimize != "off") {
-    return absl::InvalidArgumentError(absl::StrCat("--optimize ", optimize, ": use on or off"));
+  if (optimize != "on" && optimize != "off" && optimize != "memory") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--optimize ", optimize, ": use on, off or memory"));
   }
-  options.optimize = optimize == "on";
+  options.optimize = optimize != "off";
+  options.split_for_memory = optimize == "memory";
   for (const std::string& list : line.GetAll("disable-pass")) {
     for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipEmpty())) {
       options.disabled_passes.insert(std::string(name));
@@ -112,7 +114,7 @@ const char* PlanFlagsUsage() {
   return "            [--device auto|cuda|cpu|reference] [--precision fp32|tf32|fp16|bf16]\n"
          "            [--layout nchw|nhwc|auto] [--algo heuristic|measure]\n"
          "            [--tuning-file F] [--workspace-limit BYTES] [--workspace-budget FACTOR]\n"
-         "            [--optimize on|off] [--disable-pass NAME[,NAME...]]\n";
+         "            [--optimize on|off|memory] [--disable-pass NAME[,NAME...]]\n";
 }
 
 }  // namespace kiln

@@ -92,6 +92,7 @@ class PlanBuilder {
       for (const std::string& name : options.disabled_passes) {
         std::vector<std::string> known = pipeline.PassNames();
         known.push_back("place_concat_inputs");
+        known.push_back("split_for_memory");
         if (std::find(known.begin(), known.end(), name) == known.end()) {
           return absl::InvalidArgumentError(absl::StrCat(
               "compile: no pass named '", name, "'; passes: ", absl::StrJoin(known, ", ")));
@@ -100,6 +101,12 @@ class PlanBuilder {
       PassContext context;
       context.remarks = &plan->remarks_;
       KILN_RETURN_IF_ERROR(Annotate(pipeline.Run(*optimized, context).status(), "compile"));
+      if (options.split_for_memory) {
+        // After the pipeline, so the split convolutions carry their folded and fused epilogues.
+        PassManager memory(pass_options);
+        memory.Add(MakeSplitForMemoryPass());
+        KILN_RETURN_IF_ERROR(Annotate(memory.Run(*optimized, context).status(), "compile"));
+      }
     }
     const Graph& source = optimized != nullptr ? *optimized : user_graph;
     plan->graph_ = source.Clone();
@@ -249,7 +256,7 @@ class PlanBuilder {
     if (options.in_place && options.reuse_activation_memory) PlanInPlace(*plan);
 
     // Stage: memory planning. Activations live from the step that writes them to the last step
-    // that reads them; inputs from the start, outputs to the end.
+    // that reads them; inputs from the start to their last reader, outputs to the end.
     const int end = static_cast<int>(plan->steps_.size());
     std::vector<BufferRequest> requests;
     std::vector<int> request_buffer;
@@ -285,6 +292,11 @@ class PlanBuilder {
         if (BufferRequest* r = request(b)) r->first_step = std::min(r->first_step, s);
       }
     }
+    // An input is staged into the arena before the first step and is dead after its last
+    // reader, so later values may take its bytes (the caller's own tensor is never touched).
+    for (const auto& [name, b] : plan->inputs_) {
+      if (BufferRequest* r = request(b)) r->first_step = 0;
+    }
     for (BufferRequest& r : requests) r.last_step = r.first_step;
     for (int s = 0; s < end; ++s) {
       for (int b : plan->steps_[s].inputs) {
@@ -293,9 +305,6 @@ class PlanBuilder {
       for (int b : plan->steps_[s].outputs) {
         if (BufferRequest* r = request(b)) r->last_step = std::max(r->last_step, s);
       }
-    }
-    for (const auto& [name, b] : plan->inputs_) {
-      if (BufferRequest* r = request(b)) r->first_step = 0;
     }
     for (const auto& [name, b] : plan->outputs_) {
       if (BufferRequest* r = request(b)) r->last_step = end;

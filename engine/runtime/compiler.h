@@ -86,6 +86,10 @@ struct CompileOptions {
   // removed, BatchNorm folded, convolution epilogues fused. Off by default in the library, so a
   // plan's steps are the caller's nodes; the CLI turns it on.
   bool optimize = false;
+  // With optimize: also run the memory rewrites that cost speed ("split_for_memory": the
+  // convolution before a pooling at the network's peak runs in slices of its output channels).
+  // The CLI's `--optimize memory`.
+  bool split_for_memory = false;
   // Passes (by name) the optimizer skips.
   std::set<std::string> disabled_passes;
 };

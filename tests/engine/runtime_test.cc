@@ -36,7 +36,9 @@ TEST(MemoryPlannerTest, OverlappingLifetimesNeverOverlapInMemory) {
                                  requests[j].first_step <= requests[i].last_step;
       const bool disjoint = plan.offsets[i] + requests[i].bytes <= plan.offsets[j] ||
                             plan.offsets[j] + requests[j].bytes <= plan.offsets[i];
-      if (live_together) EXPECT_TRUE(disjoint) << i << " vs " << j;
+      if (live_together) {
+        EXPECT_TRUE(disjoint) << i << " vs " << j;
+      }
     }
   }
 }

@@ -242,16 +242,17 @@ TEST(InferencePassesTest, NegativeCasesLeaveTheGraphAlone) {
 TEST(PlaceConcatInputsTest, ProducersWriteIntoTheConcatOutput) {
   for (const bool channels_last : {false, true}) {
     GraphBuilder b(&DefaultOpRegistry());
-    const TensorType image = channels_last ? testing::Nhwc({2, 4, 8, 8}) : F32({2, 4, 8, 8});
+    // The block's values outweigh the input (which is dead after the pooling), as in DenseNet.
+    const TensorType image = channels_last ? testing::Nhwc({2, 4, 4, 4}) : F32({2, 4, 4, 4});
     Value x = *b.Input("data", image);
     Value pool = (*b.Op("Pooling", {x},
-                        {{"kernel", std::vector<int64_t>{2}}, {"stride", std::vector<int64_t>{2}}},
+                        {{"kernel", std::vector<int64_t>{1}}, {"stride", std::vector<int64_t>{1}}},
                         "pool"))[0];
     Value c1 = Conv(b, *b.Relu(pool, 0.0, "relu1"), 3, 4, 1, "conv1");
     Value cat1 = (*b.Op("Concat", {pool, c1}, {}, "cat1"))[0];
     Value c2 = Conv(b, *b.Relu(cat1, 0.0, "relu2"), 2, 7, 3, "conv2");
     Value cat2 = (*b.Op("Concat", {cat1, c2}, {}, "cat2"))[0];
-    ASSERT_TRUE(b.Output("out", *b.Relu(cat2, 0.0, "relu3")).ok());
+    ASSERT_TRUE(b.Output("out", Conv(b, cat2, 2, 9, 5, "conv3")).ok());
     auto graph = b.Finish();
     auto placed = graph->Clone();
     PassManager manager;
@@ -310,6 +311,110 @@ TEST(PlaceConcatInputsTest, InputsThatCannotMoveLeaveTheConcat) {
   EXPECT_FALSE(*changed);
   EXPECT_EQ(PrintGraph(*placed), PrintGraph(*graph));
   ASSERT_EQ(remarks.size(), 2u);
+}
+
+// The stem conv1 -> BatchNorm -> Scale -> ReLU -> pooling, in both memory orders, with
+// --optimize memory: conv1 runs in slices of 8 output channels, each pooled at once, the Concat
+// takes the pooling's name; the outputs do not change, and with the Concat inputs placed the
+// plan's activations shrink.
+TEST(SplitForMemoryTest, StemConvolutionRunsInChannelSlicesPooledAtOnce) {
+  for (const bool channels_last : {false, true}) {
+    GraphBuilder b(&DefaultOpRegistry());
+    const TensorType image = channels_last ? Nhwc({2, 3, 16, 16}) : F32({2, 3, 16, 16});
+    Value x = *b.Input("data", image);
+    Value w = *b.Constant("conv1/w", RandomTensor(F32({28, 3, 3, 3}), 1, -0.3f, 0.3f));
+    Value c = (*b.Op("Convolution", {x, w}, {{"pad", std::vector<int64_t>{1}}}, "conv1"))[0];
+    Value r = *b.Relu(BatchNormScale(b, c, 28, 10, "bn1"), 0.0, "relu1");
+    Value pool = (*b.Op("Pooling", {r},
+                        {{"kernel", std::vector<int64_t>{2}}, {"stride", std::vector<int64_t>{2}}},
+                        "pool1"))[0];
+    ASSERT_TRUE(b.Output("out", Conv(b, pool, 4, 28, 3, "conv2")).ok());
+    auto graph = b.Finish();
+
+    CompileOptions options;
+    options.backend = BackendChoice::kReference;
+    options.optimize = true;
+    auto fused = Compile(*graph, DefaultKernelRegistry(), options);
+    options.split_for_memory = true;
+    auto split = Compile(*graph, DefaultKernelRegistry(), options);
+    ASSERT_TRUE(fused.ok() && split.ok()) << fused.status() << split.status();
+    const Graph& g = (*split)->graph();
+    // 28 channels, slices no larger than the pooled output (a quarter): 7 -> 8 channels each.
+    EXPECT_EQ(CountOps(g, "Convolution"), 5) << PrintGraph(g);
+    EXPECT_EQ(CountOps(g, "Pooling"), 4);
+    ASSERT_NE(g.FindNode("pool1"), nullptr);
+    EXPECT_EQ(g.FindNode("pool1")->op(), "Concat");
+    const Node* last = g.FindNode("conv1/ch24-28");
+    ASSERT_NE(last, nullptr) << PrintGraph(g);
+    EXPECT_EQ(last->GetString("activation"), "relu");
+    EXPECT_EQ(last->origins(), (std::vector<std::string>{"conv1", "bn1", "bn1_scale", "relu1"}));
+    EXPECT_EQ(last->input(1).type().dims(), (std::vector<int64_t>{4, 3, 3, 3}));
+
+    const Outputs inputs = {{"data", RandomTensor(image, 12)}};
+    for (BackendChoice backend : {BackendChoice::kReference, BackendChoice::kCpu}) {
+      if (channels_last && backend == BackendChoice::kCpu) continue;  // CPU kernels: NCHW
+      EXPECT_LE(WorstRelativeL2(RunOn(g, inputs, backend), RunOn(*graph, inputs, backend)), 2e-6);
+    }
+    // With the pooled slices written into the Concat's output (as CUDA plans place them), no
+    // step holds the whole convolution output: less than the fused plan's activations.
+    auto placed = g.Clone();
+    PassManager placement;
+    placement.Add(MakePlaceConcatInputsPass());
+    ASSERT_TRUE(placement.Run(*placed, PassContext()).ok());
+    CompileOptions plain;
+    plain.backend = BackendChoice::kReference;
+    auto placed_plan = Compile(*placed, DefaultKernelRegistry(), plain);
+    ASSERT_TRUE(placed_plan.ok()) << placed_plan.status();
+    for (const PlanStep& s : (*placed_plan)->steps()) {
+      EXPECT_FALSE(s.node->op() == "Concat" && !s.is_view) << (*placed_plan)->ToString();
+    }
+    EXPECT_LT((*placed_plan)->planned_activation_bytes(), (*fused)->planned_activation_bytes());
+    EXPECT_LE(WorstRelativeL2(RunOn(*placed, inputs, BackendChoice::kReference),
+                              RunOn(*graph, inputs, BackendChoice::kReference)),
+              2e-6);
+  }
+}
+
+// Left alone, with the reason: a grouped convolution, one with a second reader, one whose
+// reader is not a pooling, and a pooling that keeps the size.
+TEST(SplitForMemoryTest, ConvolutionsThatCannotSplitKeepTheGraph) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", F32({2, 16, 8, 8}));
+  Value wg = *b.Constant("grouped/w", RandomTensor(F32({32, 8, 3, 3}), 1, -0.3f, 0.3f));
+  Value g = (*b.Op("Convolution", {x, wg},
+                   {{"pad", std::vector<int64_t>{1}}, {"group", int64_t{2}}}, "grouped"))[0];
+  Value p1 = (*b.Op("Pooling", {g},
+                    {{"kernel", std::vector<int64_t>{2}}, {"stride", std::vector<int64_t>{2}}},
+                    "pool_g"))[0];
+  Value two = Conv(b, x, 32, 16, 2, "two_readers");
+  Value p2 = (*b.Op("Pooling", {two},
+                    {{"kernel", std::vector<int64_t>{2}}, {"stride", std::vector<int64_t>{2}}},
+                    "pool_two"))[0];
+  Value lrn = (*b.Op("LRN", {Conv(b, x, 32, 16, 3, "to_lrn")}, {}, "lrn"))[0];
+  Value same = (*b.Op("Pooling", {Conv(b, x, 32, 16, 4, "to_same")},
+                      {{"kernel", std::vector<int64_t>{3}}, {"pad", std::vector<int64_t>{1}}},
+                      "pool_same"))[0];
+  for (auto [name, v] : std::vector<std::pair<std::string, Value>>{
+           {"a", p1}, {"b", p2}, {"c", two}, {"d", lrn}, {"e", same}}) {
+    ASSERT_TRUE(b.Output(name, v).ok());
+  }
+  auto graph = b.Finish();
+  auto rewritten = graph->Clone();
+  std::vector<PassRemark> remarks;
+  PassContext context;
+  context.remarks = &remarks;
+  PassManager manager;
+  manager.Add(MakeSplitForMemoryPass());
+  auto changed = manager.Run(*rewritten, context);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(PrintGraph(*rewritten), PrintGraph(*graph));
+  std::map<std::string, std::string> why;
+  for (const PassRemark& r : remarks) why[r.producer] = r.reason;
+  EXPECT_NE(why["grouped"].find("grouped"), std::string::npos);
+  EXPECT_NE(why["to_lrn"].find("LRN, not Pooling"), std::string::npos);
+  EXPECT_NE(why["to_same"].find("does not halve"), std::string::npos);
+  EXPECT_EQ(why.count("two_readers"), 0u);  // no single reader to name
 }
 
 class CountingPass : public Pass {

@@ -59,6 +59,41 @@ TEST(KilnCompileTest, ResNet18JsonShowsFoldedBatchNormAndResidualInsideConvoluti
   EXPECT_NE(json.find("\"planned_activation_bytes\""), std::string::npos);
 }
 
+// The number after `"key": ` in a `kiln compile --json` line, or -1.
+int64_t JsonNumber(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\": ");
+  if (at == std::string::npos) return -1;
+  return std::stoll(json.substr(at + key.size() + 4));
+}
+
+// Issue 16's memory line on CPU plans at the files' own batch: `--optimize memory` plans at
+// most a third of Caffe's activation bytes for every shared deploy net of 20 or more layers,
+// and the default plan stays below Caffe's for every one.
+TEST(KilnCompileTest, MemoryPlansTakeAThirdOfCaffesActivationBytes) {
+  for (const char* file :
+       {"alexnet_deploy.prototxt", "caffenet_deploy.prototxt", "densenet121_deploy.prototxt",
+        "fcn8s_voc_deploy.prototxt", "resnet10_preact_cvgj_deploy.prototxt",
+        "resnet18_deploy.prototxt", "lenet.prototxt", "cifar10_quick.prototxt"}) {
+    for (const char* optimize : {"on", "memory"}) {
+      int rc = 0;
+      const std::string json = Output({"compile", "--model", CaffeFile(file), "--device", "cpu",
+                                       "--optimize", optimize, "--json"},
+                                      &rc);
+      ASSERT_EQ(rc, 0) << file << ": " << json;
+      const int64_t naive = JsonNumber(json, "naive_activation_bytes");
+      const int64_t planned = JsonNumber(json, "planned_activation_bytes");
+      ASSERT_GT(naive, 0) << json;
+      ASSERT_GT(planned, 0) << json;
+      EXPECT_LT(planned, naive) << file << " --optimize " << optimize;
+      const bool small =
+          std::string(file) == "lenet.prototxt" || std::string(file) == "cifar10_quick.prototxt";
+      if (std::string(optimize) == "memory" && !small) {
+        EXPECT_LE(planned * 3, naive) << file << ": " << planned << " of " << naive;
+      }
+    }
+  }
+}
+
 TEST(KilnDumpTest, WritesTheFusedGraphAndTheArenaOverTime) {
   const std::string dot = ScratchFile("plan.dot"), memory = ScratchFile("memory.svg");
   int rc = 0;
