@@ -84,6 +84,9 @@ struct KernelOptions {
   bool save_tuning = true;
   // Identifies the GPU in tuning keys ("NVIDIA H100 80GB HBM3 sm_90").
   std::string device_name;
+  // The plan is for a GPU that is not here (CompileOptions::cuda_target): it is inspected, not
+  // run. Choices that need the device to be sized (the FFT convolution) are left out.
+  bool without_device = false;
 };
 
 // A kernel prepared for one node. Immutable after creation, so one plan may run on several

@@ -43,7 +43,7 @@ int64_t CaffeActivationBytes(const CaffeModel& model) {
 
 absl::Status Compile(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
-  flags.insert({"fill-seed", "batch"});
+  flags.insert({"fill-seed", "batch", "cuda-target"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
   KILN_ASSIGN_OR_RETURN(CommandLine line,
                         CommandLine::Parse(argc, argv, 2, flags, {"json", "why-not-fused"}));
@@ -52,6 +52,7 @@ absl::Status Compile(int argc, char** argv) {
   KILN_RETURN_IF_ERROR(ApplyFillSeedFlag(line, options));
   CompileOptions compile;
   KILN_RETURN_IF_ERROR(ParsePlanFlags(line, compile));
+  KILN_RETURN_IF_ERROR(ParseCudaTargetFlag(line, compile));
   KILN_RETURN_IF_ERROR(ApplyBatchFlag(line, options));
   LoadedModel loaded;
   KILN_RETURN_IF_ERROR(LoadModel(line, options, loaded));

@@ -178,7 +178,7 @@ absl::Status RenderSvg(const std::string& dot, const std::string& svg_path) {
 
 absl::Status Dump(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
-  flags.insert({"fill-seed", "batch", "svg", "dot", "memory"});
+  flags.insert({"fill-seed", "batch", "svg", "dot", "memory", "cuda-target"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
   KILN_ASSIGN_OR_RETURN(CommandLine line,
                         CommandLine::Parse(argc, argv, 2, flags, {"why-not-fused"}));
@@ -191,6 +191,7 @@ absl::Status Dump(int argc, char** argv) {
   KILN_RETURN_IF_ERROR(ApplyFillSeedFlag(line, options));
   CompileOptions compile;
   KILN_RETURN_IF_ERROR(ParsePlanFlags(line, compile));
+  KILN_RETURN_IF_ERROR(ParseCudaTargetFlag(line, compile));
   KILN_RETURN_IF_ERROR(ApplyBatchFlag(line, options));
   LoadedModel loaded;
   KILN_RETURN_IF_ERROR(LoadModel(line, options, loaded));

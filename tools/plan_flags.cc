@@ -110,6 +110,33 @@ absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status ParseCudaTargetFlag(const CommandLine& line, CompileOptions& options) {
+  if (!line.Has("cuda-target")) return absl::OkStatus();
+  const std::string target = line.Get("cuda-target");
+  CudaDeviceInfo device;
+  device.total_memory = int64_t{80} << 30;
+  if (target == "sm_90") {
+    device = {0, "absent H100 (sm_90, 132 SMs)", 9, 0, device.total_memory, 132};
+  } else if (target == "sm_80") {
+    device = {0, "absent A100 (sm_80, 108 SMs)", 8, 0, device.total_memory, 108};
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cuda-target ", target, ": use sm_80 or sm_90"));
+  }
+  const std::string backend = line.Get("device", "cuda");
+  if (backend != "cuda" && backend != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cuda-target plans for a GPU; --device ", backend, " contradicts it"));
+  }
+  if (options.algo == AlgoChoice::kMeasure) {
+    return absl::InvalidArgumentError(
+        "--cuda-target plans for a GPU that is not here: --algo measure cannot time on it");
+  }
+  options.backend = BackendChoice::kCuda;
+  options.cuda_target = device;
+  return absl::OkStatus();
+}
+
 const char* PlanFlagsUsage() {
   return "            [--device auto|cuda|cpu|reference] [--precision fp32|tf32|fp16|bf16]\n"
          "            [--layout nchw|nhwc|auto] [--algo heuristic|measure]\n"

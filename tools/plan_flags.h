@@ -19,8 +19,14 @@ const std::set<std::string>& PlanFlagNames();
 // a CUDA kernel, else the CPU, saying why), --precision fp32|tf32|fp16|bf16 (default fp32),
 // --layout nchw|nhwc|auto (default auto), --algo heuristic|measure (default heuristic),
 // --tuning-file F (with measure), --workspace-limit BYTES (a number, or with a K/M/G suffix),
-// --optimize on|off (default on: the inference rewrites of passes/), --disable-pass NAME[,...].
+// --optimize on|off|memory (default on: the inference rewrites of passes/; memory adds the
+// rewrites that trade speed for memory), --disable-pass NAME[,...].
 absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options);
+
+// --cuda-target sm_80|sm_90, for the commands that only inspect a plan (compile, dump): plan
+// for that GPU (an A100's or an H100's SM count) without one here, on the cuda backend with the
+// heuristic algorithm choice (CompileOptions::cuda_target). Call after ParsePlanFlags.
+absl::Status ParseCudaTargetFlag(const CommandLine& line, CompileOptions& options);
 
 // The usage lines for the flags above.
 const char* PlanFlagsUsage();

@@ -114,10 +114,19 @@ class PlanBuilder {
     // Stage: backend choice. A CUDA plan first gets the precision and layout asked for, so the
     // kernels are looked up for the types they will really see.
     std::unique_ptr<Graph> cuda_graph;
-    const CudaProbe probe =
-        options.backend == BackendChoice::kAuto || options.backend == BackendChoice::kCuda
-            ? ProbeCuda()
-            : CudaProbe();
+    if (options.cuda_target.has_value() &&
+        (options.backend != BackendChoice::kCuda || options.algo == AlgoChoice::kMeasure)) {
+      return absl::InvalidArgumentError(
+          "compile: a plan for an absent GPU (cuda_target) needs the cuda backend and the "
+          "heuristic algorithm choice");
+    }
+    CudaProbe probe;
+    if (options.cuda_target.has_value()) {
+      probe.usable = true;
+      probe.devices = {*options.cuda_target};
+    } else if (options.backend == BackendChoice::kAuto || options.backend == BackendChoice::kCuda) {
+      probe = ProbeCuda();
+    }
     if (probe.usable) {
       KILN_ASSIGN_OR_RETURN(cuda_graph, CudaGraphFor(source, options));
       if (options.optimize && !options.disabled_passes.count("place_concat_inputs")) {
@@ -184,6 +193,7 @@ class PlanBuilder {
     kernel_options.allow_tf32 = options.precision == Precision::kTf32;
     kernel_options.measure_algorithms = options.algo == AlgoChoice::kMeasure;
     kernel_options.workspace_limit = options.workspace_limit;
+    kernel_options.without_device = options.cuda_target.has_value();
     TuningCache tuning;
     if (backend == Backend::kCuda) {
       const CudaDeviceInfo& d = probe.devices[0];

@@ -1,6 +1,7 @@
 // Activation memory planning as plain data: each buffer's live interval (in steps) and size in,
-// one arena offset per buffer out. Greedy, largest first, lowest fitting offset, 256-byte
-// aligned; buffers whose intervals overlap never overlap in memory.
+// one arena offset per buffer out. Greedy, lowest fitting offset, 256-byte aligned, in three
+// orders (largest buffer first; fullest step first, its buffers largest first; by first step),
+// keeping the smallest arena; buffers whose intervals overlap never overlap in memory.
 #ifndef KILN_ENGINE_RUNTIME_MEMORY_PLANNER_H_
 #define KILN_ENGINE_RUNTIME_MEMORY_PLANNER_H_
 

@@ -82,14 +82,13 @@ struct DeviceBuffer {
 
 }  // namespace
 
-absl::StatusOr<std::vector<ConvAlgoPerf>> GetConvolutionAlgorithms(const Handle& handle,
-                                                                   ConvDirection direction,
-                                                                   const ConvProblem& p,
-                                                                   ConvAlgoPreference preference,
-                                                                   size_t workspace_limit) {
+absl::StatusOr<std::vector<ConvAlgoPerf>> GetConvolutionAlgorithms(
+    const Handle& handle, ConvDirection direction, const ConvProblem& p,
+    ConvAlgoPreference preference, size_t workspace_limit, bool without_device) {
   std::vector<ConvAlgoPerf> out;
   for (ConvAlgo algo : HeuristicOrder(direction, p)) {
     if (!CheckConvAlgoSupported(direction, p, algo).ok()) continue;
+    if (without_device && algo == ConvAlgo::kFft) continue;
     KILN_ASSIGN_OR_RETURN(const size_t bytes,
                           GetConvolutionWorkspaceSize(handle, direction, p, algo));
     if (preference == ConvAlgoPreference::kNoWorkspace && bytes > 0) continue;

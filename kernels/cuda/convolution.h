@@ -149,12 +149,12 @@ enum class ConvAlgoPreference { kPreferFastest, kNoWorkspace, kSpecifyWorkspaceL
 
 // The supported algorithms in the order a heuristic expects them to be fastest, filtered by the
 // preference (kNoWorkspace: none needing workspace; kSpecifyWorkspaceLimit: within
-// `workspace_limit` bytes).
-absl::StatusOr<std::vector<ConvAlgoPerf>> GetConvolutionAlgorithms(const Handle& handle,
-                                                                   ConvDirection direction,
-                                                                   const ConvProblem& p,
-                                                                   ConvAlgoPreference preference,
-                                                                   size_t workspace_limit = 0);
+// `workspace_limit` bytes). `without_device`: planning for a GPU that is not here, so the
+// algorithms whose workspace size needs one (the FFT: cuFFT sizes its plans on the device) are
+// left out.
+absl::StatusOr<std::vector<ConvAlgoPerf>> GetConvolutionAlgorithms(
+    const Handle& handle, ConvDirection direction, const ConvProblem& p,
+    ConvAlgoPreference preference, size_t workspace_limit = 0, bool without_device = false);
 
 // Runs every supported algorithm within `workspace_limit` on the caller's buffers (warm-up, then
 // the median of `repeats` timed runs with CUDA events) and returns them fastest first; the

@@ -94,6 +94,43 @@ TEST(KilnCompileTest, MemoryPlansTakeAThirdOfCaffesActivationBytes) {
   }
 }
 
+// The same line for CUDA plans, planned here for an absent H100 (--cuda-target): fp32 (NCHW)
+// and fp16 (NHWC, placed Concat inputs). DenseNet-121's CUDA plan runs no Concat step.
+TEST(KilnCompileTest, CudaPlansForAnAbsentGpuMeetTheMemoryLine) {
+  for (const char* precision : {"fp32", "fp16"}) {
+    for (const char* file : {"alexnet_deploy.prototxt", "caffenet_deploy.prototxt",
+                             "densenet121_deploy.prototxt", "fcn8s_voc_deploy.prototxt",
+                             "resnet10_preact_cvgj_deploy.prototxt", "resnet18_deploy.prototxt"}) {
+      int rc = 0;
+      const std::string json =
+          Output({"compile", "--model", CaffeFile(file), "--cuda-target", "sm_90", "--precision",
+                  precision, "--optimize", "memory", "--json"},
+                 &rc);
+      ASSERT_EQ(rc, 0) << file << ": " << json;
+      EXPECT_NE(json.find("\"backend\": \"cuda\""), std::string::npos) << json.substr(0, 300);
+      const int64_t naive = JsonNumber(json, "naive_activation_bytes");
+      const int64_t planned = JsonNumber(json, "planned_activation_bytes");
+      ASSERT_GT(planned, 0) << json;
+      EXPECT_LE(planned * 3, naive) << file << " " << precision;
+      if (std::string(file) == "densenet121_deploy.prototxt") {
+        EXPECT_EQ(json.find("\"kernel\": \"cuda.concat"), std::string::npos) << "a Concat runs";
+      }
+    }
+  }
+  // Bad use: another backend, or measuring on a GPU that is not here.
+  int rc = 0;
+  Output({"compile", "--model", CaffeFile("lenet.prototxt"), "--cuda-target", "sm_90", "--device",
+          "cpu"},
+         &rc);
+  EXPECT_NE(rc, 0);
+  Output({"compile", "--model", CaffeFile("lenet.prototxt"), "--cuda-target", "sm_90", "--algo",
+          "measure"},
+         &rc);
+  EXPECT_NE(rc, 0);
+  Output({"compile", "--model", CaffeFile("lenet.prototxt"), "--cuda-target", "sm_75"}, &rc);
+  EXPECT_NE(rc, 0);
+}
+
 TEST(KilnDumpTest, WritesTheFusedGraphAndTheArenaOverTime) {
   const std::string dot = ScratchFile("plan.dot"), memory = ScratchFile("memory.svg");
   int rc = 0;

@@ -206,6 +206,11 @@ absl::StatusOr<dnn::ConvAlgoPerf> Measure(const ConvSetup& s, const Node& node,
 absl::StatusOr<dnn::ConvAlgoPerf> ChooseAlgorithm(const ConvSetup& s, const Node& node,
                                                   const KernelOptions& options) {
   const bool tf32 = s.problem.math == dnn::MathMode::kTf32;
+  if (options.measure_algorithms && options.without_device) {
+    return absl::FailedPreconditionError(
+        "measuring convolution algorithms needs the GPU; a plan for an absent one takes the "
+        "heuristic's choice");
+  }
   if (options.measure_algorithms) {
     const std::string key = TuningKey(s, node.input(0).type(), tf32, options);
     if (options.tuning != nullptr) {
@@ -243,7 +248,8 @@ absl::StatusOr<dnn::ConvAlgoPerf> ChooseAlgorithm(const ConvSetup& s, const Node
       std::vector<dnn::ConvAlgoPerf> algos,
       dnn::GetConvolutionAlgorithms(
           probe, s.direction, s.problem, dnn::ConvAlgoPreference::kSpecifyWorkspaceLimit,
-          static_cast<size_t>(std::min(options.workspace_limit, kHeuristicWorkspaceCap))));
+          static_cast<size_t>(std::min(options.workspace_limit, kHeuristicWorkspaceCap)),
+          options.without_device));
   if (algos.empty()) {
     return absl::ResourceExhaustedError(
         absl::StrCat("no convolution algorithm fits the workspace limit of ",
