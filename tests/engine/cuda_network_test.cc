@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -214,15 +215,18 @@ TEST_P(CudaNetworkTest, MatchesTheHostOracleInEveryPrecision) {
   oracle_options.backend = BackendChoice::kCpu;
   auto expected = RunNet(*net, oracle_options);
   ASSERT_TRUE(expected.ok()) << expected.status();
-  // Unfused (the plan runs the graph's own nodes) and fused (the inference passes and in-place
-  // planning), both against the unfused host plan.
-  for (const bool optimize : {false, true}) {
+  // Unfused (the plan runs the graph's own nodes), fused (the inference passes and in-place
+  // planning) and fused for memory (--optimize memory: split_for_memory too), all against the
+  // unfused host plan.
+  for (const char* variant : {"unfused", "fused", "memory"}) {
+    const bool optimize = std::string(variant) != "unfused";
     for (const PrecisionCase& p : kPrecisions) {
       CompileOptions options;
       options.backend = BackendChoice::kCuda;
       options.precision = p.precision;
       options.layout = p.layout;
       options.optimize = optimize;
+      options.split_for_memory = std::string(variant) == "memory";
       std::string summary;
       auto actual = RunNet(*net, options, &summary);
       ASSERT_TRUE(actual.ok()) << GetParam() << " " << p.name << ": " << actual.status();
@@ -230,12 +234,11 @@ TEST_P(CudaNetworkTest, MatchesTheHostOracleInEveryPrecision) {
         const double error = RelativeL2(actual->at(name), want);
         const double limit = LimitFor(GetParam(), p);
         std::printf("network %-38s %-10s %-7s output %-10s rel L2 %.3g (issue limit %.0e%s) %s\n",
-                    GetParam(), p.name, optimize ? "fused" : "unfused", name.c_str(), error,
-                    p.max_relative_l2,
+                    GetParam(), p.name, variant, name.c_str(), error, p.max_relative_l2,
                     error > p.max_relative_l2 ? ", OVER: format rounding, see kKnownExcess" : "",
                     summary.c_str());
-        EXPECT_LE(error, limit) << GetParam() << " " << p.name << (optimize ? " fused" : "")
-                                << " output " << name;
+        EXPECT_LE(error, limit) << GetParam() << " " << p.name << " " << variant << " output "
+                                << name;
       }
     }
   }
