@@ -47,7 +47,7 @@ absl::Status Pooling(const Node& node, const DenseArgs& a) {
               }
             }
           }
-          float result;
+          float result = max;  // kMax; the switch covers every mode
           switch (p.mode) {
             case PoolingMode::kMax:
               result = max;
