@@ -85,8 +85,11 @@ struct KernelOptions {
   // Identifies the GPU in tuning keys ("NVIDIA H100 80GB HBM3 sm_90").
   std::string device_name;
   // The plan is for a GPU that is not here (CompileOptions::cuda_target): it is inspected, not
-  // run. Choices that need the device to be sized (the FFT convolution) are left out.
+  // run. Choices that need the device to be sized are left out (the FFT convolution), and
+  // kernels that ask the device what it has (Hopper's wgmma, clusters) find nothing.
   bool without_device = false;
+  // With without_device: the absent GPU's SM count, which sizes grids and split-K workspaces.
+  int multiprocessors = 0;
 };
 
 // A kernel prepared for one node. Immutable after creation, so one plan may run on several

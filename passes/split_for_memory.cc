@@ -24,6 +24,8 @@ namespace {
 
 // Slices keep a multiple of this many channels: channels-last kernels vectorize over 8.
 constexpr int64_t kChannelQuantum = 8;
+// More slices than this save little more and cost a launch each.
+constexpr int64_t kMaxSlices = 16;
 
 // Rows [begin, end) of dim 0 of `t`, same dtype (copied by logical index, so any strides).
 absl::StatusOr<HostTensor> SliceDim0(const HostTensor& t, int64_t begin, int64_t end) {
@@ -106,7 +108,9 @@ class SplitForMemoryPass : public Pass {
     // Slices no larger than the pooled output: the convolution then never holds more than it.
     const int64_t channels = y.dim(1);
     const int64_t want = (y.span_bytes() + pooled.span_bytes() - 1) / pooled.span_bytes();
-    int64_t width = (channels + want - 1) / want;
+    // At most kMaxSlices (a global pooling would otherwise ask for one slice per position).
+    const int64_t count = std::min<int64_t>(want, kMaxSlices);
+    int64_t width = (channels + count - 1) / count;
     width = (width + kChannelQuantum - 1) / kChannelQuantum * kChannelQuantum;
     if (width >= channels) return absl::StrCat("only ", channels, " output channels");
     s.width = width;
@@ -172,7 +176,9 @@ class SplitForMemoryPass : public Pass {
                           graph.AddNode("Concat", UniqueName(graph, s.pool->name() + "/concat"),
                                         pooled, {{"axis", AttrValue(int64_t{1})}}));
     // The Concat takes the pooling's place and name, so its output keeps the layer's blob name.
-    return FinishFusion(graph, s.pool->output(0), concat, s.pool->name(), {s.pool});
+    // (A copy: FinishFusion removes the pooling, and its name with it, before renaming.)
+    const std::string pool_name = s.pool->name();
+    return FinishFusion(graph, s.pool->output(0), concat, pool_name, {s.pool});
   }
 };
 

@@ -24,8 +24,9 @@ const std::set<std::string>& PlanFlagNames();
 absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options);
 
 // --cuda-target sm_80|sm_90, for the commands that only inspect a plan (compile, dump): plan
-// for that GPU (an A100's or an H100's SM count) without one here, on the cuda backend with the
-// heuristic algorithm choice (CompileOptions::cuda_target). Call after ParsePlanFlags.
+// for that GPU (an A100's or an H100's SM count) on a machine without one, on the cuda backend
+// with the heuristic algorithm choice (CompileOptions::cuda_target: no FFT, no Hopper-only
+// kernels). Call after ParsePlanFlags.
 absl::Status ParseCudaTargetFlag(const CommandLine& line, CompileOptions& options);
 
 // The usage lines for the flags above.

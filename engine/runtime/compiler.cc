@@ -122,6 +122,13 @@ class PlanBuilder {
     }
     CudaProbe probe;
     if (options.cuda_target.has_value()) {
+      // The kernels ask the device here what it has (wgmma, clusters): with a GPU present they
+      // would plan for it, not for the target.
+      if (ProbeCuda().usable) {
+        return absl::FailedPreconditionError(
+            "compile: cuda_target plans for a GPU that is not here, and this machine has one: "
+            "plan on it instead");
+      }
       probe.usable = true;
       probe.devices = {*options.cuda_target};
     } else if (options.backend == BackendChoice::kAuto || options.backend == BackendChoice::kCuda) {
@@ -194,6 +201,10 @@ class PlanBuilder {
     kernel_options.measure_algorithms = options.algo == AlgoChoice::kMeasure;
     kernel_options.workspace_limit = options.workspace_limit;
     kernel_options.without_device = options.cuda_target.has_value();
+    if (options.cuda_target.has_value()) {
+      kernel_options.multiprocessors = options.cuda_target->multiprocessors;
+    }
+    plan->for_absent_device_ = options.cuda_target.has_value();
     TuningCache tuning;
     if (backend == Backend::kCuda) {
       const CudaDeviceInfo& d = probe.devices[0];

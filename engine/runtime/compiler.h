@@ -57,11 +57,12 @@ struct CompileOptions {
   AlgoChoice algo = AlgoChoice::kHeuristic;
   // With kMeasure: measured choices are read from and written back to this file ("" = none).
   std::string tuning_file;
-  // Plan for this GPU instead of the one found (with kCuda): a plan to inspect (steps, kernels,
-  // memory) on a machine without it, such as CI. It runs only where a GPU is usable. Choices
-  // that need the device to be sized are left out (KernelOptions::without_device: no FFT
-  // convolutions), so its workspaces are not a real GPU plan's; the steps and the planned
-  // activations are the same. Not with AlgoChoice::kMeasure.
+  // Plan for this GPU on a machine that has none (with kCuda): a plan to inspect (steps,
+  // kernels, memory), such as CI's checks of CUDA plans; ExecutionContext refuses to run it,
+  // and Compile refuses it where a GPU is usable. Choices that need the device are left out
+  // (KernelOptions::without_device: no FFT convolutions, no Hopper wgmma or clusters), so its
+  // kernels and workspaces are not a real GPU plan's; the steps, the in-place decisions and the
+  // planned activations are. Not with AlgoChoice::kMeasure.
   std::optional<CudaDeviceInfo> cuda_target;
   // Largest workspace any step may use; a step needing more is ResourceExhausted.
   int64_t workspace_limit = std::numeric_limits<int64_t>::max();

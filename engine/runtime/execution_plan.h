@@ -94,6 +94,8 @@ class ExecutionPlan {
 
   // Inputs and outputs are always bound by the caller (CompileOptions::device_bound_io).
   bool device_bound_io() const { return device_bound_io_; }
+  // Planned for an absent GPU (CompileOptions::cuda_target): for inspection, never run.
+  bool for_absent_device() const { return for_absent_device_; }
 
   // The rewrites the optimizer declined, with reasons (empty when it did not run).
   const std::vector<PassRemark>& remarks() const { return remarks_; }
@@ -115,6 +117,7 @@ class ExecutionPlan {
   int64_t planned_activation_bytes_ = 0, largest_step_workspace_ = 0;
   std::vector<PassRemark> remarks_;
   bool device_bound_io_ = false;
+  bool for_absent_device_ = false;
 };
 
 }  // namespace kiln

@@ -76,6 +76,12 @@ absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(const SolverNet& sp
                                                              const TrainerOptions& options,
                                                              uint64_t fill_seed, bool backward,
                                                              const std::vector<std::string>* only) {
+  if (options.compile.split_for_memory) {
+    // Its slices would need their own gradients; training runs --optimize on's rewrites.
+    return absl::InvalidArgumentError(
+        "--optimize memory (split_for_memory) is for inference plans; training and test nets "
+        "take --optimize on or off");
+  }
   auto net = std::make_unique<TrainingNet>();
   net->test_iter = spec.test_iter;
   caffe::NetParameter upgraded = spec.net;

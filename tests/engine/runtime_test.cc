@@ -135,6 +135,28 @@ TEST(CompilerTest, ForcedCudaWithoutGpuIsAnError) {
   EXPECT_FALSE(Compile(*g, DefaultKernelRegistry(), {BackendChoice::kCuda}).ok());
 }
 
+// A plan for an absent GPU (cuda_target) compiles where there is none, says what it is
+// for, and is refused by the executor; where a GPU is usable, Compile refuses the target.
+TEST(CompilerTest, PlansForAnAbsentGpuAreForInspectionOnly) {
+  auto g = Chain(2);
+  CompileOptions options;
+  options.backend = BackendChoice::kCuda;
+  options.cuda_target = CudaDeviceInfo{0, "absent H100", 9, 0, int64_t{80} << 30, 132};
+  auto plan = Compile(*g, DefaultKernelRegistry(), options);
+  if (ProbeCuda().usable) {
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+    return;
+  }
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ((*plan)->backend(), Backend::kCuda);
+  EXPECT_TRUE((*plan)->for_absent_device());
+  EXPECT_NE((*plan)->backend_reason().find("absent H100"), std::string::npos);
+  auto ctx = ExecutionContext::Create(**plan);
+  EXPECT_EQ(ctx.status().code(), absl::StatusCode::kFailedPrecondition);
+  options.algo = AlgoChoice::kMeasure;
+  EXPECT_FALSE(Compile(*g, DefaultKernelRegistry(), options).ok());
+}
+
 TEST(ExecutorTest, BindingErrorsNameTheInput) {
   auto g = Chain(2);
   auto plan = *Compile(*g, DefaultKernelRegistry(), {BackendChoice::kCpu});

@@ -243,7 +243,10 @@ absl::StatusOr<dnn::ConvAlgoPerf> ChooseAlgorithm(const ConvSetup& s, const Node
     }
     return perf;
   }
-  dnn::Handle probe(nullptr, nullptr, cuda_graph::CurrentDeviceMultiprocessors());
+  dnn::Handle probe(nullptr, nullptr,
+                    options.without_device && options.multiprocessors > 0
+                        ? options.multiprocessors
+                        : cuda_graph::CurrentDeviceMultiprocessors());
   KILN_ASSIGN_OR_RETURN(
       std::vector<dnn::ConvAlgoPerf> algos,
       dnn::GetConvolutionAlgorithms(
