@@ -206,6 +206,11 @@ def environment():
 # Kiln, one variant (--optimize off: unfused, on: fused)
 # ------------------------------------------------------------------------------------------------
 
+def optimize_flag(variant, args):
+    """kiln's --optimize for a variant: off (unfused), on or memory (fused, --fused-optimize)."""
+    return args.fused_optimize if variant == "fused" else OPTIMIZE_FLAG[variant]
+
+
 def without_optimize_flag(args):
     """--kiln-args minus any --optimize (the variants set it): (kept, dropped)."""
     kept, dropped, i = [], [], 0
@@ -237,8 +242,8 @@ def kiln_run(kiln, variant, row, net, args, extra, progress):
             "--input", "%s=%s" % (net["input"], net["x_path"]),
             "--output", "%s=%s" % (net["output_blob"], out_path),
             "--device", args.kiln_device, "--precision", row["precision"],
-            "--optimize", OPTIMIZE_FLAG[variant]] + extra
-    progress.step("kiln run --optimize %s (%s)" % (OPTIMIZE_FLAG[variant], variant))
+            "--optimize", optimize_flag(variant, args)] + extra
+    progress.step("kiln run --optimize %s (%s)" % (optimize_flag(variant, args), variant))
     rc, out, err, seconds = run_command(cmd, args.timeout)
     row[p + "run_cmd"] = " ".join(shlex.quote(c) for c in cmd)
     row[p + "run_s"] = round(seconds, 2)
@@ -253,12 +258,12 @@ def kiln_time(kiln, variant, row, net, args, extra, progress):
     batch = row["batch"]
     cmd = [kiln, "time", "--model", net["prototxt"], "--weights", net["weights_path"],
            "--batch", str(batch), "--precision", row["precision"], "--device", args.kiln_device,
-           "--iterations", str(args.iterations), "--optimize", OPTIMIZE_FLAG[variant],
+           "--iterations", str(args.iterations), "--optimize", optimize_flag(variant, args),
            "--json"] + extra
     if not os.path.exists(net["weights_path"]):
         row[p + "time_error"] = "no weights file (kiln run did not write it)"
         return
-    progress.step("kiln time --optimize %s (%s)" % (OPTIMIZE_FLAG[variant], variant))
+    progress.step("kiln time --optimize %s (%s)" % (optimize_flag(variant, args), variant))
     rc, out, err, seconds = run_command(cmd, args.timeout)
     row[p + "time_cmd"] = " ".join(shlex.quote(c) for c in cmd)
     row[p + "time_s"] = round(seconds, 2)
@@ -432,6 +437,9 @@ def main():
     parser.add_argument("--kiln-variants", default=",".join(VARIANTS),
                         help="which Kiln plans to run: unfused (--optimize off), fused "
                              "(--optimize on) or both (default %(default)s)")
+    parser.add_argument("--fused-optimize", choices=("on", "memory"), default="on",
+                        help="kiln's --optimize for the fused variant: on (default), or memory "
+                             "(also split_for_memory: the peak convolution in channel slices)")
     parser.add_argument("--no-compile", action="store_true",
                         help="skip the torch.compile column (compilation takes ~1 min a row)")
     parser.add_argument("--compile-mode", default="default",
@@ -482,7 +490,8 @@ def main():
                     else "Kiln's --fill-seed %d fillers" % args.seed)
     settings = {"iterations": args.iterations, "warmup": args.warmup,
                 "compile_mode": None if args.no_compile else args.compile_mode,
-                "kiln_variants": variants, "weights_note": weights_note}
+                "kiln_variants": variants, "fused_optimize": args.fused_optimize,
+                "weights_note": weights_note}
     json_path = os.path.join(args.out, "graph_bench.json")
     previous = []
     if args.append and os.path.exists(json_path):
