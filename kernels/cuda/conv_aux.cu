@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/conv_element_access.cuh"
 #include "kernels/cuda/conv_gemm_launch.h"
 
 namespace kiln {
@@ -17,20 +18,10 @@ using dnn::ConvProblem;
 using dnn::Decode;
 using dnn::IndexInfo;
 
-__device__ __forceinline__ float Load(const float* p) { return *p; }
-__device__ __forceinline__ float Load(const __half* p) { return __half2float(*p); }
-__device__ __forceinline__ float Load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-__device__ __forceinline__ void StoreValue(float* p, float v) { *p = v; }
-__device__ __forceinline__ void StoreValue(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void StoreValue(__nv_bfloat16* p, float v) {
-  *p = __float2bfloat16_rn(v);
-}
-template <typename T>
-__device__ __forceinline__ void Blend(T* p, float value, float alpha, float beta) {
-  float out = alpha * value;
-  if (beta != 0.0f) out += beta * Load(p);
-  StoreValue(p, out);
-}
+using conv_element::Blend;
+using conv_element::Dispatch;
+using conv_element::Load;
+using conv_element::StoreValue;
 
 unsigned GridFor(int64_t n, int threads = 256) {
   const int64_t blocks = (n + threads - 1) / threads;
@@ -40,20 +31,6 @@ unsigned GridFor(int64_t n, int threads = 256) {
 #define KILN_GRID_STRIDE(i, total)                                                           \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (total); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
-// Calls f.template operator()<T>() with the element type's C++ type.
-template <typename F>
-int Dispatch(ElementType e, F f) {
-  switch (e) {
-    case ElementType::kF32:
-      return f(float{});
-    case ElementType::kF16:
-      return f(__half{});
-    case ElementType::kBF16:
-      return f(__nv_bfloat16{});
-  }
-  return static_cast<int>(cudaErrorInvalidValue);
-}
 
 template <typename T>
 __global__ void MaterializeKernel(dnn::GatherOperand op, const T* src, int64_t groups,

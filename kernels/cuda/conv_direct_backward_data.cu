@@ -18,6 +18,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/conv_element_access.cuh"
 #include "kernels/cuda/conv_gemm_launch.h"
 
 namespace kiln {
@@ -27,33 +28,10 @@ namespace {
 
 using dnn::ConvProblem;
 
-__device__ __forceinline__ float Load(const float* p) { return *p; }
-__device__ __forceinline__ float Load(const __half* p) { return __half2float(*p); }
-__device__ __forceinline__ float Load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-__device__ __forceinline__ void StoreValue(float* p, float v) { *p = v; }
-__device__ __forceinline__ void StoreValue(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void StoreValue(__nv_bfloat16* p, float v) {
-  *p = __float2bfloat16_rn(v);
-}
-template <typename T>
-__device__ __forceinline__ void Blend(T* p, float value, float alpha, float beta) {
-  float out = alpha * value;
-  if (beta != 0.0f) out += beta * Load(p);
-  StoreValue(p, out);
-}
-
-template <typename F>
-int Dispatch(ElementType e, F f) {
-  switch (e) {
-    case ElementType::kF32:
-      return f(float{});
-    case ElementType::kF16:
-      return f(__half{});
-    case ElementType::kBF16:
-      return f(__nv_bfloat16{});
-  }
-  return static_cast<int>(cudaErrorInvalidValue);
-}
+using conv_element::Blend;
+using conv_element::Dispatch;
+using conv_element::Load;
+using conv_element::StoreValue;
 
 int64_t Gcd(int64_t a, int64_t b) {
   while (b != 0) {
