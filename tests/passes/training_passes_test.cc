@@ -61,8 +61,12 @@ std::unique_ptr<Graph> Net(const Options& o) {
   if (o.second_reader) {
     EXPECT_TRUE(b.Output("normalized", bn[0]).ok());
   }
-  if (o.scaled_output) EXPECT_TRUE(b.Output("scaled", scaled).ok());
-  if (o.relu_output) EXPECT_TRUE(b.Output("activated", relu).ok());
+  if (o.scaled_output) {
+    EXPECT_TRUE(b.Output("scaled", scaled).ok());
+  }
+  if (o.relu_output) {
+    EXPECT_TRUE(b.Output("activated", relu).ok());
+  }
   return b.Finish();
 }
 
@@ -218,7 +222,9 @@ TEST(FuseAffineBatchNormReluTest, ReluOutputWithOtherReadersIsFused) {
   ASSERT_TRUE(Fuse(*g).ok());
   EXPECT_EQ(CountOps(*g, "ReLU"), 0) << PrintGraph(*g);
   for (const GraphOutput& o : g->outputs()) {
-    if (o.name == "activated") EXPECT_EQ(o.value, g->FindNode("bn")->output(0));
+    if (o.name == "activated") {
+      EXPECT_EQ(o.value, g->FindNode("bn")->output(0));
+    }
   }
 }
 
@@ -246,7 +252,9 @@ void ExpectFusedTrainsLikeUnfused(const Options& options) {
     const bool relu = options.relu_slope == 0;
     EXPECT_EQ(n->GetBool("relu"), relu);
     ASSERT_EQ(n->num_inputs(), relu ? 6 : 5);
-    if (relu) EXPECT_EQ(n->input(5), (Value{const_cast<Node*>(forward), 0}));
+    if (relu) {
+      EXPECT_EQ(n->input(5), (Value{const_cast<Node*>(forward), 0}));
+    }
   }
   const Outputs in = Inputs();
   const Outputs want = RunReference(*unfused, in);
@@ -311,7 +319,9 @@ std::unique_ptr<Graph> ResidualNet(const ResidualOptions& o) {
   Value r2 = *b.Relu(res2, o.slope, "res2_relu");
   Value loss = *b.Op1("EuclideanLoss", {r2, *b.Input("target", F32({2, 4, 5, 5}))}, {}, "loss");
   EXPECT_TRUE(b.Output("loss", loss).ok());
-  if (o.sum_output) EXPECT_TRUE(b.Output("sum", res).ok());
+  if (o.sum_output) {
+    EXPECT_TRUE(b.Output("sum", res).ok());
+  }
   return b.Finish();
 }
 
@@ -443,7 +453,7 @@ void ExpectResidualFusedTrainsLikeUnfused(const ResidualOptions& options) {
   const Outputs want = RunReference(*unfused, in);
   const Outputs got = RunReference(*fused, in);
   ASSERT_FALSE(want.empty());
-  for (const std::string& name : {"loss", "grad/data", "grad/a/w", "grad/b/w", "grad/c/w"}) {
+  for (const char* name : {"loss", "grad/data", "grad/a/w", "grad/b/w", "grad/c/w"}) {
     ASSERT_TRUE(got.count(name) && want.count(name)) << name;
     const HostTensor& a = got.at(name);
     const HostTensor& b = want.at(name);
