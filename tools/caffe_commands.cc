@@ -243,7 +243,7 @@ absl::Status Info(int argc, char** argv) {
 
 absl::Status Run(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
-  flags.insert({"fill-seed", "save-weights", "input", "output"});
+  flags.insert({"fill-seed", "save-weights", "input", "output", "debug"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
   KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, {}));
   CaffeImportOptions options;
@@ -258,6 +258,8 @@ absl::Status Run(int argc, char** argv) {
   }
   CompileOptions compile;
   KILN_RETURN_IF_ERROR(ParsePlanFlags(line, compile));
+  ContextOptions context_options;
+  KILN_RETURN_IF_ERROR(ParseDebugFlag(line, compile, context_options));
   // Files the user gave are never overwritten by an output.
   std::set<std::string> given = {line.Get("model"), line.Get("weights")};
   KILN_ASSIGN_OR_RETURN(auto inputs, Pairs(line, "input"));
@@ -327,7 +329,7 @@ absl::Status Run(int argc, char** argv) {
     KILN_RETURN_IF_ERROR(WriteCaffemodel(model, line.Get("save-weights")));
   }
   KILN_ASSIGN_OR_RETURN(auto plan, Compile(*model.graph, DefaultKernelRegistry(), compile));
-  KILN_ASSIGN_OR_RETURN(auto context, ExecutionContext::Create(*plan));
+  KILN_ASSIGN_OR_RETURN(auto context, ExecutionContext::Create(*plan, context_options));
   std::fprintf(
       stderr, "kiln run: backend %s (%s)%s\n", std::string(BackendName(plan->backend())).c_str(),
       plan->backend_reason().c_str(),

@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
       "            [--input-shape NAME=D0,D1,...] [--json]\n"
       "  run       --model F (--weights W | --fill-seed S) --input NAME=X.npy ...\n"
       "            [--output NAME=Y.npy ...] [--save-weights OUT.caffemodel]\n"
+      "            [--debug no-reuse,no-in-place,poison,check-finite]\n"
       "            [--phase ...] [--input-shape ...] [plan flags]\n"
       "  time      --model F [--weights W | --fill-seed S] [--batch N] [--iterations K]\n"
       "            [--json] [--compare-unfused] [plan flags]; --train --input-shape ...\n"

@@ -137,6 +137,27 @@ absl::Status ParseCudaTargetFlag(const CommandLine& line, CompileOptions& option
   return absl::OkStatus();
 }
 
+absl::Status ParseDebugFlag(const CommandLine& line, CompileOptions& compile,
+                            ContextOptions& context) {
+  for (const std::string& list : line.GetAll("debug")) {
+    for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+      if (name == "no-reuse") {
+        compile.reuse_activation_memory = false;
+      } else if (name == "no-in-place") {
+        compile.in_place = false;
+      } else if (name == "poison") {
+        context.poison_buffers = true;
+      } else if (name == "check-finite") {
+        context.check_finite = true;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--debug ", name, ": use no-reuse, no-in-place, poison or check-finite"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 const char* PlanFlagsUsage() {
   return "            [--device auto|cuda|cpu|reference] [--precision fp32|tf32|fp16|bf16]\n"
          "            [--layout nchw|nhwc|auto] [--algo heuristic|measure]\n"

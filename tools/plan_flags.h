@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "engine/runtime/compiler.h"
+#include "engine/runtime/executor.h"
 #include "tools/command_line.h"
 
 namespace kiln {
@@ -28,6 +29,13 @@ absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options);
 // with the heuristic algorithm choice (CompileOptions::cuda_target: no FFT, no Hopper-only
 // kernels). Call after ParsePlanFlags.
 absl::Status ParseCudaTargetFlag(const CommandLine& line, CompileOptions& options);
+
+// --debug SWITCH[,SWITCH...], for `kiln run`: no-reuse (every value its own memory),
+// no-in-place (no step writes over its input), poison (activations and workspace filled with
+// NaN bytes before the run), check-finite (stop at the first step that writes a NaN or an
+// infinity, naming it). A new name for an unknown switch is an error listing them.
+absl::Status ParseDebugFlag(const CommandLine& line, CompileOptions& compile,
+                            ContextOptions& context);
 
 // The usage lines for the flags above.
 const char* PlanFlagsUsage();

@@ -1,9 +1,11 @@
 #include "engine/runtime/executor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/status_macros.h"
 
 namespace kiln {
@@ -117,8 +119,42 @@ absl::Status ExecutionContext::RunStepsEagerly(DeviceTimer* timer, const StepObs
   return absl::OkStatus();
 }
 
+absl::Status ExecutionContext::CheckFinite(int step) {
+  const PlanStep& s = plan_.steps()[step];
+  if (s.is_view) return absl::OkStatus();
+  KILN_RETURN_IF_ERROR(device_->Synchronize());
+  for (size_t o = 0; o < s.outputs.size(); ++o) {
+    const TensorType& type = plan_.buffers()[s.outputs[o]].type;
+    const DataType dtype = type.dtype();
+    if (dtype != DataType::kF32 && dtype != DataType::kF16 && dtype != DataType::kBF16) continue;
+    HostTensor host(type);
+    KILN_RETURN_IF_ERROR(device_->CopyToHost(host.data(), Address(s.outputs[o]),
+                                             static_cast<size_t>(type.span_bytes())));
+    for (int64_t i = 0; i < type.num_elements(); ++i) {
+      const float v = host.GetFloat(i);
+      if (std::isfinite(v)) continue;
+      return absl::DataLossError(absl::StrCat(
+          "check-finite: step ", step, " '", s.node->name(), "' (", s.kernel_name, "; layers ",
+          absl::StrJoin(s.node->origins(), " + "), ") wrote ", std::isnan(v) ? "NaN" : "inf",
+          " at element ", i, " of output ", o, " ", type.ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ExecutionContext::RunSteps(const StepObserver* observer) {
   replayed_graph_ = false;
+  if (options_.check_finite) {
+    // Step by step, the caller's observer first, then the check.
+    StepObserver checked;
+    checked.after_step = [&](int step, void* stream) -> absl::Status {
+      if (observer != nullptr && observer->after_step) {
+        KILN_RETURN_IF_ERROR(observer->after_step(step, stream));
+      }
+      return CheckFinite(step);
+    };
+    return RunStepsEagerly(nullptr, &checked);
+  }
   // An observed run goes step by step (StepObserver says why) and leaves the graph and its
   // bookkeeping alone, so the next unobserved run replays or captures as it would have.
   if (observer != nullptr && observer->after_step) return RunStepsEagerly(nullptr, observer);

@@ -29,6 +29,10 @@ struct ContextOptions {
   bool poison_buffers = false;
   // Capture the steps as a CUDA graph after the first run and replay it.
   bool use_cuda_graphs = true;
+  // Debug switch: after every step, copy its outputs to the host and stop the run at the first
+  // NaN or infinity, naming the step, its layers, the output and the element. Runs step by step
+  // (no CUDA graph) and waits for each step: slow.
+  bool check_finite = false;
 };
 
 // Lets the caller of a run act between its steps, on the host: for instance start work on
@@ -108,6 +112,8 @@ class ExecutionContext {
   absl::Status RunSteps(const StepObserver* observer = nullptr);
   absl::Status RunStepsEagerly(DeviceTimer* timer, const StepObserver* observer = nullptr);
   void DropGraph();
+  // check_finite's test of one step's outputs (it waits for the device).
+  absl::Status CheckFinite(int step);
   // Copies the last Run's inputs from staging into the arena again (not those bound by the
   // caller, nor any of a device_bound_io plan).
   absl::Status StageInputsAgain();

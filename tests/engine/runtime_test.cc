@@ -157,6 +157,41 @@ TEST(CompilerTest, PlansForAnAbsentGpuAreForInspectionOnly) {
   EXPECT_FALSE(Compile(*g, DefaultKernelRegistry(), options).ok());
 }
 
+// check_finite names the first step that writes a NaN: sqrt(x - 1) of values below 1, after a
+// finite ReLU step; the same run without the switch returns the NaNs.
+TEST(ExecutorTest, CheckFiniteNamesTheFirstStepWritingNaN) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("x", F32({2, 8}));
+  Value r = *b.Relu(x, 0.0, "relu");
+  Value root = *b.Op1("Power", {r}, {{"power", 0.5}, {"shift", -1.0}}, "root");  // NaN below 1
+  ASSERT_TRUE(b.Output("y", *b.Op1("TanH", {root}, {}, "tanh")).ok());
+  auto g = b.Finish();
+  auto plan = Compile(*g, DefaultKernelRegistry(), {BackendChoice::kCpu});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  HostTensor in(F32({2, 8}));
+  for (int i = 0; i < 16; ++i) in.SetFloat(i, static_cast<float>(i) / 4);  // 0 .. 3.75
+  auto plain = ExecutionContext::Create(**plan);
+  ASSERT_TRUE(plain.ok());
+  auto unchecked = (*plain)->Run({{"x", in}});
+  ASSERT_TRUE(unchecked.ok());
+  EXPECT_TRUE(std::isnan(unchecked->at("y").GetFloat(0)));
+  ContextOptions check;
+  check.check_finite = true;
+  auto ctx = ExecutionContext::Create(**plan, check);
+  ASSERT_TRUE(ctx.ok());
+  auto checked = (*ctx)->Run({{"x", in}});
+  EXPECT_EQ(checked.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(checked.status().message().find("'root'"), std::string::npos) << checked.status();
+  EXPECT_NE(checked.status().message().find("NaN at element 0 of output 0"), std::string::npos)
+      << checked.status();
+  // Finite inputs pass, with the outputs of the unchecked run.
+  for (int i = 0; i < 16; ++i) in.SetFloat(i, 1.0f + static_cast<float>(i) / 4);
+  auto fine = (*ctx)->Run({{"x", in}});
+  auto fine_plain = (*plain)->Run({{"x", in}});
+  ASSERT_TRUE(fine.ok() && fine_plain.ok()) << fine.status();
+  EXPECT_EQ(fine->at("y").ToF32Vector(), fine_plain->at("y").ToF32Vector());
+}
+
 TEST(ExecutorTest, BindingErrorsNameTheInput) {
   auto g = Chain(2);
   auto plan = *Compile(*g, DefaultKernelRegistry(), {BackendChoice::kCpu});

@@ -1,4 +1,5 @@
 // `kiln run` and `kiln info` end to end, and the .npy reader/writer they use.
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -94,6 +95,36 @@ TEST(KilnRunTest, FillSeedIsReproducibleAndSaved) {
                        "--input", "data=" + input, "--save-weights", w}));
   }
   EXPECT_EQ(*ReadFileBytes(w1), *ReadFileBytes(w2));
+}
+
+// --debug: the switches change no output; check-finite stops at the first step writing a NaN
+// (here conv1, from a NaN in the image); an unknown switch is an error.
+TEST(KilnRunTest, DebugSwitchesKeepTheOutputAndCheckFiniteStopsAtNaN) {
+  HostTensor image(*TensorType::Create(DataType::kF32, {64, 1, 28, 28}));
+  for (int64_t i = 0; i < image.type().num_elements(); ++i) image.SetFloat(i, (i % 13) / 13.0f);
+  const std::string input = ScratchFile("debug_digits.npy");
+  ASSERT_TRUE(WriteFileBytes(input, *SerializeNpy(image)).ok());
+  const std::string model = CaffeFile("lenet.prototxt");
+  const std::string weights = CaffeFile("lenet_iter_10000.caffemodel");
+  const std::string plain = ScratchFile("plain.npy"), debug = ScratchFile("debug.npy");
+  ASSERT_EQ(0, Call({"run", "--model", model, "--weights", weights, "--device", "cpu", "--input",
+                     "data=" + input, "--output", "prob=" + plain}));
+  ASSERT_EQ(0, Call({"run", "--model", model, "--weights", weights, "--device", "cpu", "--input",
+                     "data=" + input, "--output", "prob=" + debug, "--debug",
+                     "no-reuse,no-in-place,poison,check-finite"}));
+  EXPECT_EQ(ParseNpy(*ReadFileBytes(debug), debug)->ToF32Vector(),
+            ParseNpy(*ReadFileBytes(plain), plain)->ToF32Vector());
+  image.SetFloat(1000, std::nanf(""));
+  const std::string bad = ScratchFile("nan_digits.npy");
+  ASSERT_TRUE(WriteFileBytes(bad, *SerializeNpy(image)).ok());
+  const std::string nan_out = ScratchFile("nan_prob.npy");
+  EXPECT_EQ(0, Call({"run", "--model", model, "--weights", weights, "--device", "cpu", "--input",
+                     "data=" + bad, "--output", "prob=" + nan_out}));  // NaN goes through
+  EXPECT_EQ(1, Call({"run", "--model", model, "--weights", weights, "--device", "cpu", "--input",
+                     "data=" + bad, "--output", "prob=" + ScratchFile("x.npy"), "--debug",
+                     "check-finite"}));
+  EXPECT_EQ(1, Call({"run", "--model", model, "--weights", weights, "--input", "data=" + input,
+                     "--debug", "no-reuse,bogus"}));
 }
 
 TEST(KilnRunTest, BadUsageIsAnErrorNotACrash) {
