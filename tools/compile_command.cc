@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/runtime/compiler.h"
 #include "engine/status_macros.h"
@@ -92,7 +93,11 @@ absl::Status Compile(int argc, char** argv) {
                     ", \"arena_bytes\": ", plan->activations_bytes(),
                     ", \"workspace_bytes\": ", plan->largest_step_workspace(),
                     ", \"separate_workspace_bytes\": ", plan->workspace_bytes(),
-                    ", \"weights_bytes\": ", plan->weights_bytes(), ", \"not_fused\": [");
+                    ", \"weights_bytes\": ", plan->weights_bytes(),
+                    ", \"workspace_budget\": {\"rechosen_steps\": ", plan->budget_rechosen_steps(),
+                    absl::StrFormat(", \"added_ms\": %.4f, \"measured_ms\": %.4f}",
+                                    plan->budget_added_ms(), plan->measured_ms()),
+                    ", \"not_fused\": [");
     for (size_t i = 0; i < plan->remarks().size(); ++i) {
       const PassRemark& r = plan->remarks()[i];
       absl::StrAppend(&out, i ? ", " : "", "{\"pass\": ", JsonString(r.pass),
@@ -124,6 +129,7 @@ absl::Status Compile(int argc, char** argv) {
       plan->largest_step_workspace() / 1048576.0,
       (plan->activations_bytes() + plan->workspace_bytes()) / 1048576.0,
       plan->weights_bytes() / 1048576.0);
+  if (plan->budget_rechosen_steps() > 0) std::printf("%s\n", BudgetSummary(*plan).c_str());
   if (line.Has("why-not-fused")) PrintDeclinedRewrites(*plan);
   return absl::OkStatus();
 }

@@ -173,7 +173,11 @@ absl::Status Time(int argc, char** argv) {
         ", \"workspace_bytes\": ", plan->workspace_bytes(),
         ", \"planned_activation_bytes\": ", plan->planned_activation_bytes(),
         ", \"largest_step_workspace_bytes\": ", plan->largest_step_workspace(),
-        ", \"total_bytes\": ", total_bytes, "}, \"layers\": [");
+        ", \"total_bytes\": ", total_bytes, "}",
+        ", \"workspace_budget\": {\"rechosen_steps\": ", plan->budget_rechosen_steps(),
+        absl::StrFormat(", \"added_ms\": %.4f, \"measured_ms\": %.4f}", plan->budget_added_ms(),
+                        plan->measured_ms()),
+        ", \"layers\": [");
     for (size_t i = 0; i < layer_order.size(); ++i) {
       const LayerTime& t = layers[layer_order[i]];
       absl::StrAppend(&out, i ? ", " : "", "{\"name\": ", JsonString(t.name),
@@ -217,6 +221,7 @@ absl::Status Time(int argc, char** argv) {
       plan->weights_bytes() / 1048576.0, plan->activations_bytes() / 1048576.0,
       plan->planned_activation_bytes() / 1048576.0, plan->largest_step_workspace() / 1048576.0,
       plan->workspace_bytes() / 1048576.0, total_bytes / 1048576.0, device.c_str());
+  if (plan->budget_rechosen_steps() > 0) std::printf("%s\n", BudgetSummary(*plan).c_str());
   return absl::OkStatus();
 }
 

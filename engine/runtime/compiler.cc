@@ -445,6 +445,9 @@ class PlanBuilder {
     }
     const double allowance = max_slowdown * measured;
     double added = 0;
+    bool untimed = false;
+    plan.measured_ms_ = measured;
+    plan.budget_rechosen_steps_ = 0;
     plan.workspace_bytes_ = 0;
     for (int s = 0; s < steps; ++s) {
       PlanStep& step = plan.steps_[s];
@@ -462,14 +465,14 @@ class PlanBuilder {
         bool keep =
             kernel.ok() && static_cast<int64_t>((*kernel)->WorkspaceBytes()) <= free_bytes &&
             (*kernel)->InPlaceInput() == step.in_place_input && (*kernel)->AliasedInput() < 0;
-        double cost = 0;
-        if (keep && max_slowdown >= 0) {
-          const double after = (*kernel)->MeasuredMs();
-          cost = std::max(0.0, after - before);
-          keep = after >= 0 && added + cost <= allowance;
-        }
+        const double after = kernel.ok() ? (*kernel)->MeasuredMs() : -1;
+        const bool timed = before >= 0 && after >= 0;
+        const double cost = timed ? std::max(0.0, after - before) : 0;
+        if (keep && max_slowdown >= 0) keep = timed && added + cost <= allowance;
         if (keep) {
           added += cost;
+          ++plan.budget_rechosen_steps_;
+          if (!timed) untimed = true;
           step.description =
               absl::StrCat((*kernel)->Describe(), " (within the ", free_bytes,
                            " bytes the memory budget leaves; unbounded: ", step.description,
@@ -481,6 +484,7 @@ class PlanBuilder {
       plan.workspace_bytes_ =
           std::max<int64_t>(plan.workspace_bytes_, static_cast<int64_t>(step.workspace_bytes));
     }
+    plan.budget_added_ms_ = untimed ? -1 : added;
     return absl::OkStatus();
   }
 
@@ -551,12 +555,25 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> Compile(const Graph& graph,
   return PlanBuilder::Build(graph, kernels, options);
 }
 
+std::string BudgetSummary(const ExecutionPlan& plan) {
+  std::string added = plan.budget_added_ms() < 0
+                          ? std::string("an unmeasured time")
+                          : absl::StrFormat("%.3f ms", plan.budget_added_ms());
+  return absl::StrFormat(
+      "workspace budget: %d step(s) re-chosen with less workspace, adding %s to the %.3f ms "
+      "measured",
+      plan.budget_rechosen_steps(), added, plan.measured_ms());
+}
+
 std::string ExecutionPlan::ToString() const {
   std::string out = absl::StrFormat(
       "plan: backend %s (%s), precision %s, layout %s\narenas: weights %d B, activations %d B, "
       "workspace %d B\n",
       BackendName(backend_), backend_reason_, precision_, layout_, weights_bytes_,
       activations_bytes_, workspace_bytes_);
+  if (budget_rechosen_steps_ > 0) {
+    absl::StrAppend(&out, BudgetSummary(*this), "\n");
+  }
   auto buffer = [&](int b) {
     const BufferAssignment& a = buffers_[b];
     return absl::StrFormat("%s@%s+%d%s", a.type.ToString(), a.arena == Arena::kWeights ? "w" : "a",

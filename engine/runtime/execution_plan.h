@@ -92,6 +92,14 @@ class ExecutionPlan {
   // The largest workspace one step uses.
   int64_t largest_step_workspace() const { return largest_step_workspace_; }
 
+  // What the workspace budget cost (CompileOptions::workspace_peak_slack): how many steps it
+  // re-chose with a smaller workspace, and the measured milliseconds those re-choices add over
+  // the unbounded choices (-1 when some re-chosen step has no measured time), beside the plan's
+  // measured total (0 without --algo measure).
+  int budget_rechosen_steps() const { return budget_rechosen_steps_; }
+  double budget_added_ms() const { return budget_added_ms_; }
+  double measured_ms() const { return measured_ms_; }
+
   // Inputs and outputs are always bound by the caller (CompileOptions::device_bound_io).
   bool device_bound_io() const { return device_bound_io_; }
   // Planned for an absent GPU (CompileOptions::cuda_target): for inspection, never run.
@@ -118,7 +126,12 @@ class ExecutionPlan {
   std::vector<PassRemark> remarks_;
   bool device_bound_io_ = false;
   bool for_absent_device_ = false;
+  int budget_rechosen_steps_ = 0;
+  double budget_added_ms_ = 0, measured_ms_ = 0;
 };
+
+// One line on what the workspace budget cost: the re-chosen steps and the time they add.
+std::string BudgetSummary(const ExecutionPlan& plan);
 
 }  // namespace kiln
 

@@ -485,14 +485,25 @@ TEST(CompilerTest, WorkspaceBudgetTradesMeasuredTimeForMemory) {
   EXPECT_NE(cheap->steps()[0].description.find("unbounded: algo=fast"), std::string::npos)
       << cheap->steps()[0].description;
   EXPECT_LT(cheap->activations_bytes(), static_cast<int64_t>(kScratch));
+  // The cost is reported: two re-choices of +0.01 ms each, on 2 ms measured.
+  EXPECT_EQ(cheap->budget_rechosen_steps(), 2);
+  EXPECT_NEAR(cheap->budget_added_ms(), 0.02, 1e-9);
+  EXPECT_NEAR(cheap->measured_ms(), 2.0, 1e-9);
+  EXPECT_NE(cheap->ToString().find("workspace budget: 2 step(s) re-chosen with less workspace, "
+                                   "adding 0.020 ms to the 2.000 ms measured"),
+            std::string::npos)
+      << cheap->ToString();
   // 0.025 ms each: the first fits the 0.04 ms allowance, the second would pass it.
   auto half = CompileTwoCopies(1.0, 1.025, 0.125, 0.02);
   ASSERT_NE(half, nullptr);
   EXPECT_EQ(StepWorkspaces(*half), (std::vector<size_t>{0, kScratch}));
+  EXPECT_EQ(half->budget_rechosen_steps(), 1);
+  EXPECT_NEAR(half->budget_added_ms(), 0.025, 1e-9);
   // Twice as slow: nothing re-chosen.
   auto dear = CompileTwoCopies(1.0, 2.0, 0.125, 0.02);
   ASSERT_NE(dear, nullptr);
   EXPECT_EQ(StepWorkspaces(*dear), fast);
+  EXPECT_EQ(dear->budget_rechosen_steps(), 0);
   EXPECT_GE(dear->activations_bytes(), static_cast<int64_t>(kScratch));
   // No measured times: nothing to weigh, nothing re-chosen; unless asked whatever it costs.
   auto unmeasured = CompileTwoCopies(-1, -1, 0.125, 0.02);
@@ -501,6 +512,8 @@ TEST(CompilerTest, WorkspaceBudgetTradesMeasuredTimeForMemory) {
   auto asked = CompileTwoCopies(-1, -1, 0.125, -1);
   ASSERT_NE(asked, nullptr);
   EXPECT_EQ(StepWorkspaces(*asked), slow);
+  EXPECT_EQ(asked->budget_rechosen_steps(), 2);
+  EXPECT_LT(asked->budget_added_ms(), 0);  // re-chosen without measured times: unknown cost
   // The budget off.
   auto off = CompileTwoCopies(1.0, 1.0, -1, 0.02);
   ASSERT_NE(off, nullptr);
