@@ -131,6 +131,38 @@ TEST(KilnCompileTest, CudaPlansForAnAbsentGpuMeetTheMemoryLine) {
   EXPECT_NE(rc, 0);
 }
 
+// Issue 16's structure lines on CUDA plans, in every precision, planned for an absent H100:
+// AlexNet's convolutions carry their ReLUs and no Dropout step runs; ResNet-18's BatchNorm and
+// Scale are folded and a residual sum with its ReLU sits inside the second convolution.
+TEST(KilnCompileTest, CudaPlansFuseInEveryPrecision) {
+  for (const char* precision : {"fp32", "tf32", "fp16", "bf16"}) {
+    int rc = 0;
+    const std::string alexnet =
+        Output({"compile", "--model", CaffeFile("alexnet_deploy.prototxt"), "--cuda-target",
+                "sm_90", "--precision", precision, "--json"},
+               &rc);
+    ASSERT_EQ(rc, 0) << alexnet;
+    EXPECT_NE(alexnet.find("\"precision\": \"" + std::string(precision) + "\""), std::string::npos);
+    for (int i = 1; i <= 5; ++i) {
+      const std::string n = std::to_string(i);
+      EXPECT_NE(alexnet.find("\"layers\": [\"conv" + n + "\", \"relu" + n + "\"]"),
+                std::string::npos)
+          << precision << " conv" << n;
+    }
+    EXPECT_EQ(alexnet.find("\"drop"), std::string::npos) << precision;
+    const std::string resnet =
+        Output({"compile", "--model", CaffeFile("resnet18_deploy.prototxt"), "--cuda-target",
+                "sm_90", "--precision", precision, "--json"},
+               &rc);
+    ASSERT_EQ(rc, 0) << resnet;
+    EXPECT_NE(resnet.find("\"res2a_branch2b\", \"bn2a_branch2b\", \"scale2a_branch2b\", "
+                          "\"res2a\", \"res2a_relu\""),
+              std::string::npos)
+        << precision;
+    EXPECT_EQ(resnet.find("\"kernel\": \"cuda.batchnorm"), std::string::npos) << precision;
+  }
+}
+
 TEST(KilnDumpTest, WritesTheFusedGraphAndTheArenaOverTime) {
   const std::string dot = ScratchFile("plan.dot"), memory = ScratchFile("memory.svg");
   int rc = 0;
