@@ -10,6 +10,7 @@
 #include "engine/status_macros.h"
 #include "kernels/cuda/conv_paths.h"
 #include "kernels/cuda/conv_winograd_launch.h"
+#include "kernels/cuda/conv_winograd_passes.h"
 
 namespace kiln {
 namespace dnn {
@@ -42,6 +43,41 @@ int64_t TilesAlong(int tile, int64_t out) { return (out + tile - 1) / tile; }
 int64_t WinogradChunkTiles(int tile, const ConvProblem& p, int64_t chunks) {
   const int64_t tiles = p.n * TilesAlong(tile, p.out[1]) * TilesAlong(tile, p.out[2]);
   return (tiles + chunks - 1) / chunks;
+}
+
+// Forward's transformed input and products take (C + K) x points floats per tile: 2.2 GB for a
+// 64-channel 3x3 layer over FCN-8s's four 698x698 planes, 276 MiB for DenseNet-121's first 3x3
+// layers at batch 64, where that workspace set the plan's peak. Forward (and backward data, run
+// as a forward) therefore goes in passes whose transformed data stays within this many bytes,
+// as the FFT's do: whole images while they fit, else bands of tile rows of one image. A
+// variable only so that tests can force several passes on small problems.
+int64_t pass_bytes = int64_t{128} << 20;
+
+// One forward pass: `images` whole images, or (images == 1) `tile_rows` rows of tiles of one;
+// `tiles` is the most any pass holds. Passes are balanced so the last one is not a sliver.
+struct WinogradPasses {
+  int64_t images = 1, tile_rows = 1, tiles = 1, count = 1;
+};
+
+WinogradPasses PlanForwardPasses(int tile, const ConvProblem& p) {
+  const int64_t tiles_h = TilesAlong(tile, p.out[1]), tiles_w = TilesAlong(tile, p.out[2]);
+  const int64_t per_tile = WinogradPoints(tile, p) * (p.c + p.k) * 4;
+  const int64_t fit = std::max<int64_t>(1, pass_bytes / per_tile);  // tiles one pass may hold
+  WinogradPasses s;
+  if (fit >= tiles_h * tiles_w) {
+    const int64_t count = (p.n + fit / (tiles_h * tiles_w) - 1) / (fit / (tiles_h * tiles_w));
+    s.images = (p.n + count - 1) / count;
+    s.tile_rows = tiles_h;
+    s.count = (p.n + s.images - 1) / s.images;
+  } else {
+    const int64_t bands =
+        (tiles_h + std::max<int64_t>(1, fit / tiles_w) - 1) / std::max<int64_t>(1, fit / tiles_w);
+    s.images = 1;
+    s.tile_rows = (tiles_h + bands - 1) / bands;
+    s.count = p.n * ((tiles_h + s.tile_rows - 1) / s.tile_rows);
+  }
+  s.tiles = s.images * s.tile_rows * tiles_w;
+  return s;
 }
 
 // TF32 products only for F(2x2, 3x3): F(2x2, 5x5)'s transforms reach 5 and 1/24, and TF32's
@@ -83,10 +119,12 @@ int64_t WinogradChunks(ConvDirection direction, const ConvProblem& p, int multip
 
 // The transformed input V (points x chunks x C x chunk tiles), filter U (points x chunks x K x C;
 // chunks partial sums in backward filter) and products M / dy transform G (points x chunks x K x
-// chunk).
+// chunk). Forward holds one pass's tiles (PlanForwardPasses).
 size_t WinogradBytes(ConvDirection direction, const ConvProblem& p, int64_t chunks) {
   const int tile = WinogradTile(direction, p);
-  const int64_t padded = chunks * WinogradChunkTiles(tile, p, chunks);
+  const int64_t padded = direction == ConvDirection::kBackwardFilter
+                             ? chunks * WinogradChunkTiles(tile, p, chunks)
+                             : PlanForwardPasses(tile, p).tiles;
   const int64_t points = WinogradPoints(tile, p);
   return Align256(static_cast<size_t>(points * p.c * padded * 4)) +
          Align256(static_cast<size_t>(points * chunks * p.k * p.c * 4)) +
@@ -104,35 +142,53 @@ absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float
   }
   if (applied != nullptr) *applied = epilogue != nullptr;
   const int tile = WinogradTile(ConvDirection::kForward, p);
-  const int tiles_h = static_cast<int>(TilesAlong(tile, p.out[1]));
-  const int tiles_w = static_cast<int>(TilesAlong(tile, p.out[2]));
-  const int64_t tiles = p.n * tiles_h * tiles_w;
-  float* v = reinterpret_cast<float*>(ws);
+  const WinogradPasses passes = PlanForwardPasses(tile, p);
+  const int64_t tiles_h = TilesAlong(tile, p.out[1]), tiles_w = TilesAlong(tile, p.out[2]);
   const int64_t points = WinogradPoints(tile, p);
-  float* u = reinterpret_cast<float*>(ws + Align256(static_cast<size_t>(points * p.c * tiles * 4)));
+  float* v = reinterpret_cast<float*>(ws);
+  float* u =
+      reinterpret_cast<float*>(ws + Align256(static_cast<size_t>(points * p.c * passes.tiles * 4)));
   float* m = reinterpret_cast<float*>(reinterpret_cast<char*>(u) +
                                       Align256(static_cast<size_t>(points * p.k * p.c * 4)));
-  KILN_RETURN_IF_ERROR(
-      Launched(cuda::LaunchWinogradInput(p, tile, static_cast<const float*>(x), tiles_h, tiles_w,
-                                         static_cast<int>(tiles), v, h.stream()),
-               "Winograd input transform"));
   KILN_RETURN_IF_ERROR(
       Launched(cuda::LaunchWinogradFilter(p, tile, static_cast<const float*>(w),
                                           p.mode == ConvolutionMode::kConvolution, u, h.stream()),
                "Winograd filter transform"));
-  // Per transform point xi: M[xi] (tiles x K, column-major) = V[xi] (tiles x C) U[xi] (C x K).
+  // Each pass is the convolution of a sub-problem: images n0 on (x and y start there), and
+  // output rows from r0 on (y starts there; the padding shrinks by r0, going negative past it,
+  // so that the input rows read are the whole problem's, bounded by its full height).
   const float one = 1.0f, zero = 0.0f;
-  KILN_RETURN_IF_ERROR(
-      CublasOk(cublasGemmStridedBatchedEx(
-                   static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_N, CUBLAS_OP_N,
-                   static_cast<int>(tiles), static_cast<int>(p.k), static_cast<int>(p.c), &one, v,
-                   CUDA_R_32F, static_cast<int>(tiles), p.c * tiles, u, CUDA_R_32F,
-                   static_cast<int>(p.c), p.k * p.c, &zero, m, CUDA_R_32F, static_cast<int>(tiles),
-                   p.k * tiles, static_cast<int>(points), WinogradCompute(p), CUBLAS_GEMM_DEFAULT),
-               "cublasGemmStridedBatchedEx (Winograd)"));
-  return Launched(cuda::LaunchWinogradOutput(p, tile, m, tiles_h, tiles_w, alpha, beta,
-                                             static_cast<float*>(y), h.stream(), e),
-                  "Winograd output transform");
+  for (int64_t n0 = 0; n0 < p.n; n0 += passes.images) {
+    for (int64_t row0 = 0; row0 < tiles_h; row0 += passes.tile_rows) {
+      ConvProblem q = p;
+      q.n = std::min(passes.images, p.n - n0);
+      const int64_t rows = std::min(passes.tile_rows, tiles_h - row0);
+      q.out[1] = std::min(rows * tile, p.out[1] - row0 * tile);
+      q.pad[1] = p.pad[1] - row0 * tile;
+      const float* qx = static_cast<const float*>(x) + n0 * p.x_stride[0];
+      float* qy = static_cast<float*>(y) + n0 * p.y_stride[0] + row0 * tile * p.y_stride[3];
+      const int64_t tiles = q.n * rows * tiles_w;
+      KILN_RETURN_IF_ERROR(Launched(
+          cuda::LaunchWinogradInput(q, tile, qx, static_cast<int>(rows), static_cast<int>(tiles_w),
+                                    static_cast<int>(tiles), v, h.stream()),
+          "Winograd input transform"));
+      // Per transform point xi: M[xi] (tiles x K, column-major) = V[xi] (tiles x C) U[xi] (C x
+      // K).
+      KILN_RETURN_IF_ERROR(CublasOk(
+          cublasGemmStridedBatchedEx(
+              static_cast<cublasHandle_t>(h.cublas()), CUBLAS_OP_N, CUBLAS_OP_N,
+              static_cast<int>(tiles), static_cast<int>(p.k), static_cast<int>(p.c), &one, v,
+              CUDA_R_32F, static_cast<int>(tiles), p.c * tiles, u, CUDA_R_32F,
+              static_cast<int>(p.c), p.k * p.c, &zero, m, CUDA_R_32F, static_cast<int>(tiles),
+              p.k * tiles, static_cast<int>(points), WinogradCompute(p), CUBLAS_GEMM_DEFAULT),
+          "cublasGemmStridedBatchedEx (Winograd)"));
+      KILN_RETURN_IF_ERROR(Launched(
+          cuda::LaunchWinogradOutput(q, tile, m, static_cast<int>(rows), static_cast<int>(tiles_w),
+                                     alpha, beta, qy, h.stream(), e),
+          "Winograd output transform"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status BackwardDataWinograd(Handle& h, const ConvProblem& p, float alpha, float beta,
@@ -184,5 +240,18 @@ absl::Status BackwardFilterWinograd(Handle& h, const ConvProblem& p, float alpha
 }
 
 }  // namespace conv_internal
+
+void SetWinogradPassBytesForTesting(int64_t bytes) { conv_internal::pass_bytes = bytes; }
+
+int64_t WinogradForwardPassesForTesting(ConvDirection direction, const ConvProblem& p) {
+  if (direction == ConvDirection::kBackwardFilter) return 0;
+  ConvProblem q = p;
+  if (direction == ConvDirection::kBackwardData) conv_internal::BackwardDataAsForward(p, &q);
+  if (!conv_internal::WinogradServes(q)) return 0;
+  return conv_internal::PlanForwardPasses(conv_internal::WinogradTile(ConvDirection::kForward, q),
+                                          q)
+      .count;
+}
+
 }  // namespace dnn
 }  // namespace kiln

@@ -15,6 +15,7 @@
 #include "kernels/cuda/conv_fft.h"
 #include "kernels/cuda/conv_small_channels_launch.h"
 #include "kernels/cuda/conv_wgmma_launch.h"
+#include "kernels/cuda/conv_winograd_passes.h"
 #include "kernels/cuda/convolution.h"
 #include "kernels/dnn/conv_reference.h"
 #include "tests/util/conv_cases.h"
@@ -358,6 +359,36 @@ TEST_F(ConvCudaTest, WindowKernelsMatchTheReference) {
   EXPECT_EQ(first_layer_runs, 32);
   EXPECT_EQ(f32_runs, 28);  // every first-layer case but the 6-channel one, both ways, twice
   EXPECT_GE(wide_runs, 10);
+}
+
+// Winograd forward and backward data go in passes that bound their transformed data; real
+// problems need 128 MiB for a second pass, so the budget is cut here: at 16 KiB the passes are
+// bands of tile rows inside an image (the padding of a band goes negative), at 40 KiB whole
+// images. Both kinds must agree with the reference, epilogue-free and blended (beta) alike.
+TEST_F(ConvCudaTest, WinogradInSeveralPasses) {
+  uint32_t seed = 2000;
+  int band_runs = 0, image_runs = 0, failures = 0;
+  for (int64_t budget : {int64_t{16} << 10, int64_t{40} << 10}) {
+    dnn::SetWinogradPassBytesForTesting(budget);
+    for (const Config& config : kConfigs) {
+      if (config.dtype != DataType::kF32) continue;
+      for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
+        for (ConvDirection dir : {ConvDirection::kForward, ConvDirection::kBackwardData}) {
+          const int64_t passes = dnn::WinogradForwardPassesForTesting(dir, c.problem);
+          if (passes < 2) continue;
+          RunAndCompare(*handle_, config, c, dir, ConvAlgo::kWinogradNonfused, &seed, &failures);
+          ++(passes > c.problem.n ? band_runs : image_runs);
+        }
+      }
+    }
+  }
+  dnn::SetWinogradPassBytesForTesting(int64_t{128} << 20);  // the default
+  std::printf(
+      "conv_cuda_test: Winograd in passes: %d runs in bands of tile rows, %d in whole "
+      "images, %d failed\n",
+      band_runs, image_runs, failures);
+  EXPECT_GE(band_runs, 8);
+  EXPECT_GE(image_runs, 2);
 }
 
 // The FFT algorithm cuts its tile-images into passes to bound its workspace; real problems need

@@ -26,6 +26,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "engine/status_macros.h"
 #include "kernels/cuda/convolution.h"
@@ -350,9 +351,11 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
   k.workspace_bytes =
       e.bias && e.stage_bias ? e.bias_offset + static_cast<size_t>(e.channels) * 4 : conv_workspace;
   k.measured_ms = options.measure_algorithms ? perf.time_ms : -1;
-  k.description = absl::StrCat("algo=", dnn::ConvAlgoName(perf.algo),
-                               s.problem.math == dnn::MathMode::kTf32 ? " tf32" : "",
-                               e.residual ? " +residual" : "", e.relu ? " +relu" : "");
+  k.description = absl::StrCat(
+      "algo=", dnn::ConvAlgoName(perf.algo), s.problem.math == dnn::MathMode::kTf32 ? " tf32" : "",
+      e.residual ? " +residual" : "", e.relu ? " +relu" : "",
+      // Which layers take workspace, for `kiln time`'s table.
+      conv_workspace > 0 ? absl::StrFormat(" workspace %.1f MiB", conv_workspace / 1048576.0) : "");
   // The output may take the residual's bytes: the blend reads each element before the same
   // launch writes it.
   if (e.residual) k.in_place_input = 3;
