@@ -397,22 +397,8 @@ absl::Status FilterGradient(Handle& h, const ConvProblem& p, const FftGeometry& 
                   "FFT filter gradient");
 }
 
-}  // namespace
-
-absl::Status FftSupport(ConvDirection direction, const ConvProblem& p) {
-  FftGeometry g;
-  return Plan(direction, p, &g);
-}
-
-void SetFftPassBytesForTesting(int64_t bytes) { pass_bytes = bytes; }
-
-int64_t FftPassesForTesting(ConvDirection direction, const ConvProblem& p) {
-  FftGeometry g;
-  return Plan(direction, p, &g).ok() ? g.passes : 0;
-}
-
-absl::StatusOr<size_t> FftWorkspaceBytes(const Handle& handle, ConvDirection direction,
-                                         const ConvProblem& p) {
+absl::StatusOr<size_t> WholeFftWorkspaceBytes(const Handle& handle, ConvDirection direction,
+                                              const ConvProblem& p) {
   FftGeometry g;
   KILN_RETURN_IF_ERROR(Plan(direction, p, &g));
   KILN_ASSIGN_OR_RETURN(const size_t work,
@@ -420,10 +406,10 @@ absl::StatusOr<size_t> FftWorkspaceBytes(const Handle& handle, ConvDirection dir
   return static_cast<size_t>(LayoutBytes(g)) + work;
 }
 
-absl::Status RunFft(Handle& handle, ConvDirection direction, const ConvProblem& p, float alpha,
-                    float beta, void* x, void* w, void* y, void* workspace) {
-  FftGeometry g;
-  KILN_RETURN_IF_ERROR(Plan(direction, p, &g));
+// One FFT convolution of the whole of `p`, planned as `g`.
+absl::Status RunWholeFft(Handle& handle, ConvDirection direction, const ConvProblem& p,
+                         const FftGeometry& g, float alpha, float beta, void* x, void* w, void* y,
+                         void* workspace) {
   const FftShapes shapes = ShapesOf(direction, g);
   char* ws = static_cast<char*>(workspace);
   switch (direction) {
@@ -443,6 +429,87 @@ absl::Status RunFft(Handle& handle, ConvDirection direction, const ConvProblem& 
                             static_cast<const float*>(y), alpha, beta, static_cast<float*>(w), ws);
   }
   return absl::InvalidArgumentError("unknown convolution direction");
+}
+
+// Forward keeps the spectra of all the filters (C x K x frequencies, 8 bytes each) for its whole
+// run: 4 GiB for FCN-8s's fc6 (512 -> 4096 channels, 7x7 over 22x22 planes), which alone set
+// that plan's peak memory. Above this many bytes, forward runs as several FFT convolutions over
+// slices of the output channels, each with its slice's filters (the input's spectra are made
+// again per slice, a small cost where the filters dominate). A variable only so that tests can
+// force slices on small problems.
+int64_t filter_slice_bytes = int64_t{256} << 20;
+
+// Output channels per slice of forward (all of p.k when it takes no slices), balanced so that the
+// last slice is not a sliver.
+int64_t ForwardSliceChannels(ConvDirection direction, const ConvProblem& p, const FftGeometry& g) {
+  if (direction != ConvDirection::kForward || p.k <= 1 ||
+      g.FilterSpectrumBytes() <= filter_slice_bytes) {
+    return p.k;
+  }
+  const int64_t per_channel = std::max<int64_t>(1, g.FilterSpectrumBytes() / p.k);
+  const int64_t slices = CeilDiv(p.k, std::max<int64_t>(1, filter_slice_bytes / per_channel));
+  return CeilDiv(p.k, slices);
+}
+
+ConvProblem OutputChannels(const ConvProblem& p, int64_t k) {
+  ConvProblem q = p;
+  q.k = k;
+  return q;
+}
+
+}  // namespace
+
+absl::Status FftSupport(ConvDirection direction, const ConvProblem& p) {
+  FftGeometry g;
+  return Plan(direction, p, &g);
+}
+
+void SetFftPassBytesForTesting(int64_t bytes) { pass_bytes = bytes; }
+
+void SetFftFilterSliceBytesForTesting(int64_t bytes) { filter_slice_bytes = bytes; }
+
+int64_t FftForwardSlicesForTesting(const ConvProblem& p) {
+  FftGeometry g;
+  if (!Plan(ConvDirection::kForward, p, &g).ok()) return 0;
+  return CeilDiv(p.k, ForwardSliceChannels(ConvDirection::kForward, p, g));
+}
+
+int64_t FftPassesForTesting(ConvDirection direction, const ConvProblem& p) {
+  FftGeometry g;
+  return Plan(direction, p, &g).ok() ? g.passes : 0;
+}
+
+absl::StatusOr<size_t> FftWorkspaceBytes(const Handle& handle, ConvDirection direction,
+                                         const ConvProblem& p) {
+  FftGeometry g;
+  KILN_RETURN_IF_ERROR(Plan(direction, p, &g));
+  const int64_t slice = ForwardSliceChannels(direction, p, g);
+  if (slice == p.k) return WholeFftWorkspaceBytes(handle, direction, p);
+  // Every slice has `slice` channels but the last, which may have fewer (and plan differently).
+  KILN_ASSIGN_OR_RETURN(const size_t full,
+                        WholeFftWorkspaceBytes(handle, direction, OutputChannels(p, slice)));
+  const int64_t last = p.k - (CeilDiv(p.k, slice) - 1) * slice;
+  KILN_ASSIGN_OR_RETURN(const size_t rest,
+                        WholeFftWorkspaceBytes(handle, direction, OutputChannels(p, last)));
+  return std::max(full, rest);
+}
+
+absl::Status RunFft(Handle& handle, ConvDirection direction, const ConvProblem& p, float alpha,
+                    float beta, void* x, void* w, void* y, void* workspace) {
+  FftGeometry g;
+  KILN_RETURN_IF_ERROR(Plan(direction, p, &g));
+  const int64_t slice = ForwardSliceChannels(direction, p, g);
+  if (slice == p.k) return RunWholeFft(handle, direction, p, g, alpha, beta, x, w, y, workspace);
+  // Output channels k0 on: the filters from k0 on, written from channel k0 of y.
+  for (int64_t k0 = 0; k0 < p.k; k0 += slice) {
+    const ConvProblem q = OutputChannels(p, std::min(slice, p.k - k0));
+    FftGeometry qg;
+    KILN_RETURN_IF_ERROR(Plan(direction, q, &qg));
+    KILN_RETURN_IF_ERROR(RunWholeFft(handle, direction, q, qg, alpha, beta, x,
+                                     static_cast<float*>(w) + k0 * p.w_stride[0],
+                                     static_cast<float*>(y) + k0 * p.y_stride[1], workspace));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace dnn

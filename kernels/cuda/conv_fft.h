@@ -38,6 +38,10 @@ absl::Status RunFft(Handle& handle, ConvDirection direction, const ConvProblem& 
 // For tests: the budget of one pass's planes and spectra (1 GiB unless set), and how many passes
 // `direction` of `p` takes under it (0 when unsupported).
 void SetFftPassBytesForTesting(int64_t bytes);
+// The bytes of filter spectra above which forward runs over slices of the output channels (256
+// MiB unless set), and how many slices forward of `p` takes (0 when unsupported).
+void SetFftFilterSliceBytesForTesting(int64_t bytes);
+int64_t FftForwardSlicesForTesting(const ConvProblem& p);
 int64_t FftPassesForTesting(ConvDirection direction, const ConvProblem& p);
 
 }  // namespace dnn

@@ -391,6 +391,26 @@ TEST_F(ConvCudaTest, WinogradInSeveralPasses) {
   EXPECT_GE(image_runs, 2);
 }
 
+// Forward FFT runs over slices of the output channels when its filters' spectra pass a budget
+// (FCN-8s's fc6: 4 GiB); the budget is cut here so that the test problems take several slices.
+TEST_F(ConvCudaTest, FftForwardInOutputChannelSlices) {
+  dnn::SetFftFilterSliceBytesForTesting(int64_t{4} << 10);
+  uint32_t seed = 3000;
+  int runs = 0, failures = 0;
+  for (const Config& config : kConfigs) {
+    if (config.dtype != DataType::kF32) continue;
+    for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
+      if (c.problem.groups != 1 || dnn::FftForwardSlicesForTesting(c.problem) < 2) continue;
+      RunAndCompare(*handle_, config, c, ConvDirection::kForward, ConvAlgo::kFft, &seed, &failures);
+      ++runs;
+    }
+  }
+  dnn::SetFftFilterSliceBytesForTesting(int64_t{256} << 20);  // the default (conv_fft.cc)
+  std::printf("conv_cuda_test: %d FFT forward runs in output-channel slices, %d failed\n", runs,
+              failures);
+  EXPECT_GE(runs, 10);
+}
+
 // The FFT algorithm cuts its tile-images into passes to bound its workspace; real problems need
 // hundreds of megabytes for a second pass, so the budget is cut here to force several, with
 // passes that start and end inside an image.
