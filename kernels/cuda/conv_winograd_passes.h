@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/convolution.h"
 #include "kernels/dnn/conv_problem.h"
-#include "kernels/dnn/descriptors.h"
 
 namespace kiln {
 namespace dnn {
