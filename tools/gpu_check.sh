@@ -21,17 +21,13 @@ if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "train" ]; then
     //tests/kernels:primitives_channels_last_cuda_test \
     //tests/kernels:primitives_batchnorm_cuda_test \
     //tests/distributed:nccl_communicator_test || exit 1
-  rm -rf .gpu /tmp/kiln-stage && mkdir -p .gpu/models /tmp/kiln-stage
-  # Stripped copies: the symbols are most of the bytes, and the carry limit is 64 MiB.
-  for b in tools/kiln tests/kernels/cuda_gradient_test tests/kernels/solver_update_cuda_test \
-    tests/kernels/cuda_graph_nn_test tests/kernels/cuda_graph_tensor_test \
-    tests/engine/cuda_network_test tests/kernels/primitives_cuda_test \
-    tests/kernels/conv_cuda_test tests/kernels/primitives_channels_last_cuda_test \
-    tests/kernels/primitives_batchnorm_cuda_test tests/distributed/nccl_communicator_test; do
-    mkdir -p "/tmp/kiln-stage/$(dirname "$b")"
-    strip -o "/tmp/kiln-stage/$b" "bazel-bin/$b"
-  done
-  tar -C /tmp/kiln-stage -cf - . | xz -9 -T2 >.gpu/bin.tar.xz
+  rm -rf .gpu && mkdir -p .gpu/models
+  bash tools/pack_gpu_binaries.sh .gpu tools/kiln tests/kernels/cuda_gradient_test \
+    tests/kernels/solver_update_cuda_test tests/kernels/cuda_graph_nn_test \
+    tests/kernels/cuda_graph_tensor_test tests/engine/cuda_network_test \
+    tests/kernels/primitives_cuda_test tests/kernels/conv_cuda_test \
+    tests/kernels/primitives_channels_last_cuda_test tests/kernels/primitives_batchnorm_cuda_test \
+    tests/distributed/nccl_communicator_test || exit 1
   cp ../shared/models/caffe/*.prototxt .gpu/models/
   du -sh .gpu
   exit 0
@@ -40,9 +36,8 @@ if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "fashion" ]; then
   # Fashion-MNIST training alone: the CLI and the IDX files, in .gpu-fashion/ (the tests' binaries
   # and the data together are over the 64 MiB carry limit).
   bazel build --config=portable //tools:kiln || exit 1
-  rm -rf .gpu-fashion /tmp/kiln-stage && mkdir -p .gpu-fashion/fashion_mnist /tmp/kiln-stage/tools
-  strip -o /tmp/kiln-stage/tools/kiln bazel-bin/tools/kiln
-  tar -C /tmp/kiln-stage -cf - . | xz -9 -T2 >.gpu-fashion/bin.tar.xz
+  rm -rf .gpu-fashion && mkdir -p .gpu-fashion/fashion_mnist
+  bash tools/pack_gpu_binaries.sh .gpu-fashion tools/kiln || exit 1
   cp /usr/share/datasets/fashion-mnist/*.gz .gpu-fashion/fashion_mnist/
   du -sh .gpu-fashion
   exit 0
@@ -54,10 +49,10 @@ if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "graph" ]; then
     //tests/engine:cuda_network_test //examples:01_small_cnn \
     //tests/kernels:primitives_cuda_test //tests/kernels:conv_cuda_test || exit 1
   rm -rf .gpu && mkdir -p .gpu/models
-  tar -C bazel-bin -cJf .gpu/bin.tar.xz tools/kiln tests/kernels/cuda_test \
+  bash tools/pack_gpu_binaries.sh .gpu tools/kiln tests/kernels/cuda_test \
     tests/kernels/cuda_graph_nn_test tests/kernels/cuda_graph_tensor_test \
     tests/engine/cuda_network_test examples/01_small_cnn tests/kernels/primitives_cuda_test \
-    tests/kernels/conv_cuda_test
+    tests/kernels/conv_cuda_test || exit 1
   cp ../shared/models/caffe/*.prototxt .gpu/models/
   du -sh .gpu
   exit 0
@@ -69,10 +64,10 @@ if [ "${1:-}" = "--stage" ]; then
     //bench:primitives_bench || exit 1
   # The static OpenBLAS makes each binary ~27 MB; compressed they fit the 64 MiB carry limit.
   rm -rf .gpu && mkdir -p .gpu
-  tar -C bazel-bin -cJf .gpu/bin.tar.xz tests/kernels/cuda_test tests/kernels/reference_test \
+  bash tools/pack_gpu_binaries.sh .gpu tests/kernels/cuda_test tests/kernels/reference_test \
     tests/kernels/conv_cuda_test bench/conv_bench examples/01_small_cnn tools/kiln \
     tests/kernels/primitives_cuda_test tests/kernels/primitives_channels_last_cuda_test \
-    bench/primitives_bench
+    bench/primitives_bench || exit 1
   exit 0
 fi
 

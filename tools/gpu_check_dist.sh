@@ -30,13 +30,9 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--stage" ]; then
   dest="${2:-.gpu-dist}"
   bazel build --config=portable //tools:kiln //tests/distributed:nccl_communicator_test || exit 1
-  stage=/tmp/kiln-stage-dist
-  rm -rf "$dest" "$stage" && mkdir -p "$dest/models" "$dest/fashion_mnist" "$stage" || exit 1
-  for b in tools/kiln tests/distributed/nccl_communicator_test; do
-    mkdir -p "$stage/$(dirname "$b")"
-    strip -o "$stage/$b" "bazel-bin/$b" || exit 1
-  done
-  tar -C "$stage" -cf - . | xz -9 -T2 >"$dest/bin.tar.xz" || exit 1
+  rm -rf "$dest" && mkdir -p "$dest/models" "$dest/fashion_mnist" || exit 1
+  bash tools/pack_gpu_binaries.sh "$dest" tools/kiln tests/distributed/nccl_communicator_test ||
+    exit 1
   models=../shared/models/caffe
   [ -d "$models" ] || models=/work/shared/models/caffe
   cp "$models/resnet18_train.prototxt" "$models/caffenet_train_val.prototxt" \
