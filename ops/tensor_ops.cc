@@ -6,7 +6,9 @@
 //   Reshape(x)        replace axes [axis, axis+num_axes) with `shape` (0 copies the input dim,
 //                     one -1 is inferred).
 //   Crop(x, ref)      dims from `axis` on take ref's size, starting at `offset` (one offset for
-//                     all cropped dims, or one per dim; none means 0).
+//                     all cropped dims, or one per dim; none means 0). `dtype` ("" keeps x's)
+//                     converts on the way: passes/fold_convert_into_crop.cc gives a Crop the
+//                     Convert that read it, so the window is copied and converted in one pass.
 //   Convert(x)        the same values in another dtype (`dtype`: f32, f16, bf16, or "" to keep
 //                     x's) and memory order (`layout`: row_major, channels_last, or "" to keep
 //                     x's family). Not a Caffe layer: the compiler inserts it where a plan's
@@ -174,7 +176,16 @@ absl::StatusOr<std::vector<TensorType>> InferCrop(const InferContext& ctx) {
     }
     out[d] = ref.dim(d);
   }
-  return std::vector<TensorType>{OutputLike(x, out)};
+  const TensorType like = OutputLike(x, out);
+  if (ctx.GetString("dtype").empty()) return std::vector<TensorType>{like};
+  KILN_ASSIGN_OR_RETURN(DataType dtype, ParseDataType(ctx.GetString("dtype")));
+  if (!IsFloatingPoint(dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dtype '", ctx.GetString("dtype"), "': use f32, f16 or bf16"));
+  }
+  KILN_ASSIGN_OR_RETURN(TensorType t,
+                        TensorType::CreateStrided(dtype, like.dims(), like.strides()));
+  return std::vector<TensorType>{t};
 }
 
 absl::StatusOr<std::vector<TensorType>> InferConvert(const InferContext& ctx) {
@@ -239,7 +250,8 @@ absl::Status RegisterTensorOps(OpRegistry& registry) {
                      InferReshape, "Caffe Reshape (0 copies a dim, -1 is inferred)."));
   OpDef crop = Def("Crop", 2, 2,
                    {{"axis", AttrKind::kInt, AttrValue(int64_t{2})},
-                    {"offset", AttrKind::kInts, AttrValue(std::vector<int64_t>{})}},
+                    {"offset", AttrKind::kInts, AttrValue(std::vector<int64_t>{})},
+                    {"dtype", AttrKind::kString, AttrValue(std::string())}},
                    InferCrop, "Crop to a reference's size from an axis on, at offsets.");
   crop.input_names = {"x", "reference"};
   defs.push_back(std::move(crop));

@@ -33,6 +33,10 @@ std::unique_ptr<Pass> MakeFusePointwisePass();
 // writes straight into the output (the planner places it there and the Concat runs nothing).
 // For plans whose kernels write any strides (CUDA), after the layout is chosen.
 std::unique_ptr<Pass> MakePlaceConcatInputsPass();
+// "fold_convert_into_crop": a Convert whose input is a Crop that nothing else reads becomes
+// the Crop, copying its window straight into the Convert's dtype and memory order. For plans
+// with Converts (a precision or layout other than the graph's), after that rewrite.
+std::unique_ptr<Pass> MakeFoldConvertIntoCropPass();
 
 // "split_for_memory": a Convolution read only by a Pooling, at the network's largest
 // activation, runs in slices of its output channels, each pooled at once, the pooled slices

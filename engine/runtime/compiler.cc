@@ -92,6 +92,7 @@ class PlanBuilder {
       for (const std::string& name : options.disabled_passes) {
         std::vector<std::string> known = pipeline.PassNames();
         known.push_back("place_concat_inputs");
+        known.push_back("fold_convert_into_crop");
         known.push_back("split_for_memory");
         if (std::find(known.begin(), known.end(), name) == known.end()) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -136,11 +137,14 @@ class PlanBuilder {
     }
     if (probe.usable) {
       KILN_ASSIGN_OR_RETURN(cuda_graph, CudaGraphFor(source, options));
-      if (options.optimize && !options.disabled_passes.count("place_concat_inputs")) {
-        // The CUDA kernels write any strides, so Concat inputs can be written in place; the
-        // strides depend on the layout just chosen.
-        PassManager placement;
+      if (options.optimize) {
+        // The CUDA kernels write any strides, so Concat inputs can be written in place and a
+        // Crop can write a Convert's order and dtype; both depend on the layout just chosen.
+        PassManagerOptions placement_options;
+        placement_options.disabled = options.disabled_passes;
+        PassManager placement(placement_options);
         placement.Add(MakePlaceConcatInputsPass());
+        placement.Add(MakeFoldConvertIntoCropPass());
         PassContext context;
         context.remarks = &plan->remarks_;
         KILN_RETURN_IF_ERROR(Annotate(placement.Run(*cuda_graph, context).status(), "compile"));

@@ -316,6 +316,72 @@ TEST(PlaceConcatInputsTest, InputsThatCannotMoveLeaveTheConcat) {
   ASSERT_EQ(remarks.size(), 2u);
 }
 
+// A graph output reached through Crop -> Convert, as a 16-bit channels-last plan ends for
+// FCN-8s (here f32 NHWC scores cropped, then converted to f16 row-major): the Crop takes the
+// Convert in and writes its dtype and order. The graph computes the same values bit for bit,
+// prints and parses back, and runs one step fewer.
+TEST(FoldConvertIntoCropTest, TheCropWritesTheConvertsDtypeAndOrder) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", Nhwc({2, 5, 9, 8}));
+  Value ref = *b.Input("ref", F32({2, 5, 6, 5}));
+  Value crop = (*b.Op("Crop", {x, ref}, {{"offset", std::vector<int64_t>{2, 1}}}, "score"))[0];
+  Value out = (*b.Op("Convert", {crop},
+                     {{"dtype", std::string("f16")}, {"layout", std::string("row_major")}},
+                     "score/to_output"))[0];
+  ASSERT_TRUE(b.Output("score", out).ok());
+  auto graph = b.Finish();
+  auto folded = graph->Clone();
+  PassManager manager;
+  manager.Add(MakeFoldConvertIntoCropPass());
+  auto changed = manager.Run(*folded, PassContext());
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(folded->FindNode("score/to_output"), nullptr) << PrintGraph(*folded);
+  const Node* fused = folded->FindNode("score");
+  ASSERT_NE(fused, nullptr) << PrintGraph(*folded);
+  EXPECT_EQ(fused->op(), "Crop");
+  EXPECT_EQ(fused->GetString("dtype"), "f16");
+  EXPECT_EQ(fused->output_types()[0], graph->FindNode("score/to_output")->output_types()[0]);
+  auto parsed = ParseGraph(PrintGraph(*folded), &DefaultOpRegistry());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(PrintGraph(**parsed), PrintGraph(*folded));
+
+  const Outputs inputs = {{"data", RandomTensor(Nhwc({2, 5, 9, 8}), 12)},
+                          {"ref", RandomTensor(F32({2, 5, 6, 5}), 13)}};
+  const Outputs want = RunOn(*graph, inputs, BackendChoice::kReference);
+  const Outputs got = RunOn(*folded, inputs, BackendChoice::kReference);
+  const HostTensor& w = want.at("score");
+  const HostTensor& g = got.at("score");
+  ASSERT_EQ(g.type(), w.type());
+  ASSERT_EQ(w.type().dtype(), DataType::kF16);
+  for (int64_t i = 0; i < w.type().num_elements(); ++i) {
+    ASSERT_EQ(g.GetFloat(i), w.GetFloat(i)) << i;
+  }
+}
+
+// A Crop that something else also reads keeps its own output, and its Convert stays.
+TEST(FoldConvertIntoCropTest, ACropWithOtherReadersKeepsItsConvert) {
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("data", Nhwc({2, 5, 9, 8}));
+  Value ref = *b.Input("ref", F32({2, 5, 6, 5}));
+  Value crop = (*b.Op("Crop", {x, ref}, {{"offset", std::vector<int64_t>{1}}}, "crop"))[0];
+  Value out = (*b.Op("Convert", {crop}, {{"dtype", std::string("f16")}}, "crop/to_output"))[0];
+  ASSERT_TRUE(b.Output("converted", out).ok());
+  ASSERT_TRUE(b.Output("relu", *b.Relu(crop, 0.0, "relu")).ok());
+  auto graph = b.Finish();
+  auto folded = graph->Clone();
+  std::vector<PassRemark> remarks;
+  PassContext context;
+  context.remarks = &remarks;
+  PassManager manager;
+  manager.Add(MakeFoldConvertIntoCropPass());
+  auto changed = manager.Run(*folded, context);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(PrintGraph(*folded), PrintGraph(*graph));
+  ASSERT_EQ(remarks.size(), 1u);
+}
+
 // The stem conv1 -> BatchNorm -> Scale -> ReLU -> pooling, in both memory orders, with
 // --optimize memory: conv1 runs in slices of 8 output channels, each pooled at once, the Concat
 // takes the pooling's name; the outputs do not change, and with the Concat inputs placed the

@@ -161,6 +161,20 @@ TEST(KilnCompileTest, CudaPlansFuseInEveryPrecision) {
         << precision;
     EXPECT_EQ(resnet.find("\"kernel\": \"cuda.batchnorm"), std::string::npos) << precision;
   }
+  // FCN-8s's output crop writes the graph output's f32 NCHW itself in a 16-bit channels-last
+  // plan (passes/fold_convert_into_crop.cc); with the pass disabled the Convert step is there.
+  for (const bool disabled : {false, true}) {
+    std::vector<std::string> args = {
+        "compile",       "--model", CaffeFile("fcn8s_voc_deploy.prototxt"),
+        "--cuda-target", "sm_90",   "--precision",
+        "fp16",          "--json"};
+    if (disabled) args.insert(args.end(), {"--disable-pass", "fold_convert_into_crop"});
+    int rc = 0;
+    const std::string fcn = Output(args, &rc);
+    ASSERT_EQ(rc, 0) << fcn;
+    EXPECT_EQ(fcn.find("\"name\": \"score/to_output\"") != std::string::npos, disabled) << fcn;
+    EXPECT_NE(fcn.find("\"name\": \"score\", \"kernel\": \"cuda.crop"), std::string::npos) << fcn;
+  }
 }
 
 TEST(KilnDumpTest, WritesTheFusedGraphAndTheArenaOverTime) {
