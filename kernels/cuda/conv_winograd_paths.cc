@@ -154,9 +154,10 @@ absl::Status ForwardWinograd(Handle& h, const ConvProblem& p, float alpha, float
       Launched(cuda::LaunchWinogradFilter(p, tile, static_cast<const float*>(w),
                                           p.mode == ConvolutionMode::kConvolution, u, h.stream()),
                "Winograd filter transform"));
-  // Each pass is the convolution of a sub-problem: images n0 on (x and y start there), and
-  // output rows from r0 on (y starts there; the padding shrinks by r0, going negative past it,
-  // so that the input rows read are the whole problem's, bounded by its full height).
+  // Each pass is the convolution of a sub-problem: images from n0 on (x and y start there), and
+  // output rows from r0 = row0 x tile on (y starts there; the padding shrinks by r0, going
+  // negative past it, so that the input rows read are the whole problem's, bounded by its full
+  // height).
   const float one = 1.0f, zero = 0.0f;
   for (int64_t n0 = 0; n0 < p.n; n0 += passes.images) {
     for (int64_t row0 = 0; row0 < tiles_h; row0 += passes.tile_rows) {
