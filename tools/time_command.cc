@@ -4,6 +4,7 @@
 // back, and the median is what the total, images/s and the comparison with other engines use.
 #include "tools/time_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -31,6 +32,8 @@ struct LayerTime {
   std::string name, type;
   double ms = 0;
   std::vector<std::string> kernels;
+  // The largest workspace any of the layer's steps uses: which layer sets the plan's peak.
+  int64_t workspace_bytes = 0;
 };
 
 absl::StatusOr<int64_t> PositiveFlag(const CommandLine& line, const std::string& flag,
@@ -125,6 +128,9 @@ absl::Status Time(int argc, char** argv) {
       layer_order.push_back(layer);
     }
     t.ms += profile.step_ms[i];
+    if (!step.is_view) {
+      t.workspace_bytes = std::max<int64_t>(t.workspace_bytes, step.workspace_bytes);
+    }
     t.kernels.push_back(step.is_view
                             ? "view"
                             : absl::StrCat(step.kernel_name, step.description.empty() ? "" : " ",
@@ -182,7 +188,7 @@ absl::Status Time(int argc, char** argv) {
       const LayerTime& t = layers[layer_order[i]];
       absl::StrAppend(&out, i ? ", " : "", "{\"name\": ", JsonString(t.name),
                       ", \"type\": ", JsonString(t.type), absl::StrFormat(", \"ms\": %.4f", t.ms),
-                      ", \"kernels\": [");
+                      ", \"workspace_bytes\": ", t.workspace_bytes, ", \"kernels\": [");
       for (size_t k = 0; k < t.kernels.size(); ++k) {
         absl::StrAppend(&out, k ? ", " : "", JsonString(t.kernels[k]));
       }
