@@ -29,6 +29,11 @@ std::unique_ptr<Pass> MakeFuseConvEpiloguePass();
 // "fuse_pointwise": a Scale followed by a ReLU becomes one Scale applying the ReLU.
 std::unique_ptr<Pass> MakeFusePointwisePass();
 
+// "shrink_deconvolution_to_crop": a Deconvolution read only by a Crop gets more padding, so it
+// computes only what the Crop can keep (FCN-8s's upscore8: 506x506 of 568x568); the Crop's
+// offsets drop by as much, and a Crop left with nothing to cut is removed.
+std::unique_ptr<Pass> MakeShrinkDeconvolutionToCropPass();
+
 // "place_concat_inputs": each Concat input takes the Concat output's strides, so its producer
 // writes straight into the output (the planner places it there and the Concat runs nothing).
 // For plans whose kernels write any strides (CUDA), after the layout is chosen.

@@ -13,6 +13,7 @@ PassManager MakeInferencePipeline(PassManagerOptions options) {
   group.push_back(MakeBatchNormToScalePass());
   group.push_back(MakeFuseConvEpiloguePass());
   group.push_back(MakeFusePointwisePass());
+  group.push_back(MakeShrinkDeconvolutionToCropPass());
   group.push_back(MakeDeadCodePass());
   manager.AddFixedPointGroup(std::move(group));
   return manager;

@@ -306,6 +306,16 @@ const std::vector<GraphKernelCase>& Cases() {
        "Deconvolution",
        {Data({2, 6, 7, 5}), Data({6, 4, 4, 4}), Data({4})},
        {{"stride", Ints{2}}, {"pad", Ints{1}}}},
+      // Padding beyond the filter, as passes/shrink_deconvolution_to_crop leaves FCN-8s's
+      // upscore8 (16x16 filter, stride 8, pad 31): the sub-pixel phases get negative padding.
+      {"DeconvPadBeyondFilter",
+       "Deconvolution",
+       {Data({2, 8, 9, 7}), Data({8, 5, 16, 16})},
+       {{"stride", Ints{8}}, {"pad", Ints{31, 20}}}},
+      {"DeconvPadBeyondFilterSmall",
+       "Deconvolution",
+       {Data({2, 6, 7, 5}), Data({6, 4, 4, 4}), Data({4})},
+       {{"stride", Ints{2}}, {"pad", Ints{5, 3}}}},
       {"InnerProduct", "InnerProduct", {Data({7, 3, 5, 5}), Data({11, 75}), Data({11})}, {}},
       {"InnerProductAxis2",
        "InnerProduct",

@@ -382,6 +382,78 @@ TEST(FoldConvertIntoCropTest, ACropWithOtherReadersKeepsItsConvert) {
   ASSERT_EQ(remarks.size(), 1u);
 }
 
+// Deconvolution 9x7 -> 20x16 (4x4 filter, stride 2) read by a Crop: pad grows by the margin the
+// Crop drops on both sides, which may exceed the filter (rows: 5 = min(5, 20 - 8 - 5)).
+Value UpsampleAndCrop(GraphBuilder& b, const std::vector<int64_t>& kept,
+                      const std::vector<int64_t>& offset) {
+  Value x = *b.Input("data", F32({2, 3, 9, 7}));
+  Value ref = *b.Input("ref", F32(kept));
+  Value w = *b.Constant("up/w", RandomTensor(F32({3, 4, 4, 4}), 3));
+  Value bias = *b.Constant("up/b", RandomTensor(F32({4}), 4));
+  Value up = (*b.Op("Deconvolution", {x, w, bias}, {{"stride", std::vector<int64_t>{2}}}, "up"))[0];
+  return (*b.Op("Crop", {up, ref}, {{"axis", int64_t{2}}, {"offset", offset}}, "score"))[0];
+}
+
+TEST(ShrinkDeconvolutionToCropTest, TheDeconvolutionComputesOnlyTheCropsWindow) {
+  GraphBuilder b(&DefaultOpRegistry());
+  ASSERT_TRUE(b.Output("score", UpsampleAndCrop(b, {2, 4, 8, 11}, {5, 2})).ok());
+  auto graph = b.Finish();
+  const Outputs inputs = {{"data", RandomTensor(F32({2, 3, 9, 7}), 5)},
+                          {"ref", RandomTensor(F32({2, 4, 8, 11}), 6)}};
+  auto rewritten = RewriteAndCompare(*graph, inputs);
+  const Node* up = rewritten->FindNode("up");
+  const Node* score = rewritten->FindNode("score");
+  ASSERT_TRUE(up != nullptr && score != nullptr) << PrintGraph(*rewritten);
+  EXPECT_EQ(up->op(), "Deconvolution");
+  EXPECT_EQ(up->GetInts("pad"), (std::vector<int64_t>{5, 2}));
+  EXPECT_EQ(up->output_types()[0].dims(), (std::vector<int64_t>{2, 4, 10, 12}));
+  EXPECT_EQ(up->origins(), std::vector<std::string>{"up"});
+  EXPECT_EQ(score->op(), "Crop");
+  EXPECT_EQ(score->GetInts("offset"), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(score->input(0).node, up);
+  EXPECT_EQ(CountOps(*rewritten, "Deconvolution"), 1);
+}
+
+// Equal margins on both sides of every dim: the shrunk Deconvolution is the output.
+TEST(ShrinkDeconvolutionToCropTest, ACropWithNothingLeftToCutGoes) {
+  GraphBuilder b(&DefaultOpRegistry());
+  ASSERT_TRUE(b.Output("score", UpsampleAndCrop(b, {2, 4, 14, 10}, {3, 3})).ok());
+  auto graph = b.Finish();
+  const Outputs inputs = {{"data", RandomTensor(F32({2, 3, 9, 7}), 7)},
+                          {"ref", RandomTensor(F32({2, 4, 14, 10}), 8)}};
+  auto rewritten = RewriteAndCompare(*graph, inputs);
+  EXPECT_EQ(CountOps(*rewritten, "Crop"), 0) << PrintGraph(*rewritten);
+  const Node* up = rewritten->FindNode("up");
+  ASSERT_NE(up, nullptr) << PrintGraph(*rewritten);
+  EXPECT_EQ(up->GetInts("pad"), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(up->origins(), (std::vector<std::string>{"up", "score"}));
+  EXPECT_EQ(rewritten->outputs()[0].value.node, up);
+}
+
+// A Crop at an edge (offset 0) or a Deconvolution with another reader: nothing changes.
+TEST(ShrinkDeconvolutionToCropTest, EdgeCropsAndSharedOutputsKeepTheGraph) {
+  for (const bool shared : {false, true}) {
+    GraphBuilder b(&DefaultOpRegistry());
+    Value score = UpsampleAndCrop(b, {2, 4, 8, 11}, {shared ? 5 : 0, shared ? 2 : 5});
+    ASSERT_TRUE(b.Output("score", score).ok());
+    if (shared) ASSERT_TRUE(b.Output("upsampled", score.node->input(0)).ok());
+    auto graph = b.Finish();
+    auto same = graph->Clone();
+    std::vector<PassRemark> remarks;
+    PassContext context;
+    context.remarks = &remarks;
+    PassManager manager;
+    manager.Add(MakeShrinkDeconvolutionToCropPass());
+    auto changed = manager.Run(*same, context);
+    ASSERT_TRUE(changed.ok()) << changed.status();
+    EXPECT_FALSE(*changed);
+    EXPECT_EQ(PrintGraph(*same), PrintGraph(*graph));
+    ASSERT_EQ(remarks.size(), 1u);
+    EXPECT_NE(remarks[0].reason.find(shared ? "other readers" : "edge row"), std::string::npos)
+        << remarks[0].reason;
+  }
+}
+
 // The stem conv1 -> BatchNorm -> Scale -> ReLU -> pooling, in both memory orders, with
 // --optimize memory: conv1 runs in slices of 8 output channels, each pooled at once, the Concat
 // takes the pooling's name; the outputs do not change, and with the Concat inputs placed the

@@ -180,6 +180,10 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
       {"fft_tiles_7x7_stride2", {2, 3, 11, 291}, 5, {7, 7}, {3, 2}, {2, 2}, {1, 1}},
       // 81 taps: the FFT algorithm transforms the filter through cuFFT, not its direct DFT.
       {"fft_9x9", {2, 3, 12, 13}, 4, {9, 9}, {4, 4}, {1, 1}, {1, 1}},
+      // Padding beyond the filter at stride 8: FCN-8s's upscore8 as
+      // passes/shrink_deconvolution_to_crop leaves it (its backward data is the Deconvolution);
+      // the sub-pixel phases of backward data get negative padding.
+      {"pad_beyond_filter_16x16_s8", {2, 5, 18, 24}, 8, {16, 16}, {31, 20}, {8, 8}, {1, 1}},
       // First layers (the small-channel kernels; f32 forward up to 4 channels): 4 channels per tap
       // at even strides, 8 at odd ones; several pixel tiles and filter chunks; NCHW and NHWC
       // inputs.
