@@ -67,9 +67,33 @@ def torch_profile(prototxt, weights_path, batch, precision, steps=5):
     for ms, count, key, shapes in rows[:40]:
         lines.append("  %-28s %3d %8.3f ms %5.1f%%  %s" % (key[:28], count, ms, 100 * ms / total,
                                                           shapes))
+    # The same time summed per op, to compare with kiln's per-type sums.
+    per_op = {}
+    for ms, count, key, _ in rows:
+        total_ms, n = per_op.get(key, (0.0, 0))
+        per_op[key] = (total_ms + ms, n + count)
+    lines.append("torch eager, self CUDA time per forward by op:")
+    for key, (ms, count) in sorted(per_op.items(), key=lambda kv: -kv[1][0])[:15]:
+        lines.append("  %-36s %4d %8.3f ms %5.1f%%" % (key[:36], count, ms, 100 * ms / total))
     del net, x
     torch.cuda.empty_cache()
     return "\n".join(lines)
+
+
+def kiln_type_sums(text):
+    """kiln time's per-layer table summed by layer type: [(type, layers, ms)], largest first."""
+    sums = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 4 or parts[0] == "layer":
+            continue
+        try:
+            ms = float(parts[2])
+        except ValueError:
+            continue
+        total_ms, n = sums.get(parts[1], (0.0, 0))
+        sums[parts[1]] = (total_ms + ms, n + 1)
+    return sorted(((t, n, ms) for t, (ms, n) in sums.items()), key=lambda r: -r[2])
 
 
 def main():
@@ -92,6 +116,8 @@ def main():
         rc, text = kiln_profile(args.kiln, prototxt, weights, int(batch), precision, extra)
         report.append("=== %s b%s %s: kiln %s (rc %d)\n%s" % (net, batch, precision,
                                                              " ".join(extra), rc, text))
+        report[-1] += "\nkiln, per-layer time summed by layer type:\n" + "\n".join(
+            "  %-28s %4d %8.3f ms" % row for row in kiln_type_sums(text))
         try:
             report.append(torch_profile(prototxt, weights, int(batch), precision))
         except Exception as e:  # noqa: BLE001  (a diagnosis run reports and goes on)

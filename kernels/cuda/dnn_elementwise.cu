@@ -352,69 +352,120 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Batch norm's apply on a channels-last 16-bit tensor (kAffine over dense [rows][C] operands,
-// C % 8 == 0, the feature the innermost index): each thread moves one 16-byte vector of 8
-// channels per operand and reads its 8 features' four coefficients as float4 pairs. The general
-// vector kernel moves 8 bytes per load and decodes every vector's feature, which left it at about
-// a third of HBM bandwidth on ResNet's 56x56x64 batch norms.
-template <int kN, typename T>
-__global__ void __launch_bounds__(kThreads)
-    AffineChannelsLastKernel(const __grid_constant__ ElementwiseCall c, uint32_t vectors,
-                             uint32_t channels) {
-  const uint32_t vec = blockIdx.x * kThreads + threadIdx.x;
-  if (vec >= vectors) return;
-  T* out = static_cast<T*>(const_cast<void*>(c.out.data));
-  float v[kN][8];
-#pragma unroll
-  for (int i = 0; i < kN; ++i) {
-    Load8(static_cast<const T*>(c.in[i].data) + 8 * static_cast<size_t>(vec), v[i]);
-  }
-  float old[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  if (c.beta != 0.0f) Load8(out + 8 * static_cast<size_t>(vec), old);
-  const uint32_t f0 = (8 * vec) % channels;
-  float q[4][8];
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    Load4(c.params[k] + f0, q[k]);
-    Load4(c.params[k] + f0 + 4, q[k] + 4);
-  }
-  float r[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    float in[kN];
-#pragma unroll
-    for (int i = 0; i < kN; ++i) in[i] = v[i][e];
-    const float value = AffineValue<kN>(c, Affine{q[0][e], q[1][e], q[2][e], q[3][e]}, in);
-    r[e] = Blend(c.alpha, value, c.beta, [&] { return old[e]; });
-  }
-  Store8(out + 8 * static_cast<size_t>(vec), r);
-}
+#include "kernels/cuda/dnn_elementwise_affine.cuh"
 
-// Launches AffineChannelsLastKernel when the call is its case; false otherwise.
-template <int kN>
-bool LaunchAffineChannelsLast(const ElementwiseCall& c, int64_t total, bool dense, cudaStream_t s) {
-  if (!dense || c.out.type == Storage::kF32 || c.rank != 2 || c.feature_strides[0] != 0 ||
-      c.feature_strides[1] != 1 || c.dims[1] % 8 != 0 || total >= (int64_t{1} << 31)) {
-    return false;
-  }
-  for (int k = 0; k <= kN; ++k) {
-    const Operand& o = k < kN ? c.in[k] : c.out;
-    if (o.data == nullptr || o.type != c.out.type ||
-        reinterpret_cast<uintptr_t>(o.data) % 16 != 0) {
-      return false;
+// Vector strides of a call whose operands all run contiguously in the innermost merged dim.
+struct VectorWalk {
+  uint32_t dims[kMaxRank];
+  uint32_t in[3][kMaxRank], out[kMaxRank];  // in units of 4 elements
+  FastDiv div[kMaxRank];
+};
+
+// Operands that are not dense but whose innermost merged dim is contiguous for all of them and a
+// multiple of 4, with every other stride a multiple of 4 (a Concat input written into its slice
+// of the output, a Crop of whole rows): moved 4 elements at a time like the dense vector kernel,
+// each vector's offsets decoded from its index. Ops whose value needs the element's index or
+// feature (dropout, affine) are not this case.
+template <ElementwiseOp kOp, int kN, typename T>
+__global__ void __launch_bounds__(kThreads)
+    StridedVectorKernel(const __grid_constant__ ElementwiseCall c,
+                        const __grid_constant__ VectorWalk w, uint32_t vectors) {
+  const int n = c.num_inputs;
+  T* out = static_cast<T*>(const_cast<void*>(c.out.data));
+  float v[kPerThread][kN][4];
+  uint32_t out_offset[kPerThread];
+  const uint32_t first = blockIdx.x * (kThreads * kPerThread) + threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const uint32_t vec = first + j * kThreads;
+    out_offset[j] = 0;
+    uint32_t in_offset[kN] = {};
+    if (vec < vectors) {
+      uint32_t rest = vec;
+      for (int d = c.rank - 1; d >= 0; --d) {
+        const uint32_t q = Div(rest, w.div[d]);
+        const uint32_t idx = rest - q * w.dims[d];
+        rest = q;
+#pragma unroll
+        for (int i = 0; i < kN; ++i) in_offset[i] += idx * w.in[i][d];
+        out_offset[j] += idx * w.out[d];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      if (vec < vectors && i < n && c.in[i].data != nullptr) {
+        Load4(static_cast<const T*>(c.in[i].data) + 4 * static_cast<size_t>(in_offset[i]), v[j][i]);
+      } else {
+        v[j][i][0] = v[j][i][1] = v[j][i][2] = v[j][i][3] = 0.0f;
+      }
     }
   }
-  if (c.num_inputs != kN) return false;
-  for (int k = 0; k < 4; ++k) {
-    if (c.params[k] == nullptr || reinterpret_cast<uintptr_t>(c.params[k]) % 16 != 0) return false;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    if (first + j * kThreads >= vectors) continue;
+    T* to = out + 4 * static_cast<size_t>(out_offset[j]);
+    float old[4] = {0, 0, 0, 0};
+    if (c.beta != 0.0f) Load4(to, old);
+    float r[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      float in[kN];
+#pragma unroll
+      for (int i = 0; i < kN; ++i) in[i] = v[j][i][k];
+      r[k] = Blend(c.alpha, Apply<kOp, kN>(c, in, 0, 0), c.beta, [&] { return old[k]; });
+    }
+    Store4(to, r);
   }
-  const uint32_t vectors = static_cast<uint32_t>(total / 8);
-  const unsigned blocks = (vectors + kThreads - 1) / kThreads;
-  const uint32_t channels = static_cast<uint32_t>(c.dims[1]);
-  if (c.out.type == Storage::kF16) {
-    AffineChannelsLastKernel<kN, __half><<<blocks, kThreads, 0, s>>>(c, vectors, channels);
-  } else {
-    AffineChannelsLastKernel<kN, __nv_bfloat16><<<blocks, kThreads, 0, s>>>(c, vectors, channels);
+}
+
+// Launches StridedVectorKernel when the call is its case (see there); false otherwise.
+template <ElementwiseOp kOp, int kN>
+bool LaunchStridedVector(const ElementwiseCall& c, int64_t total, cudaStream_t s) {
+  static_assert(kN <= 3 && kOp != ElementwiseOp::kAffine && kOp != ElementwiseOp::kDropout,
+                "the strided vector kernel holds 3 operands and knows no element index");
+  if (c.num_inputs > kN || total / 4 >= (int64_t{1} << 31)) {
+    return false;
+  }
+  const int last = c.rank - 1;
+  if (c.dims[last] % 4 != 0) return false;
+  const size_t bytes = c.out.type == Storage::kF32 ? 4 : 2;
+  VectorWalk w;
+  for (int k = 0; k <= c.num_inputs; ++k) {
+    const Operand& o = k < c.num_inputs ? c.in[k] : c.out;
+    if (o.data == nullptr) continue;
+    if (o.type != c.out.type || o.strides[last] != 1 ||
+        reinterpret_cast<uintptr_t>(o.data) % (4 * bytes) != 0) {
+      return false;
+    }
+    int64_t span = 0;
+    for (int d = 0; d < c.rank; ++d) {
+      if (d != last && o.strides[d] % 4 != 0) return false;
+      span += (c.dims[d] - 1) * o.strides[d];
+    }
+    if (span / 4 >= (int64_t{1} << 31)) return false;
+  }
+  for (int d = 0; d < c.rank; ++d) {
+    const int64_t dim = d == last ? c.dims[d] / 4 : c.dims[d];
+    w.dims[d] = static_cast<uint32_t>(dim);
+    w.div[d] = MakeFastDiv(w.dims[d]);
+    for (int i = 0; i < 3; ++i) {
+      const bool used = i < c.num_inputs && c.in[i].data != nullptr;
+      w.in[i][d] = !used ? 0 : d == last ? 1 : static_cast<uint32_t>(c.in[i].strides[d] / 4);
+    }
+    w.out[d] = d == last ? 1 : static_cast<uint32_t>(c.out.strides[d] / 4);
+  }
+  const int64_t vectors = total / 4;
+  const unsigned blocks = BlocksFor(vectors, kThreads * kPerThread, int64_t{1} << 31);
+  const uint32_t nv = static_cast<uint32_t>(vectors);
+  switch (c.out.type) {
+    case Storage::kF16:
+      StridedVectorKernel<kOp, kN, __half><<<blocks, kThreads, 0, s>>>(c, w, nv);
+      break;
+    case Storage::kBF16:
+      StridedVectorKernel<kOp, kN, __nv_bfloat16><<<blocks, kThreads, 0, s>>>(c, w, nv);
+      break;
+    default:
+      StridedVectorKernel<kOp, kN, float><<<blocks, kThreads, 0, s>>>(c, w, nv);
   }
   return true;
 }
@@ -544,9 +595,13 @@ int LaunchFor(const ElementwiseCall& c, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if constexpr (kOp == ElementwiseOp::kAffine && kN <= 3) {
     if (LaunchAffineChannelsLast<kN>(c, total, dense, s)) return LastError();
+    if (LaunchAffinePlanes<kN>(c, total, dense, s)) return LastError();
   }
   if constexpr (kN <= 3) {
     if (LaunchVector<kOp, kN>(c, divs, total, dense, s)) return LastError();
+    if constexpr (kOp != ElementwiseOp::kAffine && kOp != ElementwiseOp::kDropout) {
+      if (!dense && LaunchStridedVector<kOp, kN>(c, total, s)) return LastError();
+    }
   }
   if (total < (int64_t{1} << 30) && largest < (int64_t{1} << 30)) {
     ElementwiseKernel<kOp, kN, uint32_t>

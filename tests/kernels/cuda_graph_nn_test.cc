@@ -227,6 +227,11 @@ const std::vector<GraphKernelCase>& Cases() {
        "BatchNorm",
        {Data({3, 6, 5, 7}), Data({6}, -0.5, 0.5), Data({6}, 0.5, 2), Data({1}, 0.5, 2)},
        {}},
+      // DenseNet-121's 7x7 planes: vectors of 4 straddle two channels' planes, and a tail.
+      {"BatchNormStored7x7",
+       "BatchNorm",
+       {Data({3, 9, 7, 7}), Param({9}, -0.5, 0.5), Param({9}, 0.5, 2), Param({1}, 0.5, 2)},
+       {}},
       {"BatchNorm2d", "BatchNorm", {Data({9, 6}), Param({6}), Param({6}, 0.5, 2)}, {}},
       {"BatchNormBatchStats",
        "BatchNorm",

@@ -31,6 +31,8 @@ const std::vector<GraphKernelCase>& Cases() {
       {"SoftmaxChannels4d", "Softmax", {Data({2, 7, 3, 5})}, {}},
       {"LogSoftmaxLastAxis", "Softmax", {Data({4, 33})}, {{"log", true}, {"axis", int64_t{-1}}}},
       {"Concat", "Concat", {Data({2, 3, 5, 7}), Data({2, 5, 5, 7}), Data({2, 1, 5, 7})}, {}},
+      // Parts whose rows (C x H x W of one image) are multiples of 4 elements: copied 4 at a time.
+      {"ConcatVectorRows", "Concat", {Data({2, 8, 7, 4}), Data({2, 4, 7, 4})}, {}},
       {"ConcatAxis0", "Concat", {Data({2, 3, 4, 5}), Data({1, 3, 4, 5})}, {{"axis", int64_t{0}}}},
       {"SlicePoints", "Slice", {Data({2, 9, 5, 7})}, {{"slice_points", Ints{2, 5}}}},
       {"SliceEqual",

@@ -448,9 +448,9 @@ TEST(ShrinkDeconvolutionToCropTest, EdgeCropsAndSharedOutputsKeepTheGraph) {
     ASSERT_TRUE(changed.ok()) << changed.status();
     EXPECT_FALSE(*changed);
     EXPECT_EQ(PrintGraph(*same), PrintGraph(*graph));
-    ASSERT_EQ(remarks.size(), 1u);
-    EXPECT_NE(remarks[0].reason.find(shared ? "other readers" : "edge row"), std::string::npos)
-        << remarks[0].reason;
+    // Only the shared output is a missed rewrite; an edge Crop has nothing to save.
+    ASSERT_EQ(remarks.size(), shared ? 1u : 0u);
+    if (shared) EXPECT_NE(remarks[0].reason.find("other readers"), std::string::npos);
   }
 }
 
