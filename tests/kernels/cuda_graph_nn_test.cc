@@ -10,7 +10,9 @@
 // 1e-4 relative; f16 4e-3 + 4e-3; bf16 3e-2 + 3e-2. Both sides read the same rounded 16-bit
 // inputs and round their outputs to the same dtype, so what separates them is the kernels' f32
 // arithmetic (the reference's is double) and one rounding of the output.
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,7 +20,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/ir/graph_builder.h"
+#include "engine/runtime/compiler.h"
 #include "engine/runtime/device.h"
+#include "engine/runtime/executor.h"
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
@@ -515,6 +519,72 @@ TEST(CudaGraphNnTest, InferenceDropoutIsAViewOnlyWhenTheTypesMatch) {
     EXPECT_EQ(same, v != Variant::kSubRegion) << VariantName(v);
     EXPECT_EQ((*kernel)->AliasedInput(), same ? 0 : -1) << VariantName(v);
   }
+}
+
+// BatchNorm over constant statistics (what compiled inference plans hold) takes its
+// coefficients at plan time: the kernel says so without a device, and on the GPU it agrees with
+// the reference in every dtype and layout, with Caffe's factor (also 0) and without one.
+TEST(CudaGraphNnTest, BatchNormOverConstantStatisticsFixesItsCoefficientsAtPlanTime) {
+  const bool gpu = ProbeCuda().usable;
+  int ran = 0;
+  uint32_t seed = 900;
+  for (DataType dtype : kDtypes) {
+    for (Variant v : {Variant::kNchw, Variant::kNhwc}) {
+      for (const float factor : {-1.0f, 0.5f, 0.0f}) {  // -1: no factor input
+        const std::string where =
+            absl::StrCat(DataTypeName(dtype), " ", VariantName(v), " factor ", factor);
+        GraphBuilder b(&DefaultOpRegistry());
+        const TensorType x_type = InputType(Data({3, 9, 7, 7}), 0, dtype, v);
+        Value x = *b.Input("x", x_type);
+        std::vector<Value> in = {
+            x, *b.Constant("mean", testing::RandomTensor(testing::F32({9}), seed++, -0.5f, 0.5f)),
+            *b.Constant("var", testing::RandomTensor(testing::F32({9}), seed++, 0.5f, 2.0f))};
+        if (factor >= 0) {
+          HostTensor f = testing::RandomTensor(testing::F32({1}), seed++);
+          f.SetFloat(0, factor);
+          in.push_back(*b.Constant("factor", f));
+        }
+        auto out = b.Op("BatchNorm", in, {{"eps", 1e-3}}, "bn");
+        ASSERT_TRUE(out.ok()) << where << ": " << out.status();
+        const Node* bn = (*out)[0].node;
+        ASSERT_TRUE(b.Output("y", (*out)[0]).ok());
+        auto graph = b.Finish();
+        auto factory = DefaultKernelRegistry().Select(*bn, Backend::kCuda);
+        ASSERT_TRUE(factory.ok()) << where << ": " << factory.status();
+        auto kernel = (*factory)->create(*bn, KernelOptions());
+        ASSERT_TRUE(kernel.ok()) << where << ": " << kernel.status();
+        EXPECT_TRUE(absl::StrContains((*kernel)->Describe(), "coefficients fixed at plan time"))
+            << where << ": " << (*kernel)->Describe();
+        EXPECT_EQ((*kernel)->WorkspaceBytes(), 0u) << where;
+        if (!gpu) continue;
+        const std::map<std::string, HostTensor> inputs = {
+            {"x", testing::RandomTensor(x_type, seed++)}};
+        std::map<std::string, HostTensor> results[2];
+        const BackendChoice backends[2] = {BackendChoice::kCuda, BackendChoice::kReference};
+        for (int k = 0; k < 2; ++k) {
+          CompileOptions options;
+          options.backend = backends[k];
+          auto plan = Compile(*graph, DefaultKernelRegistry(), options);
+          ASSERT_TRUE(plan.ok()) << where << ": " << plan.status();
+          auto ctx = ExecutionContext::Create(**plan);
+          ASSERT_TRUE(ctx.ok()) << where << ": " << ctx.status();
+          auto ran_outputs = (*ctx)->Run(inputs);
+          ASSERT_TRUE(ran_outputs.ok()) << where << ": " << ran_outputs.status();
+          results[k] = *ran_outputs;
+        }
+        const HostTensor& got = results[0].at("y");
+        const HostTensor& want = results[1].at("y");
+        ASSERT_EQ(got.type(), want.type()) << where;
+        const Tolerance tol = ToleranceFor(dtype);
+        for (int64_t i = 0; i < want.type().num_elements(); ++i) {
+          const double w = want.GetFloat(i), g = got.GetFloat(i);
+          ASSERT_LE(std::abs(g - w), tol.atol + tol.rtol * std::abs(w)) << where << " at " << i;
+        }
+        ++ran;
+      }
+    }
+  }
+  if (gpu) std::printf("BatchNorm over constant statistics: %d runs checked\n", ran);
 }
 
 }  // namespace

@@ -137,6 +137,34 @@ absl::StatusOr<std::unique_ptr<IdentityParams>> IdentityParams::Create(int64_t c
 
 IdentityParams::~IdentityParams() { cudaFree(data_); }
 
+absl::StatusOr<std::unique_ptr<DeviceFloats>> DeviceFloats::Create(const std::vector<float>& host) {
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, std::max<size_t>(1, host.size()) * sizeof(float));
+  if (e == cudaSuccess && !host.empty()) {
+    e = cudaMemcpy(p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice);
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (p != nullptr) cudaFree(p);
+    const std::string what = absl::StrCat("cuda plan-time constants (", host.size(),
+                                          " floats): ", cudaGetErrorString(e));
+    return e == cudaErrorMemoryAllocation ? absl::ResourceExhaustedError(what)
+                                          : absl::InternalError(what);
+  }
+  return std::unique_ptr<DeviceFloats>(new DeviceFloats(static_cast<float*>(p)));
+}
+
+DeviceFloats::~DeviceFloats() { cudaFree(data_); }
+
+absl::StatusOr<const DeviceFloats*> DeviceFloatsFor(const KernelArgs& a, const std::string& key,
+                                                    const std::vector<float>& host) {
+  if (a.resources == nullptr) {
+    return absl::FailedPreconditionError("cuda plan-time constants: run without context resources");
+  }
+  return a.resources->GetOrCreate<DeviceFloats>(key,
+                                                [&host]() { return DeviceFloats::Create(host); });
+}
+
 absl::StatusOr<const IdentityParams*> IdentityFor(const KernelArgs& a, int64_t count) {
   if (a.resources == nullptr) {
     return absl::FailedPreconditionError("cuda identity parameters: run without context resources");

@@ -78,6 +78,25 @@ class IdentityParams {
 // The running context's identity parameters for `count` features, made on first use.
 absl::StatusOr<const IdentityParams*> IdentityFor(const KernelArgs& a, int64_t count);
 
+// f32 values fixed at plan time (coefficients computed from a node's constants) in device
+// memory, owned by one context and uploaded on its first run, like IdentityParams.
+class DeviceFloats {
+ public:
+  static absl::StatusOr<std::unique_ptr<DeviceFloats>> Create(const std::vector<float>& host);
+  ~DeviceFloats();
+  DeviceFloats(const DeviceFloats&) = delete;
+  DeviceFloats& operator=(const DeviceFloats&) = delete;
+  const float* data() const { return data_; }
+
+ private:
+  explicit DeviceFloats(float* data) : data_(data) {}
+  float* data_;
+};
+// The running context's copy of `host` under `key` (unique to the prepared kernel), made on
+// first use.
+absl::StatusOr<const DeviceFloats*> DeviceFloatsFor(const KernelArgs& a, const std::string& key,
+                                                    const std::vector<float>& host);
+
 // The number of streaming multiprocessors of the current device (1 when it cannot be read).
 int CurrentDeviceMultiprocessors();
 
