@@ -1,7 +1,7 @@
 // The per-feature affine kernels of the element-wise primitives (BatchNorm's apply, Scale), for
-// the two layouts batch norm meets most: channels-last 16-bit and dense channels-first. A part of
-// dnn_elementwise.cu, included inside its anonymous namespace after the helpers both use (Affine,
-// AffineValue, Load4/Store4, Load8/Store8, Blend); not a header of its own.
+// the layouts batch norm meets most: channels-last (16-bit, f32) and dense channels-first. A part
+// of dnn_elementwise.cu, included inside its anonymous namespace after the helpers both use
+// (Affine, AffineValue, Load4/Store4, Load8/Store8, Blend); not a header of its own.
 #ifndef KILN_KERNELS_CUDA_DNN_ELEMENTWISE_AFFINE_CUH_
 #define KILN_KERNELS_CUDA_DNN_ELEMENTWISE_AFFINE_CUH_
 
@@ -43,11 +43,63 @@ __global__ void __launch_bounds__(kThreads)
   Store8(out + 8 * static_cast<size_t>(vec), r);
 }
 
-// Launches AffineChannelsLastKernel when the call is its case; false otherwise.
+// The same on a channels-last f32 tensor (C % 4 == 0; TF32 plans run channels-last): each thread
+// moves kPerThread 16-byte vectors of 4 channels per operand and loads every vector's data and
+// coefficients (float4 each) before it computes and stores any. The general vector kernel
+// loaded a vector's coefficients after the previous vector's store, which it must assume may
+// alias them: DenseNet-121's TF32 batch norms ran a third slower than its ReLUs.
+template <int kN>
+__global__ void __launch_bounds__(kThreads)
+    AffineChannelsLastF32Kernel(const __grid_constant__ ElementwiseCall c, uint32_t vectors,
+                                FastDiv channel_div, uint32_t channels) {
+  float* out = static_cast<float*>(const_cast<void*>(c.out.data));
+  float v[kPerThread][kN][4];
+  float4 q[kPerThread][4];
+  const uint32_t first = blockIdx.x * (kThreads * kPerThread) + threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const uint32_t vec = first + j * kThreads;
+    if (vec >= vectors) continue;
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      Load4(static_cast<const float*>(c.in[i].data) + 4 * static_cast<size_t>(vec), v[j][i]);
+    }
+    const uint32_t e0 = 4 * vec;
+    const uint32_t f0 = e0 - Div(e0, channel_div) * channels;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      // One operand's form never reads the second scale.
+      q[j][k] = kN == 1 && k == 1 ? make_float4(0, 0, 0, 0)
+                                  : __ldg(reinterpret_cast<const float4*>(c.params[k] + f0));
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const uint32_t vec = first + j * kThreads;
+    if (vec >= vectors) continue;
+    float old[4] = {0, 0, 0, 0};
+    if (c.beta != 0.0f) Load4(out + 4 * static_cast<size_t>(vec), old);
+    const float* a[4] = {&q[j][0].x, &q[j][1].x, &q[j][2].x, &q[j][3].x};
+    float r[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float in[kN];
+#pragma unroll
+      for (int i = 0; i < kN; ++i) in[i] = v[j][i][e];
+      const float value = AffineValue<kN>(c, Affine{a[0][e], a[1][e], a[2][e], a[3][e]}, in);
+      r[e] = Blend(c.alpha, value, c.beta, [&] { return old[e]; });
+    }
+    Store4(out + 4 * static_cast<size_t>(vec), r);
+  }
+}
+
+// Launches AffineChannelsLastKernel (16-bit) or AffineChannelsLastF32Kernel when the call is
+// their case; false otherwise.
 template <int kN>
 bool LaunchAffineChannelsLast(const ElementwiseCall& c, int64_t total, bool dense, cudaStream_t s) {
-  if (!dense || c.out.type == Storage::kF32 || c.rank != 2 || c.feature_strides[0] != 0 ||
-      c.feature_strides[1] != 1 || c.dims[1] % 8 != 0 || total >= (int64_t{1} << 31)) {
+  const bool f32 = c.out.type == Storage::kF32;
+  if (!dense || c.rank != 2 || c.feature_strides[0] != 0 || c.feature_strides[1] != 1 ||
+      c.dims[1] % (f32 ? 4 : 8) != 0 || total >= (int64_t{1} << 31)) {
     return false;
   }
   for (int k = 0; k <= kN; ++k) {
@@ -61,9 +113,16 @@ bool LaunchAffineChannelsLast(const ElementwiseCall& c, int64_t total, bool dens
   for (int k = 0; k < 4; ++k) {
     if (c.params[k] == nullptr || reinterpret_cast<uintptr_t>(c.params[k]) % 16 != 0) return false;
   }
+  const uint32_t channels = static_cast<uint32_t>(c.dims[1]);
+  if (f32) {
+    const uint32_t vectors = static_cast<uint32_t>(total / 4);
+    const unsigned blocks = BlocksFor(vectors, kThreads * kPerThread, int64_t{1} << 31);
+    AffineChannelsLastF32Kernel<kN>
+        <<<blocks, kThreads, 0, s>>>(c, vectors, MakeFastDiv(channels), channels);
+    return true;
+  }
   const uint32_t vectors = static_cast<uint32_t>(total / 8);
   const unsigned blocks = (vectors + kThreads - 1) / kThreads;
-  const uint32_t channels = static_cast<uint32_t>(c.dims[1]);
   if (c.out.type == Storage::kF16) {
     AffineChannelsLastKernel<kN, __half><<<blocks, kThreads, 0, s>>>(c, vectors, channels);
   } else {

@@ -236,6 +236,11 @@ const std::vector<GraphKernelCase>& Cases() {
        "BatchNorm",
        {Data({3, 9, 7, 7}), Param({9}, -0.5, 0.5), Param({9}, 0.5, 2), Param({1}, 0.5, 2)},
        {}},
+      // Channels a multiple of 4: channels-last f32 takes the float4 affine kernel.
+      {"BatchNormStoredChannels8",
+       "BatchNorm",
+       {Data({2, 8, 5, 7}), Param({8}, -0.5, 0.5), Param({8}, 0.5, 2), Param({1}, 0.5, 2)},
+       {}},
       {"BatchNorm2d", "BatchNorm", {Data({9, 6}), Param({6}), Param({6}, 0.5, 2)}, {}},
       {"BatchNormBatchStats",
        "BatchNorm",
@@ -268,6 +273,10 @@ const std::vector<GraphKernelCase>& Cases() {
        "Scale",
        {Data({2, 6, 5, 7}), Param({1}), Param({1})},
        {{"num_axes", int64_t{0}}}},
+      {"ScaleChannels8Relu",
+       "Scale",
+       {Data({2, 8, 5, 7}), Param({8}), Param({8})},
+       {{"activation", std::string("relu")}}},
       {"Scale2d", "Scale", {Data({9, 13}), Param({13}), Param({13})}, {}},
       // With the ReLU the pointwise fusion folds in: per-feature and broadcast-operand paths.
       {"ScaleRelu",
@@ -534,11 +543,12 @@ TEST(CudaGraphNnTest, BatchNormOverConstantStatisticsFixesItsCoefficientsAtPlanT
         const std::string where =
             absl::StrCat(DataTypeName(dtype), " ", VariantName(v), " factor ", factor);
         GraphBuilder b(&DefaultOpRegistry());
-        const TensorType x_type = InputType(Data({3, 9, 7, 7}), 0, dtype, v);
+        const int64_t ch = factor == 0.5f ? 8 : 9;  // 8: the channels-last float4 kernel
+        const TensorType x_type = InputType(Data({3, ch, 7, 7}), 0, dtype, v);
         Value x = *b.Input("x", x_type);
         std::vector<Value> in = {
-            x, *b.Constant("mean", testing::RandomTensor(testing::F32({9}), seed++, -0.5f, 0.5f)),
-            *b.Constant("var", testing::RandomTensor(testing::F32({9}), seed++, 0.5f, 2.0f))};
+            x, *b.Constant("mean", testing::RandomTensor(testing::F32({ch}), seed++, -0.5f, 0.5f)),
+            *b.Constant("var", testing::RandomTensor(testing::F32({ch}), seed++, 0.5f, 2.0f))};
         if (factor >= 0) {
           HostTensor f = testing::RandomTensor(testing::F32({1}), seed++);
           f.SetFloat(0, factor);
