@@ -83,7 +83,9 @@ class ShrinkDeconvolutionToCropPass : public Pass {
           KILN_RETURN_IF_ERROR(
               graph.SetOutputStrides(recropped, 0, crop->output_types()[0].strides()));
         }
-        KILN_RETURN_IF_ERROR(FinishFusion(graph, crop->output(0), recropped, crop->name(), {crop}));
+        // A copy: FinishFusion removes the old Crop before it renames.
+        const std::string crop_name = crop->name();
+        KILN_RETURN_IF_ERROR(FinishFusion(graph, crop->output(0), recropped, crop_name, {crop}));
         // The old Deconvolution died with the old Crop; the shrunk one takes its name.
         Node* renamed = graph.FindNode(shrunk_name);
         if (renamed == nullptr) {
