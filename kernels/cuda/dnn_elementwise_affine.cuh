@@ -55,7 +55,9 @@ __global__ void __launch_bounds__(kThreads)
   float* out = static_cast<float*>(const_cast<void*>(c.out.data));
   float v[kPerThread][kN][4];
   float4 q[kPerThread][4];
-  const uint32_t first = blockIdx.x * (kThreads * kPerThread) + threadIdx.x;
+  // Batch norm's training apply starts where its reduction ended, on the part still in L2.
+  const uint32_t block = c.from_end ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const uint32_t first = block * (kThreads * kPerThread) + threadIdx.x;
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const uint32_t vec = first + j * kThreads;
@@ -156,7 +158,9 @@ __global__ void __launch_bounds__(kThreads)
   float v[kPerThread][4];
   Affine a[kPerThread][2];
   uint32_t split[kPerThread];  // elements of the vector in its first channel's plane
-  const uint32_t first = blockIdx.x * (kThreads * kPerThread) + threadIdx.x;
+  // From the end when asked, as in AffineChannelsLastF32Kernel.
+  const uint32_t block = c.from_end ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const uint32_t first = block * (kThreads * kPerThread) + threadIdx.x;
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const uint32_t vec = first + j * kThreads;
