@@ -247,6 +247,26 @@ bool ClustersAvailable() {
   return answer == 2;
 }
 
+// The current device's L2 bytes (0 when it cannot be read), asked once per device.
+int64_t L2CacheBytes() {
+  static std::atomic<int64_t> known[64];  // 0 unknown, -1 unreadable
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) {
+    cudaGetLastError();
+    return 0;
+  }
+  int64_t bytes = known[device].load();
+  if (bytes == 0) {
+    int l2 = 0;
+    bytes = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) == cudaSuccess && l2 > 0
+                ? l2
+                : -1;
+    cudaGetLastError();
+    known[device].store(bytes);
+  }
+  return bytes > 0 ? bytes : 0;
+}
+
 }  // namespace
 
 bool BatchNormPlanesServe(const ReduceCall& c) {
@@ -256,9 +276,16 @@ bool BatchNormPlanesServe(const ReduceCall& c) {
   // Clusters serve the forward and the plain backward. The backward through a fused ReLU reads
   // three tensors twice, too much for L2 to return the second read: measured on ResNet-18's
   // 56x56 layers (H100, 2026-11-24) it took 0.219 ms against the two-stage path's 0.20.
+  // The forward only over a tensor within twice the L2, where the apply's second read still
+  // finds its channels there: ResNet-18's 56x56 layers (51 MB on the H100's 50 MB L2) gain; on
+  // the 128x96x55x55 tensor of bench/primitives_bench (149 MB) the clusters took 0.2204 ms
+  // against the two-stage path's 0.1782. Its backward keeps the clusters there (0.3165 against
+  // 0.3938 ms). H100, 2026-11-25.
+  const bool beyond_l2 =
+      c.features * c.reduce_count * static_cast<int64_t>(sizeof(float)) > 2 * L2CacheBytes();
   if (c.reduce_count > kMaxPlaneElements &&
       (c.reduce_count > kCluster * kMaxPlaneElements || c.mask.data != nullptr ||
-       !ClustersAvailable())) {
+       !ClustersAvailable() || (c.op == ReduceOp::kMoments && beyond_l2))) {
     return false;
   }
   const int last = c.reduce_rank - 1;
