@@ -21,6 +21,15 @@ absl::StatusOr<ConvolutionParams> ConvolutionParams::FromAttrs(const AttrMap& at
   KILN_ASSIGN_OR_RETURN(p.stride, ExpandSpatial(get("stride"), num_spatial, "stride"));
   KILN_ASSIGN_OR_RETURN(p.pad, ExpandSpatial(get("pad"), num_spatial, "pad"));
   KILN_ASSIGN_OR_RETURN(p.dilation, ExpandSpatial(get("dilation"), num_spatial, "dilation"));
+  // Only Convolution has the attribute (Deconvolution and the gradient ops are symmetric).
+  const auto end = attrs.find("pad_end");
+  p.asymmetric = end != attrs.end() && !std::get<std::vector<int64_t>>(end->second).empty();
+  if (p.asymmetric) {
+    KILN_ASSIGN_OR_RETURN(p.pad_end, ExpandSpatial(std::get<std::vector<int64_t>>(end->second),
+                                                   num_spatial, "pad_end"));
+  } else {
+    p.pad_end = p.pad;
+  }
   p.group = std::get<int64_t>(attrs.at("group"));
   const std::string& mode = std::get<std::string>(attrs.at("mode"));
   if (mode != "cross_correlation" && mode != "convolution") {
@@ -31,7 +40,7 @@ absl::StatusOr<ConvolutionParams> ConvolutionParams::FromAttrs(const AttrMap& at
   for (int i = 0; i < num_spatial; ++i) {
     if (p.stride[i] < 1) return absl::InvalidArgumentError("stride must be >= 1");
     if (p.dilation[i] < 1) return absl::InvalidArgumentError("dilation must be >= 1");
-    if (p.pad[i] < 0) return absl::InvalidArgumentError("pad must be >= 0");
+    if (!p.asymmetric && p.pad[i] < 0) return absl::InvalidArgumentError("pad must be >= 0");
   }
   if (p.group < 1) return absl::InvalidArgumentError("group must be >= 1");
   return p;
@@ -114,7 +123,7 @@ absl::StatusOr<std::vector<TensorType>> InferConvolution(const InferContext& ctx
   std::vector<int64_t> out = {x.dim(0), k};
   for (int i = 0; i < ns; ++i) {
     const int64_t extent = p.dilation[i] * (w.dim(2 + i) - 1) + 1;
-    const int64_t padded = x.dim(2 + i) + 2 * p.pad[i];
+    const int64_t padded = x.dim(2 + i) + p.pad[i] + p.pad_end[i];
     if (padded < extent) {
       return absl::InvalidArgumentError(absl::StrCat("spatial dim ", i, ": padded input ", padded,
                                                      " is smaller than the dilated filter ", extent,
@@ -168,6 +177,8 @@ absl::Status RegisterConvolutionOps(OpRegistry& registry) {
       // The epilogue the fusion passes fold in; Caffe files never set these.
       attrs.push_back({"activation", AttrKind::kString, AttrValue(std::string("none"))});
       attrs.push_back({"negative_slope", AttrKind::kFloat, AttrValue(0.0)});
+      // Padding after each spatial dim when it differs from "pad" (see ConvolutionParams).
+      attrs.push_back({"pad_end", AttrKind::kInts, AttrValue(std::vector<int64_t>{})});
     }
     OpDef def = MakeOpDef(name, "convolution", std::move(attrs), infer,
                           forward ? "N-d convolution (1-3 spatial dims), stride/pad/dilation/"

@@ -49,6 +49,11 @@ std::unique_ptr<Pass> MakeFoldConvertIntoCropPass();
 // (CompileOptions::split_for_memory). Run after the pipeline, on fused convolutions.
 std::unique_ptr<Pass> MakeSplitForMemoryPass();
 
+// "split_rows_for_memory": the same section computed in bands of rows (each band the whole
+// convolution with its own padding, pooled at once, the pooled bands concatenated along the
+// height). Keeps the convolution's speed, so every optimized plan runs it, after the pipeline.
+std::unique_ptr<Pass> MakeSplitRowsForMemoryPass();
+
 // The inference pipeline: the rewrites above as one fixed-point group.
 PassManager MakeInferencePipeline(PassManagerOptions options = {});
 

@@ -93,6 +93,7 @@ class PlanBuilder {
         std::vector<std::string> known = pipeline.PassNames();
         known.push_back("place_concat_inputs");
         known.push_back("fold_convert_into_crop");
+        known.push_back("split_rows_for_memory");
         known.push_back("split_for_memory");
         if (std::find(known.begin(), known.end(), name) == known.end()) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -102,12 +103,13 @@ class PlanBuilder {
       PassContext context;
       context.remarks = &plan->remarks_;
       KILN_RETURN_IF_ERROR(Annotate(pipeline.Run(*optimized, context).status(), "compile"));
-      if (options.split_for_memory) {
-        // After the pipeline, so the split convolutions carry their folded and fused epilogues.
-        PassManager memory(pass_options);
-        memory.Add(MakeSplitForMemoryPass());
-        KILN_RETURN_IF_ERROR(Annotate(memory.Run(*optimized, context).status(), "compile"));
-      }
+      // After the pipeline, so the split convolutions carry their folded and fused epilogues.
+      // Bands of rows cost (almost) no speed, so every optimized plan takes them; slices of
+      // channels cost some, so only plans that ask for the smallest memory do.
+      PassManager memory(pass_options);
+      memory.Add(MakeSplitRowsForMemoryPass());
+      if (options.split_for_memory) memory.Add(MakeSplitForMemoryPass());
+      KILN_RETURN_IF_ERROR(Annotate(memory.Run(*optimized, context).status(), "compile"));
     }
     const Graph& source = optimized != nullptr ? *optimized : user_graph;
     plan->graph_ = source.Clone();

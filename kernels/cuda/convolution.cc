@@ -156,6 +156,16 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
     return absl::UnimplementedError(absl::StrCat("convolution ", ConvDirectionName(direction),
                                                  ": algorithm ", ConvAlgoName(algo), " ", why));
   };
+  if (!p.PaddingIsSymmetric()) {
+    // Asymmetric padding (a band of a convolution's output): the paths below that index every
+    // output pixel from `out` and bound every input read serve it; those checked by the tests
+    // (tests/kernels/conv_cases). The FFT and the 1x1 GEMM size their work from the padded
+    // input, and the backward directions assume symmetric windows.
+    if (direction != ConvDirection::kForward) return no("serves symmetric padding only");
+    if (algo == ConvAlgo::kFft || algo == ConvAlgo::kGemm1x1) {
+      return no("serves symmetric padding only");
+    }
+  }
   if (RunsGroupByGroup(direction, p, algo)) {
     return CheckConvAlgoSupported(direction, OneGroupOf(p), algo);
   }

@@ -79,6 +79,14 @@ absl::StatusOr<ConvProblem> MakeConvProblem(const TensorDescriptor& x, const Fil
   return p;
 }
 
+bool ConvProblem::PaddingIsSymmetric() const {
+  for (int i = 0; i < 3; ++i) {
+    const int64_t extent = dilation[i] * (filter[i] - 1) + 1;
+    if (out[i] != (in[i] + 2 * pad[i] - extent) / stride[i] + 1) return false;
+  }
+  return true;
+}
+
 ConvProblem OneGroupOf(const ConvProblem& p) {
   ConvProblem q = p;
   q.groups = 1;

@@ -40,6 +40,10 @@ struct ConvProblem {
   double Flops() const;
   // True when x's channels are contiguous (stride 1), as in NHWC.
   bool XChannelsLast() const { return x_stride[1] == 1; }
+  // True when `out` is what the padding `pad` on both sides gives (cuDNN's only case). False for
+  // a descriptor with its own end pads: `pad` is then the padding before each dim, and the
+  // output rows past `out` are simply not computed.
+  bool PaddingIsSymmetric() const;
   bool YChannelsLast() const { return y_stride[1] == 1; }
   // A stable, human-readable key of everything that decides speed (for the algorithm cache).
   std::string Key() const;

@@ -184,11 +184,30 @@ absl::StatusOr<ConvolutionDescriptor> ConvolutionDescriptor::Create(
   return d;
 }
 
+absl::StatusOr<ConvolutionDescriptor> ConvolutionDescriptor::WithPadsEnd(
+    std::vector<int64_t> end) const {
+  if (end.size() != pads.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("convolution descriptor: ", end.size(),
+                                                   " end pads for ", pads.size(), " spatial dims"));
+  }
+  for (size_t i = 0; i < end.size(); ++i) {
+    if (end[i] < 0 || end[i] > (1 << 20)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("convolution descriptor: end pad ", i, " is ", end[i]));
+    }
+  }
+  ConvolutionDescriptor d = *this;
+  d.pads_end = std::move(end);
+  return d;
+}
+
 std::string ConvolutionDescriptor::ToString() const {
-  return absl::StrCat("pad [", absl::StrJoin(pads, ","), "] stride [", absl::StrJoin(strides, ","),
-                      "] dilation [", absl::StrJoin(dilations, ","), "] groups ", groups,
-                      mode == ConvolutionMode::kConvolution ? " convolution" : "",
-                      math == MathMode::kTf32 ? " tf32" : "");
+  return absl::StrCat(
+      "pad [", absl::StrJoin(pads, ","), "]",
+      IsSymmetric() ? "" : absl::StrCat(" end [", absl::StrJoin(pads_end, ","), "]"), " stride [",
+      absl::StrJoin(strides, ","), "] dilation [", absl::StrJoin(dilations, ","), "] groups ",
+      groups, mode == ConvolutionMode::kConvolution ? " convolution" : "",
+      math == MathMode::kTf32 ? " tf32" : "");
 }
 
 absl::StatusOr<std::vector<int64_t>> ConvolutionOutputDims(const TensorDescriptor& x,
@@ -212,11 +231,11 @@ absl::StatusOr<std::vector<int64_t>> ConvolutionOutputDims(const TensorDescripto
   std::vector<int64_t> out = {x.dims[0], w.dims[0]};
   for (int i = 0; i < nd; ++i) {
     const int64_t extent = conv.dilations[i] * (w.dims[2 + i] - 1) + 1;
-    const int64_t padded = x.dims[2 + i] + 2 * conv.pads[i];
+    const int64_t padded = x.dims[2 + i] + conv.pads[i] + conv.PadEnd(i);
     if (padded < extent) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("convolution: spatial dim ", i, ": input ", x.dims[2 + i], " + 2 x pad ",
-                       conv.pads[i], " is smaller than the dilated filter extent ", extent));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "convolution: spatial dim ", i, ": input ", x.dims[2 + i], " + pads ", conv.pads[i],
+          " and ", conv.PadEnd(i), " is smaller than the dilated filter extent ", extent));
     }
     out.push_back((padded - extent) / conv.strides[i] + 1);
   }

@@ -70,7 +70,11 @@ enum class MathMode { kFp32, kTf32 };
 
 // Padding, strides and dilation per spatial dimension (2 or 3 of each), groups and modes.
 struct ConvolutionDescriptor {
-  std::vector<int64_t> pads;
+  std::vector<int64_t> pads;  // before each spatial dim (and after it, unless pads_end is set)
+  // Padding after each spatial dim when it differs from `pads` (empty: symmetric, as in cuDNN).
+  // Lets a graph compute a band of an output (passes/split_rows_for_memory.cc); the forward
+  // direction serves it, the backward directions refuse it.
+  std::vector<int64_t> pads_end;
   std::vector<int64_t> strides;
   std::vector<int64_t> dilations;
   int64_t groups = 1;
@@ -81,12 +85,17 @@ struct ConvolutionDescriptor {
       std::vector<int64_t> pads, std::vector<int64_t> strides, std::vector<int64_t> dilations,
       int64_t groups = 1, ConvolutionMode mode = ConvolutionMode::kCrossCorrelation,
       MathMode math = MathMode::kFp32);
+  // The same descriptor with pads_end: asymmetric padding (forward only). Each entry >= 0.
+  absl::StatusOr<ConvolutionDescriptor> WithPadsEnd(std::vector<int64_t> end) const;
   int spatial_rank() const { return static_cast<int>(pads.size()); }
+  int64_t PadEnd(int i) const { return pads_end.empty() ? pads[i] : pads_end[i]; }
+  bool IsSymmetric() const { return pads_end.empty() || pads_end == pads; }
   std::string ToString() const;
 };
 
 // The output dims (N, K, [O,] P, Q) of convolving `x` with `w` under `conv`, as cuDNN's
-// GetConvolutionNdForwardOutputDim: out = (in + 2 pad - dilation (filter - 1) - 1) / stride + 1.
+// GetConvolutionNdForwardOutputDim: out = (in + 2 pad - dilation (filter - 1) - 1) / stride + 1
+// (pad + pad_end in place of 2 pad when the padding is asymmetric).
 // InvalidArgument when ranks, channels or groups disagree or an output dim would be < 1.
 absl::StatusOr<std::vector<int64_t>> ConvolutionOutputDims(const TensorDescriptor& x,
                                                            const FilterDescriptor& w,

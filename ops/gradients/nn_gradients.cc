@@ -31,6 +31,9 @@ absl::Status RequireUnfused(const Node& n) {
       (n.op() == "Convolution" && n.num_inputs() > 3)) {
     return NoGradientFor(n, "fused epilogues are inference-only; train the unrewritten graph");
   }
+  if (n.attrs().count("pad_end") && !n.GetInts("pad_end").empty()) {
+    return NoGradientFor(n, "asymmetric padding (pad_end) is inference-only");
+  }
   return absl::OkStatus();
 }
 

@@ -30,6 +30,7 @@ struct Spec {
   bool sub_region = false;  // x and y are views into larger buffers
   bool convolution = false;
   float alpha = 1, beta = 0;
+  std::vector<int64_t> pad_end = {};  // asymmetric padding after each dim (empty: = pad)
 };
 
 // Strides of `dims` as a window of a larger packed tensor (each dim padded by 1..3 elements), so
@@ -204,6 +205,80 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
        F::kNHWC,
        false,
        true},
+      // Bands of rows with asymmetric padding (passes/split_rows_for_memory computes a
+      // convolution's output a band at a time): the first band (top padding, none below) and the
+      // last (the reverse), through Winograd (f32 3x3), the tensor-core kernels (NHWC, 72
+      // channels) and the first-layer kernels (11x11 s4, 7x7 s2).
+      {"band_first_3x3",
+       {2, 8, 12, 10},
+       16,
+       {3, 3},
+       {1, 1},
+       {1, 1},
+       {1, 1},
+       1,
+       F::kNCHW,
+       false,
+       false,
+       1.0f,
+       0.0f,
+       {0, 1}},
+      {"band_last_3x3",
+       {2, 8, 12, 10},
+       16,
+       {3, 3},
+       {0, 1},
+       {1, 1},
+       {1, 1},
+       1,
+       F::kNCHW,
+       false,
+       false,
+       1.0f,
+       0.0f,
+       {1, 1}},
+      {"nhwc_band_first_c72_k136",
+       {2, 72, 9, 7},
+       136,
+       {3, 3},
+       {1, 1},
+       {1, 1},
+       {1, 1},
+       1,
+       F::kNHWC,
+       false,
+       false,
+       1.0f,
+       0.0f,
+       {0, 1}},
+      {"band_first_layer_11x11_s4",
+       {2, 3, 31, 67},
+       96,
+       {11, 11},
+       {2, 0},
+       {4, 4},
+       {1, 1},
+       1,
+       F::kNCHW,
+       false,
+       false,
+       1.0f,
+       0.0f,
+       {0, 0}},
+      {"nhwc_band_last_7x7_s2",
+       {2, 3, 20, 37},
+       64,
+       {7, 7},
+       {0, 3},
+       {2, 2},
+       {1, 1},
+       1,
+       F::kNHWC,
+       false,
+       false,
+       1.0f,
+       0.0f,
+       {3, 3}},
       {"first_layer_alpha_beta",
        {1, 4, 18, 16},
        18,
@@ -230,6 +305,7 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
                                                          : dnn::ConvolutionMode::kCrossCorrelation,
                                            math),
         s.name);
+    if (!s.pad_end.empty()) c.conv = Must(c.conv.WithPadsEnd(s.pad_end), s.name);
     std::vector<int64_t> wdims = {s.k, s.x[1] / s.groups};
     wdims.insert(wdims.end(), s.filter.begin(), s.filter.end());
     c.w = Must(dnn::FilterDescriptor::Create(dtype, s.format, wdims), s.name);

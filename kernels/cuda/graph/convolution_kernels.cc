@@ -58,6 +58,9 @@ struct ConvSetup {
   //   ConvolutionBackwardData    x = out, w = in1, y = in0  from the output to the input)
   //   ConvolutionBackwardFilter  x = in0, w = out, y = in1 (backward filter)
   int x_at = 0, w_at = 1, y_at = kOutput;
+  // Bytes from x's buffer to where the problem's x starts: a pad_end node's negative padding
+  // is a window that starts inside x (the problem sees that window, with no padding there).
+  int64_t x_offset_bytes = 0;
 };
 
 const TensorType& TypeAt(const Node& node, int at) {
@@ -66,6 +69,40 @@ const TensorType& TypeAt(const Node& node, int at) {
 
 void* DataAt(const KernelArgs& a, int at) {
   return at == kOutput ? a.outputs[0].data : a.inputs[at].data;
+}
+
+// The problem's x: the node's x, from the window's start.
+void* XOf(const ConvSetup& s, const KernelArgs& a) {
+  return static_cast<char*>(DataAt(a, s.x_at)) + s.x_offset_bytes;
+}
+
+// A pad_end node's padding as the primitive takes it (>= 0 on both sides): negative padding
+// before a dim moves x's start into the tensor, negative padding after it shortens x. The
+// output is unchanged: it reads the same input positions.
+absl::Status WindowOfX(const ConvolutionParams& params, const TensorType& x,
+                       dnn::TensorDescriptor& xd, std::vector<int64_t>& pad,
+                       std::vector<int64_t>& pad_end, int64_t& offset_bytes) {
+  pad = params.pad;
+  pad_end = params.pad_end;
+  offset_bytes = 0;
+  for (size_t i = 0; i < pad.size(); ++i) {
+    const int d = 2 + static_cast<int>(i);
+    if (pad[i] < 0) {
+      offset_bytes += -pad[i] * x.stride(d) * static_cast<int64_t>(DataTypeSize(x.dtype()));
+      xd.dims[d] += pad[i];
+      pad[i] = 0;
+    }
+    if (pad_end[i] < 0) {
+      xd.dims[d] += pad_end[i];
+      pad_end[i] = 0;
+    }
+    if (xd.dims[d] < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cuda Convolution: pads ", params.pad[i], " and ", params.pad_end[i],
+                       " leave no input in spatial dim ", i, " of ", x.ToString()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // The primitive's error prefix (a literal: the problem keeps the pointer).
@@ -112,12 +149,22 @@ absl::StatusOr<ConvSetup> SetupOf(const Node& node, const KernelOptions& options
   const dnn::MathMode math = options.allow_tf32 && in.dtype() == DataType::kF32
                                  ? dnn::MathMode::kTf32
                                  : dnn::MathMode::kFp32;
+  std::vector<int64_t> pad = params.pad, pad_end = params.pad_end;
+  if (params.asymmetric) {
+    if (setup.direction != dnn::ConvDirection::kForward) {
+      return absl::UnimplementedError("cuda: asymmetric padding (pad_end) is forward-only");
+    }
+    KILN_RETURN_IF_ERROR(WindowOfX(params, in, ind, pad, pad_end, setup.x_offset_bytes));
+  }
   KILN_ASSIGN_OR_RETURN(dnn::ConvolutionDescriptor conv,
                         dnn::ConvolutionDescriptor::Create(
-                            params.pad, params.stride, params.dilation, params.group,
+                            pad, params.stride, params.dilation, params.group,
                             params.flip_filter ? dnn::ConvolutionMode::kConvolution
                                                : dnn::ConvolutionMode::kCrossCorrelation,
                             math));
+  if (params.asymmetric) {
+    KILN_ASSIGN_OR_RETURN(conv, conv.WithPadsEnd(pad_end));
+  }
   KILN_ASSIGN_OR_RETURN(setup.problem, dnn::MakeConvProblem(ind, wd, conv, outd, WhereOf(node)));
   return setup;
 }
@@ -372,8 +419,8 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
     }
     if (s.direction != dnn::ConvDirection::kForward || (!e.bias && !e.relu)) {
       KILN_RETURN_IF_ERROR(dnn::RunConvolution(handle, s.direction, s.problem, algo, 1.0f, beta,
-                                               DataAt(a, s.x_at), DataAt(a, s.w_at),
-                                               DataAt(a, s.y_at), a.workspace, conv_workspace));
+                                               XOf(s, a), DataAt(a, s.w_at), DataAt(a, s.y_at),
+                                               a.workspace, conv_workspace));
       const float* bias = nullptr;  // only the ReLU's affine pass reads the f32 copy
       if (e.relu) {
         KILN_ASSIGN_OR_RETURN(bias, F32Bias(e, handle, a));
@@ -389,8 +436,8 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
     in_kernel.relu_slope = e.slope;
     bool applied = false;
     KILN_RETURN_IF_ERROR(dnn::RunConvolutionForwardWithEpilogue(
-        handle, s.problem, algo, 1.0f, beta, DataAt(a, s.x_at), DataAt(a, s.w_at),
-        DataAt(a, s.y_at), a.workspace, conv_workspace, in_kernel, &applied));
+        handle, s.problem, algo, 1.0f, beta, XOf(s, a), DataAt(a, s.w_at), DataAt(a, s.y_at),
+        a.workspace, conv_workspace, in_kernel, &applied));
     return applied ? absl::OkStatus() : RunEpilogue(e, handle, a, bias);
   };
   return k;
