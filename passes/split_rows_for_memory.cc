@@ -31,6 +31,9 @@ namespace {
 
 // More bands than this save little more and cost a launch each.
 constexpr int64_t kMaxBands = 16;
+// Input channels up to which a convolution runs on the first-layer kernels
+// (kernels/cuda/conv_small_channels*.cu).
+constexpr int64_t kFirstLayerChannels = 8;
 
 // The rewritten section: conv, per-pixel ops, then the pooling.
 struct Section {
@@ -104,6 +107,15 @@ class SplitRowsForMemoryPass : public Pass {
     const TensorType& y = conv.output_types()[0];
     if (y.rank() != 4) return "only 2-d convolutions are split into bands";
     if (conv.num_inputs() > 3) return "the convolution adds a residual";
+    // A first layer's few input channels run on kernels whose pixel tiles fit short bands badly
+    // (a 13-row band of CaffeNet's conv1 runs in 16-row tiles) and whose launches each pay a
+    // fixed cost: in bands the layer ran 1.3-2.3x slower (CaffeNet's conv1 fp16 0.49 -> 1.13
+    // ms, ResNet's 7x7 stem fp16 0.20 -> 0.35 ms; H100, 2026-11-25), for memory those plans
+    // mostly do not need. --optimize memory's channel slices still take them.
+    if (conv.input(0).type().dim(1) <= kFirstLayerChannels) {
+      return absl::StrCat("a first layer (", conv.input(0).type().dim(1),
+                          " input channels): its kernels are slower in bands");
+    }
     auto params = ConvolutionParams::FromAttrs(conv.attrs(), 2);
     if (!params.ok()) return std::string(params.status().message());
     if (params->asymmetric) return "the convolution is already a band";

@@ -135,14 +135,28 @@ __global__ void __launch_bounds__(kThreads)
   float* filters = smem + g.window_floats;  // [tap][kFilters], tap = (c, r, s)
   const int k0 = blockIdx.y * kFilters;
   // The block's filters, once: thread i reads filter i % 64 (the global reads are strided but
-  // few and cached; the shared stores are conflict-free), zero past K.
-  for (int i = threadIdx.x; i < g.taps * kFilters; i += kThreads) {
-    const int f = i % kFilters, tap = i / kFilters;
-    const int c = tap / (g.r * g.s), rs = tap - c * g.r * g.s;
-    int r = rs / g.s, s = rs - r * g.s;
-    if (g.flip) r = g.r - 1 - r, s = g.s - 1 - s;
-    filters[i] =
-        k0 + f < g.k ? w[(k0 + f) * g.ws[0] + c * g.ws[1] + r * g.ws[2] + s * g.ws[3]] : 0.0f;
+  // few and cached; the shared stores are conflict-free), zero past K; kBatch loads in flight
+  // per thread before any store, so that their latencies overlap.
+  const int filter_count = g.taps * kFilters;
+  for (int first = threadIdx.x; first < filter_count; first += kBatch * kThreads) {
+    float v[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int i = first + b * kThreads;
+      v[b] = 0.0f;
+      if (i >= filter_count) continue;
+      const int f = i % kFilters, tap = i / kFilters;
+      const int c = tap / (g.r * g.s), rs = tap - c * g.r * g.s;
+      int r = rs / g.s, s = rs - r * g.s;
+      if (g.flip) r = g.r - 1 - r, s = g.s - 1 - s;
+      if (k0 + f < g.k)
+        v[b] = __ldg(w + (k0 + f) * g.ws[0] + c * g.ws[1] + r * g.ws[2] + s * g.ws[3]);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int i = first + b * kThreads;
+      if (i < filter_count) filters[i] = v[b];
+    }
   }
   // Thread layout: lanes 0-15 and 16-31 take 16 neighbouring output columns (coalesced stores,
   // distinct banks for the window reads), each lane 8 rows and 8 filters.

@@ -99,7 +99,7 @@ std::unique_ptr<Graph> Stem(const TensorType& image, int64_t filters, int64_t po
 // FCN's stem: 31 rows pooled 2x2 (ceil) to 16 in bands; the middle bands start inside the
 // input (negative padding), the first keeps the top padding, the last the bottom padding.
 TEST(SplitRowsForMemoryTest, StemConvolutionRunsInBandsOfRowsPooledAtOnce) {
-  auto graph = Stem(F32({2, 3, 31, 12}), 16, 2, /*lrn=*/false);
+  auto graph = Stem(F32({2, 16, 31, 12}), 16, 2, /*lrn=*/false);
   auto g = Rewrite(*graph);
   // 2x2 pooling: 4x fewer bytes, so 4 bands (of 4 pooled rows), each no larger than the pooled
   // output.
@@ -127,7 +127,7 @@ TEST(SplitRowsForMemoryTest, StemConvolutionRunsInBandsOfRowsPooledAtOnce) {
 
   // Numerics, on a plan that runs the rewritten graph as it is.
   for (const bool channels_last : {false, true}) {
-    const TensorType image = channels_last ? Nhwc({2, 3, 31, 12}) : F32({2, 3, 31, 12});
+    const TensorType image = channels_last ? Nhwc({2, 16, 31, 12}) : F32({2, 16, 31, 12});
     auto stem = Stem(image, 16, 2, false);
     auto rewritten = Rewrite(*stem);
     const Outputs inputs = {{"data", RandomTensor(image, 12)}};
@@ -147,8 +147,8 @@ TEST(SplitRowsForMemoryTest, StemConvolutionRunsInBandsOfRowsPooledAtOnce) {
 // also reads. Floor and ceil rounding; the results are the unsplit graph's.
 TEST(SplitRowsForMemoryTest, OverlappingWindowsAndAnLrnGiveTheSameResult) {
   for (const std::string rounding : {"ceil", "floor"}) {
-    const TensorType image = F32({2, 3, 46, 13});
-    auto graph = Stem(image, 24, 3, /*lrn=*/true, {2}, rounding);
+    const TensorType image = F32({2, 16, 46, 13});
+    auto graph = Stem(image, 64, 3, /*lrn=*/true, {2}, rounding);
     auto g = Rewrite(*graph);
     const int bands = CountOps(*g, "Pooling");
     EXPECT_GE(bands, 2) << PrintGraph(*g);
@@ -174,7 +174,7 @@ TEST(SplitRowsForMemoryTest, OverlappingWindowsAndAnLrnGiveTheSameResult) {
 // place them), no step holds the whole convolution output, and the default optimized plan's
 // activations are smaller than the same plan's without the pass.
 TEST(SplitRowsForMemoryTest, PlacedBandsShrinkThePlannedActivations) {
-  auto graph = Stem(F32({2, 3, 63, 40}), 32, 2, /*lrn=*/false);
+  auto graph = Stem(F32({2, 16, 63, 40}), 64, 2, /*lrn=*/false);
   auto g = Rewrite(*graph);
   auto placed = g->Clone();
   PassManager placement;
@@ -201,7 +201,7 @@ TEST(SplitRowsForMemoryTest, PlacedBandsShrinkThePlannedActivations) {
             (*whole)->planned_activation_bytes() * 2)
       << (*placed_plan)->planned_activation_bytes() << " vs "
       << (*whole)->planned_activation_bytes();
-  const Outputs inputs = {{"data", RandomTensor(F32({2, 3, 63, 40}), 5)}};
+  const Outputs inputs = {{"data", RandomTensor(F32({2, 16, 63, 40}), 5)}};
   auto want = RunPlan(*graph, inputs, BackendChoice::kReference, false);
   auto got = RunPlan(*placed, inputs, BackendChoice::kReference, false);
   ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
@@ -209,30 +209,34 @@ TEST(SplitRowsForMemoryTest, PlacedBandsShrinkThePlannedActivations) {
 }
 
 // Left alone, with the reason: a pooling that pads its rows (DenseNet's pool1), an LRN within
-// channels, an Eltwise between, a second reader and a global pooling. The dump is unchanged.
+// channels, an Eltwise between, a second reader, a global pooling and a first layer (3 input
+// channels). The dump is unchanged.
 TEST(SplitRowsForMemoryTest, SectionsThatCannotSplitKeepTheGraph) {
   GraphBuilder b(&DefaultOpRegistry());
-  Value x = *b.Input("data", F32({2, 8, 24, 24}));
-  auto conv = [&](const std::string& name, uint32_t seed) {
-    Value w = *b.Constant(name + "/w", RandomTensor(F32({32, 8, 3, 3}), seed, -0.3f, 0.3f));
-    return (*b.Op("Convolution", {x, w}, {{"pad", Ints{1}}}, name))[0];
+  Value x = *b.Input("data", F32({2, 16, 24, 24}));
+  Value rgb = *b.Input("rgb", F32({2, 3, 24, 24}));
+  auto conv = [&](const std::string& name, uint32_t seed, Value in) {
+    Value w = *b.Constant(name + "/w",
+                          RandomTensor(F32({32, in.type().dim(1), 3, 3}), seed, -0.3f, 0.3f));
+    return (*b.Op("Convolution", {in, w}, {{"pad", Ints{1}}}, name))[0];
   };
   auto pool = [&](Value v, const std::string& name, Ints pad = {0}) {
     return (
         *b.Op("Pooling", {v}, {{"kernel", Ints{2}}, {"stride", Ints{2}}, {"pad", pad}}, name))[0];
   };
-  Value padded = pool(conv("padded", 1), "pool_padded", {1});
-  Value within = (*b.Op("LRN", {conv("within", 2)}, {{"region", std::string("within_channel")}},
+  Value padded = pool(conv("padded", 1, x), "pool_padded", {1});
+  Value within = (*b.Op("LRN", {conv("within", 2, x)}, {{"region", std::string("within_channel")}},
                         "lrn_within"))[0];
   Value pool_within = pool(within, "pool_within");
-  Value summed = conv("summed", 3);
-  Value sum = (*b.Op("Eltwise", {summed, conv("other", 6)}, {}, "sum"))[0];
+  Value summed = conv("summed", 3, x);
+  Value sum = (*b.Op("Eltwise", {summed, conv("other", 6, x)}, {}, "sum"))[0];
   Value pool_sum = pool(sum, "pool_sum");
-  Value shared = conv("shared", 4);
+  Value shared = conv("shared", 4, x);
   Value pool_shared = pool(shared, "pool_shared");
-  Value global = (*b.Op("Pooling", {conv("global", 5)}, {{"global", true}}, "pool_global"))[0];
+  Value global = (*b.Op("Pooling", {conv("global", 5, x)}, {{"global", true}}, "pool_global"))[0];
+  Value first = pool(conv("first", 7, rgb), "pool_first");
   int i = 0;
-  for (Value v : {padded, pool_within, pool_sum, pool_shared, shared, global}) {
+  for (Value v : {padded, pool_within, pool_sum, pool_shared, shared, global, first}) {
     ASSERT_TRUE(b.Output(absl::StrCat("out", i++), v).ok());
   }
   auto graph = b.Finish();
@@ -252,6 +256,8 @@ TEST(SplitRowsForMemoryTest, SectionsThatCannotSplitKeepTheGraph) {
   EXPECT_NE(why["within"].find("within channels"), std::string::npos) << why["within"];
   EXPECT_NE(why["summed"].find("Eltwise"), std::string::npos) << why["summed"];
   EXPECT_NE(why["global"].find("global"), std::string::npos) << why["global"];
+  EXPECT_NE(why["first"].find("a first layer (3 input channels)"), std::string::npos)
+      << why["first"];
   EXPECT_EQ(why.count("shared"), 0u);  // no single reader to name
 }
 
