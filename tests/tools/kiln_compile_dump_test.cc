@@ -131,6 +131,35 @@ TEST(KilnCompileTest, CudaPlansForAnAbsentGpuMeetTheMemoryLine) {
   EXPECT_NE(rc, 0);
 }
 
+// Default CUDA plans (no --optimize memory) take FCN-8s's conv1_2 + pool1 in bands of rows
+// (passes/split_rows_for_memory.cc): the 698x698 convolution output never exists whole, and the
+// plan is under a third of Caffe's activation bytes; ResNet-18 and DenseNet-121 are under it
+// without bands.
+TEST(KilnCompileTest, DefaultCudaPlansOfFcnComputeItsStemInBands) {
+  for (const char* precision : {"fp32", "fp16"}) {
+    for (const char* file :
+         {"fcn8s_voc_deploy.prototxt", "resnet18_deploy.prototxt", "densenet121_deploy.prototxt"}) {
+      int rc = 0;
+      const std::string json = Output({"compile", "--model", CaffeFile(file), "--cuda-target",
+                                       "sm_90", "--precision", precision, "--json"},
+                                      &rc);
+      ASSERT_EQ(rc, 0) << file << ": " << json;
+      const int64_t naive = JsonNumber(json, "naive_activation_bytes");
+      const int64_t planned = JsonNumber(json, "planned_activation_bytes");
+      ASSERT_GT(planned, 0) << json;
+      EXPECT_LE(planned * 3, naive) << file << " " << precision;
+      if (std::string(file) != "fcn8s_voc_deploy.prototxt") continue;
+      // Four bands of conv1_2 (with its ReLU), each a kernel of its own.
+      int bands = 0;
+      for (size_t at = json.find("\"layers\": [\"conv1_2\", \"relu1_2\"]"); at != std::string::npos;
+           at = json.find("\"layers\": [\"conv1_2\", \"relu1_2\"]", at + 1)) {
+        ++bands;
+      }
+      EXPECT_EQ(bands, 4) << json.substr(0, 2000);
+    }
+  }
+}
+
 // Issue 16's structure lines on CUDA plans, in every precision, planned for an absent H100:
 // AlexNet's convolutions carry their ReLUs and no Dropout step runs; ResNet-18's BatchNorm and
 // Scale are folded and a residual sum with its ReLU sits inside the second convolution.
