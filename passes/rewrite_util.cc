@@ -1,5 +1,7 @@
 #include "passes/rewrite_util.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 
@@ -15,6 +17,15 @@ int UseCount(const Graph& graph, Value value) {
   int count = static_cast<int>(graph.Uses(value).size());
   for (const GraphOutput& o : graph.outputs()) count += o.value == value ? 1 : 0;
   return count;
+}
+
+int64_t LargestActivationBytes(const Graph& graph) {
+  int64_t largest = 0;
+  for (const Node* n : graph.nodes()) {
+    if (n->op() == "Constant") continue;
+    for (const TensorType& t : n->output_types()) largest = std::max(largest, t.span_bytes());
+  }
+  return largest;
 }
 
 Node* SoleConsumer(const Graph& graph, Value value) {

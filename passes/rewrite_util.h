@@ -18,6 +18,9 @@ std::vector<std::string> NodeNames(const Graph& graph);
 int UseCount(const Graph& graph, Value value);
 // The single node reading `value`, or null when it has other readers or is a graph output.
 Node* SoleConsumer(const Graph& graph, Value value);
+// The bytes of the graph's largest activation (any node's output but a Constant's): the memory
+// passes split only what is near it.
+int64_t LargestActivationBytes(const Graph& graph);
 // The data behind `value` when a Constant node produces it, else null.
 const HostTensor* ConstantData(Value value);
 // `base`, or `base` with "/2", "/3", ... appended, whichever no node uses yet.

@@ -55,12 +55,8 @@ class SplitForMemoryPass : public Pass {
 
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
     if (!context.inference) return false;
-    // The largest activation: only convolutions near it are worth the slower plan.
-    int64_t largest = 0;
-    for (const Node* n : graph.nodes()) {
-      if (n->op() == "Constant") continue;
-      for (const TensorType& t : n->output_types()) largest = std::max(largest, t.span_bytes());
-    }
+    // Only convolutions near the largest activation are worth the slower plan.
+    const int64_t largest = LargestActivationBytes(graph);
     bool changed = false;
     for (const std::string& node_name : NodeNames(graph)) {
       Section section;

@@ -59,12 +59,7 @@ class SplitRowsForMemoryPass : public Pass {
 
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
     if (!context.inference) return false;
-    // The largest activation.
-    int64_t largest = 0;
-    for (const Node* n : graph.nodes()) {
-      if (n->op() == "Constant") continue;
-      for (const TensorType& t : n->output_types()) largest = std::max(largest, t.span_bytes());
-    }
+    const int64_t largest = LargestActivationBytes(graph);
     bool changed = false;
     for (const std::string& node_name : NodeNames(graph)) {
       Section section;
