@@ -118,11 +118,15 @@ struct SubPixelPhase {
   int64_t r0 = 0, s0 = 0;
   int64_t y_offset = 0;  // elements from dx to the phase's first output
   size_t filter_offset = 0;
+  // No tap reaches this phase's pixels (a stride wider than the filter: a 1x1 stride-2
+  // downsample's odd rows and columns): they are zero (beta times their old value).
+  bool empty = false;
 };
 struct SubPixelPlan {
   std::vector<SubPixelPhase> phases;
   int64_t padded_k = 0;
   size_t precomp_offset = 0, bytes = 0;  // the dy copy is at 0, then the filters
+  size_t zero_offset = 0;                // a float 0 that empty phases are filled from
 };
 
 // Plans backward data at stride > 1 by sub-pixel phases into `plan`; false when `p` is not served.

@@ -2,6 +2,8 @@
 // mma.sync kernel, or the Hopper wgmma kernel where it serves), optionally over channels-last
 // copies and with split-K; backward data and backward filter rewritten as forward convolutions
 // (transposed filter, sub-pixel phases, transposed copies of x and dy).
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "kernels/cuda/conv_gemm_launch.h"
 #include "kernels/cuda/conv_paths.h"
 #include "kernels/cuda/conv_wgmma_launch.h"
+#include "kernels/cuda/primitive_call.h"
 #include "kernels/dnn/conv_gemm_views.h"
 
 namespace kiln {
@@ -252,7 +255,7 @@ bool PlanSubPixel(const ConvProblem& p, int multiprocessors, SubPixelPlan* plan)
   if (p.mode != ConvolutionMode::kCrossCorrelation) return false;
   if (p.stride[1] == 1 && p.stride[2] == 1) return false;
   for (int i = 1; i < 3; ++i) {
-    if (p.dilation[i] != 1 || p.stride[i] > p.filter[i]) return false;
+    if (p.dilation[i] != 1) return false;
   }
   const int64_t width = VectorWidth(p.dtype), e = ElementBytes(p.dtype);
   plan->padded_k = (p.k + width - 1) / width * width;
@@ -268,6 +271,16 @@ bool PlanSubPixel(const ConvProblem& p, int multiprocessors, SubPixelPlan* plan)
       phase.s0 = (pw + p.pad[2]) % sw;
       const int64_t taps_h = (p.filter[1] - phase.r0 + sh - 1) / sh;
       const int64_t taps_w = (p.filter[2] - phase.s0 + sw - 1) / sw;
+      if (taps_h <= 0 || taps_w <= 0) {
+        // A stride wider than the filter leaves this phase's pixels untouched by every tap.
+        phase.empty = true;
+        phase.q = p;
+        phase.q.out[1] = (p.in[1] - ph + sh - 1) / sh;
+        phase.q.out[2] = (p.in[2] - pw + sw - 1) / sw;
+        phase.y_offset = ph * p.x_stride[3] + pw * p.x_stride[4];
+        plan->phases.push_back(phase);
+        continue;
+      }
       // Output row i (row i sh + ph of dx) meets dy row i + off_h - t at tap t.
       const int64_t off_h = (ph + p.pad[1] - phase.r0) / sh;
       const int64_t off_w = (pw + p.pad[2] - phase.s0) / sw;
@@ -308,6 +321,8 @@ bool PlanSubPixel(const ConvProblem& p, int multiprocessors, SubPixelPlan* plan)
       plan->phases.push_back(phase);
     }
   }
+  plan->zero_offset = bytes;
+  bytes += 256;
   plan->precomp_offset = bytes;
   plan->bytes = bytes + precomp;
   return true;
@@ -375,6 +390,31 @@ absl::Status ForwardPrecomp(Handle& h, const ConvProblem& p, float alpha, float 
 
 namespace {
 
+// dx's pixels of an empty phase (every `stride`-th row and column from the phase's offset):
+// beta times their old value, 0 when beta is 0 (read from a float 0 broadcast over them, so that
+// the old values are not read).
+absl::Status FillEmptyPhase(Handle& h, const ConvProblem& p, const SubPixelPhase& phase, float beta,
+                            char* zero, char* first) {
+  const int64_t dims[4] = {p.n, p.c, phase.q.out[1], phase.q.out[2]};
+  if (dims[2] <= 0 || dims[3] <= 0) return absl::OkStatus();
+  const int64_t strides[4] = {p.x_stride[0], p.x_stride[1], p.stride[1] * p.x_stride[3],
+                              p.stride[2] * p.x_stride[4]};
+  KILN_ASSIGN_OR_RETURN(TensorDescriptor view,
+                        TensorDescriptor::Create(p.dtype, std::vector<int64_t>(dims, dims + 4),
+                                                 std::vector<int64_t>(strides, strides + 4)));
+  if (cudaMemsetAsync(zero, 0, sizeof(float), static_cast<cudaStream_t>(h.stream())) !=
+      cudaSuccess) {
+    return Launched(static_cast<int>(cudaGetLastError()), "zero for an empty sub-pixel phase");
+  }
+  cuda::ElementwiseCall c =
+      internal::ElementwiseOver(cuda::ElementwiseOp::kCopy, view, first, 1.0f, beta);
+  cuda::Operand zero_operand;  // every stride 0: the one float broadcast
+  zero_operand.data = zero;
+  zero_operand.type = cuda::Storage::kF32;
+  internal::AddInput(c, zero_operand);
+  return Launched(cuda::LaunchElementwise(c, h.stream()), "empty sub-pixel phase");
+}
+
 absl::Status BackwardDataSubPixel(Handle& h, const ConvProblem& p, float alpha, float beta,
                                   const void* dy, const void* w, void* dx, char* ws) {
   SubPixelPlan plan;
@@ -386,6 +426,11 @@ absl::Status BackwardDataSubPixel(Handle& h, const ConvProblem& p, float alpha, 
                "channels-last copy of dy"));
   char* out = static_cast<char*>(dx);
   for (const SubPixelPhase& phase : plan.phases) {
+    if (phase.empty) {
+      KILN_RETURN_IF_ERROR(FillEmptyPhase(h, p, phase, beta, ws + plan.zero_offset,
+                                          out + phase.y_offset * ElementBytes(p.dtype)));
+      continue;
+    }
     KILN_RETURN_IF_ERROR(
         Launched(cuda::LaunchSubPixelFilter(p, e, w, phase.r0, phase.s0, phase.q.filter[1],
                                             phase.q.filter[2], plan.padded_k,

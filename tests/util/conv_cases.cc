@@ -205,6 +205,23 @@ std::vector<ConvCase> ConvTestCases(DataType dtype, dnn::MathMode math) {
        F::kNHWC,
        false,
        true},
+      // 1x1 at stride 2 (ResNet's downsampling shortcuts): backward data's sub-pixel phases
+      // include ones no tap reaches (odd rows and columns), which must come out 0 (or beta
+      // times their old value).
+      {"nhwc_one_by_one_stride2", {2, 24, 9, 10}, 40, {1, 1}, {0, 0}, {2, 2}, {1, 1}, 1, F::kNHWC},
+      {"one_by_one_stride2_alpha_beta",
+       {2, 16, 11, 8},
+       24,
+       {1, 1},
+       {0, 0},
+       {2, 2},
+       {1, 1},
+       1,
+       F::kNCHW,
+       false,
+       false,
+       0.75f,
+       -0.5f},
       // Bands of rows with asymmetric padding (passes/split_rows_for_memory computes a
       // convolution's output a band at a time): the first band (top padding, none below) and the
       // last (the reverse), through Winograd (f32 3x3), the tensor-core kernels (NHWC, 72
