@@ -61,4 +61,13 @@ absl::Status FinishFusion(Graph& graph, Value replaced, Node* replacement,
   return absl::OkStatus();
 }
 
+absl::Status ReplaceByConcat(Graph& graph, Node* replaced, std::vector<Value> parts, int64_t axis) {
+  KILN_ASSIGN_OR_RETURN(Node * concat,
+                        graph.AddNode("Concat", UniqueName(graph, replaced->name() + "/concat"),
+                                      std::move(parts), {{"axis", AttrValue(axis)}}));
+  // A copy: FinishFusion removes `replaced`, and its name with it, before renaming.
+  const std::string name = replaced->name();
+  return FinishFusion(graph, replaced->output(0), concat, name, {replaced});
+}
+
 }  // namespace kiln

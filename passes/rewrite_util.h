@@ -30,6 +30,10 @@ std::string UniqueName(const Graph& graph, const std::string& base);
 absl::Status FinishFusion(Graph& graph, Value replaced, Node* replacement,
                           const std::string& final_name, const std::vector<const Node*>& absorbed);
 
+// The end of a split (passes/split_*_for_memory.cc): a Concat of `parts` along `axis` takes
+// `replaced`'s place, name and origins, so its output keeps the layer's blob name.
+absl::Status ReplaceByConcat(Graph& graph, Node* replaced, std::vector<Value> parts, int64_t axis);
+
 }  // namespace kiln
 
 #endif  // KILN_PASSES_REWRITE_UTIL_H_

@@ -199,13 +199,8 @@ class SplitRowsForMemoryPass : public Pass {
       }
       pooled.push_back(pool->output(0));
     }
-    KILN_ASSIGN_OR_RETURN(Node * concat,
-                          graph.AddNode("Concat", UniqueName(graph, s.pool->name() + "/concat"),
-                                        pooled, {{"axis", AttrValue(int64_t{2})}}));
     // The Concat takes the pooling's place and name, so its output keeps the layer's blob name.
-    // (A copy: FinishFusion removes the pooling, and its name with it, before renaming.)
-    const std::string pool_name = s.pool->name();
-    return FinishFusion(graph, s.pool->output(0), concat, pool_name, {s.pool});
+    return ReplaceByConcat(graph, s.pool, std::move(pooled), 2);
   }
 };
 
