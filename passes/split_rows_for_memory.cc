@@ -31,9 +31,6 @@ namespace {
 
 // More bands than this save little more and cost a launch each.
 constexpr int64_t kMaxBands = 16;
-// Input channels up to which a convolution runs on the first-layer kernels
-// (kernels/cuda/conv_small_channels*.cu).
-constexpr int64_t kFirstLayerChannels = 8;
 
 // The rewritten section: conv, per-pixel ops, then the pooling.
 struct Section {
@@ -102,15 +99,11 @@ class SplitRowsForMemoryPass : public Pass {
     const TensorType& y = conv.output_types()[0];
     if (y.rank() != 4) return "only 2-d convolutions are split into bands";
     if (conv.num_inputs() > 3) return "the convolution adds a residual";
-    // A first layer's few input channels run on kernels whose pixel tiles fit short bands badly
-    // (a 13-row band of CaffeNet's conv1 runs in 16-row tiles) and whose launches each pay a
-    // fixed cost: in bands the layer ran 1.3-2.3x slower (CaffeNet's conv1 fp16 0.49 -> 1.13
-    // ms, ResNet's 7x7 stem fp16 0.20 -> 0.35 ms; H100, 2026-11-25), for memory those plans
-    // mostly do not need. --optimize memory's channel slices still take them.
-    if (conv.input(0).type().dim(1) <= kFirstLayerChannels) {
-      return absl::StrCat("a first layer (", conv.input(0).type().dim(1),
-                          " input channels): its kernels are slower in bands");
-    }
+    // First layers (CaffeNet's 11x11 s4 conv1, ResNet's 7x7 stem) are split too: they are where
+    // those nets peak. Their kernels stage the whole filter per launch, which once made bands
+    // 1.3-2.3x slower; with that staging vectorized (conv_small_channels.cu) CaffeNet's conv1
+    // fp16 runs 0.385 ms whole and 0.497 in 4 bands, ResNet's stem 0.192 and 0.289 (H100,
+    // 2026-11-25, `kiln time` of the stems alone).
     auto params = ConvolutionParams::FromAttrs(conv.attrs(), 2);
     if (!params.ok()) return std::string(params.status().message());
     if (params->asymmetric) return "the convolution is already a band";
@@ -121,12 +114,12 @@ class SplitRowsForMemoryPass : public Pass {
     if (pooling->pad[0] != 0) return "the pooling pads the rows";
     const TensorType& pooled = pool.output_types()[0];
     if (pooled.span_bytes() * 2 > y.span_bytes()) return "the pooling does not halve the bytes";
-    // Bands no larger than the pooled output: the step then holds at most twice the pooled
-    // bytes beside its input. More bands would save a little more but cost a launch each (and
-    // where pooling windows overlap, kernel - stride recomputed rows at each boundary); FCN-8s
-    // fp16 in 8 bands ran 0.04 ms slower than in 4 (H100, 2026-11-25).
+    // Bands about the size of the pooled output (the nearest whole number of them): the step
+    // then holds about twice the pooled bytes beside its input. More bands would save a little more
+    // but cost a launch each (and where pooling windows overlap, kernel - stride recomputed rows at
+    // each boundary); FCN-8s fp16 in 8 bands ran 0.04 ms slower than in 4 (H100, 2026-11-25).
     const int64_t kernel = pooling->kernel[0], stride = pooling->stride[0];
-    const int64_t ratio = (y.span_bytes() + pooled.span_bytes() - 1) / pooled.span_bytes();
+    const int64_t ratio = (y.span_bytes() + pooled.span_bytes() / 2) / pooled.span_bytes();
     const int64_t pooled_rows = pooled.dim(2);
     int64_t bands = std::min(ratio, kMaxBands);
     bands = std::min(bands, pooled_rows / 2);  // at least 2 pooled rows each

@@ -172,39 +172,56 @@ __device__ void LoadWideWindow(const Geometry& g, const uint16_t* x, int img, in
 
 // Filters k0 .. k0 + filters - 1 as [filter][k] rows of w_ld elements (k = (r, s, c) padded,
 // zero in the padding and past K).
-// Loads each thread keeps in flight while staging the filter.
-constexpr int kFilterBatch = 8;
+//
+// Every block stages the whole filter before its first tile, so this is a fixed cost of each
+// launch, paid again by every band of a layer computed in bands. Staged one element per step,
+// with three divisions by run-time values each, it cost about 0.14 ms per launch of CaffeNet's
+// conv1 (96 x 11 x 11 x 3, f16; H100, 2026-11-25: 0.23 ms at batch 32 against 0.49 at 128).
+// Each step now fills one 16-byte vector of a filter row (cp = 4: two taps of 4 channels;
+// cp = 8: one tap of 8), so the index arithmetic is paid once per 8 elements and the shared
+// store is one 16-byte write; kFilterVectors vectors' loads are in flight per thread.
+constexpr int kFilterVectors = 4;
 
 __device__ void LoadFilter(const Geometry& g, const uint16_t* __restrict__ w, int k0, int filters,
                            int w_ld, uint16_t* out) {
-  // kFilterBatch independent loads in flight per thread before any store, so that their
-  // latencies overlap (CaffeNet's conv1 fp16 0.508 -> 0.487 ms, H100, 2026-11-25).
-  const int count = filters * g.k_total;
-  for (int first = threadIdx.x; first < count; first += kFilterBatch * kThreads) {
-    uint16_t v[kFilterBatch];
-    int at[kFilterBatch];
+  const int row_vectors = g.row_len / 8;  // row_len is a multiple of 16
+  const int filter_vectors = g.r * row_vectors;
+  const int count = filters * filter_vectors;
+  const int cp_shift = g.cp == 4 ? 2 : 3;  // the forward's cp is 4 or 8
+  for (int first = threadIdx.x; first < count; first += kFilterVectors * kThreads) {
+    uint16_t v[kFilterVectors][8];
+    int at[kFilterVectors];
 #pragma unroll
-    for (int b = 0; b < kFilterBatch; ++b) {
+    for (int b = 0; b < kFilterVectors; ++b) {
       const int i = first + b * kThreads;
-      v[b] = 0;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[b][e] = 0;
       at[b] = -1;
       if (i >= count) continue;
-      const int f = i / g.k_total;
-      const int kk = i - f * g.k_total;
-      const int r = kk / g.row_len;
-      const int rem = kk - r * g.row_len;
-      const int s = rem / g.cp;
-      const int c = rem - s * g.cp;
-      at[b] = f * w_ld + kk;
-      if (k0 + f < g.k && s < g.s && c < g.c) {
-        const int rr = g.flip ? g.r - 1 - r : r;
-        const int ss = g.flip ? g.s - 1 - s : s;
-        v[b] = __ldg(w + (k0 + f) * g.ws[0] + c * g.ws[1] + rr * g.ws[2] + ss * g.ws[3]);
+      const int f = i / filter_vectors;
+      const int rem = i - f * filter_vectors;
+      const int r = rem / row_vectors;
+      const int kk = (rem - r * row_vectors) * 8;  // within the filter row
+      at[b] = f * w_ld + r * g.row_len + kk;
+      if (k0 + f >= g.k) continue;
+      const int rr = g.flip ? g.r - 1 - r : r;
+      const uint16_t* wr = w + (k0 + f) * g.ws[0] + rr * g.ws[2];
+      const int s0 = kk >> cp_shift;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int s = s0 + (e >> cp_shift), c = e & (g.cp - 1);
+        if (s < g.s && c < g.c) {
+          const int ss = g.flip ? g.s - 1 - s : s;
+          v[b][e] = __ldg(wr + c * g.ws[1] + ss * g.ws[3]);
+        }
       }
     }
 #pragma unroll
-    for (int b = 0; b < kFilterBatch; ++b) {
-      if (at[b] >= 0) out[at[b]] = v[b];
+    for (int b = 0; b < kFilterVectors; ++b) {
+      if (at[b] < 0) continue;
+      uint4 packed;
+      Pack<4>(v[b], &packed.x);
+      *reinterpret_cast<uint4*>(out + at[b]) = packed;
     }
   }
 }
@@ -628,7 +645,13 @@ int LaunchForward(const Plan& plan, const SmallChannelsLaunch& l, cudaStream_t s
                                        static_cast<int>(plan.forward_smem));
   if (e != cudaSuccess) return e;
   const int chunks = (g.k + kNT * 8 - 1) / (kNT * 8);
-  const int blocks = std::max(1, std::min(g.tiles, 2 * l.multiprocessors));
+  // As many blocks as are resident at once, each walking its share of the tiles: a block more
+  // would wait for a slot and then stage the filter again (kNT > 8 fits one block per SM).
+  int resident = 0;
+  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, plan.forward_smem);
+  if (e != cudaSuccess) return e;
+  const int slots = std::max(1, resident) * l.multiprocessors;
+  const int blocks = std::max(1, std::min(g.tiles, std::max(1, slots / chunks)));
   const bool vector_out =
       g.ys[1] == 1 && g.ys[0] % 2 == 0 && g.ys[2] % 2 == 0 && g.ys[3] % 2 == 0 && Aligned(l.y, 4);
   kernel<<<dim3(blocks, chunks), kThreads, plan.forward_smem, stream>>>(
