@@ -90,6 +90,12 @@ struct KernelOptions {
   bool without_device = false;
   // With without_device: the absent GPU's SM count, which sizes grids and split-K workspaces.
   int multiprocessors = 0;
+  // Set by the planner when it prepares a step again because its workspace would lift the
+  // plan's peak: input 0 dies at this step (no later step reads its bytes; it is not a graph
+  // input or output, and no other input shares them), so the kernel may use those bytes as
+  // scratch once it has read what it needs from them, as well as the bytes of output 0 it has
+  // not written yet. A kernel that can do its work in those bytes reports less workspace.
+  bool input_dies_here = false;
 };
 
 // A kernel prepared for one node. Immutable after creation, so one plan may run on several

@@ -529,5 +529,86 @@ TEST(CompilerTest, WorkspaceBudgetTradesMeasuredTimeForMemory) {
   }
 }
 
+// A copy kernel for the planner's dead-byte re-preparation (KernelOptions::input_dies_here):
+// prepared with it, it needs no workspace and, as a convolution would with its scratch, writes
+// garbage over its input once it has copied it; otherwise it wants kScratch workspace bytes.
+class ScribblingCopy : public Kernel {
+ public:
+  ScribblingCopy(bool scribble, double ms) : scribble_(scribble), ms_(ms) {}
+  size_t WorkspaceBytes() const override { return scribble_ ? 0 : kScratch; }
+  double MeasuredMs() const override { return ms_; }
+  std::string Describe() const override { return scribble_ ? "in dead bytes" : "with workspace"; }
+  absl::Status Run(const KernelArgs& a) const override {
+    if (a.workspace_bytes < WorkspaceBytes()) return absl::InternalError("workspace too small");
+    const size_t bytes = a.inputs[0].type.span_bytes();
+    std::memcpy(a.outputs[0].data, a.inputs[0].data, bytes);
+    if (scribble_) std::memset(a.inputs[0].data, 0xff, bytes);  // NaNs
+    return absl::OkStatus();
+  }
+
+ private:
+  bool scribble_;
+  double ms_;
+};
+
+// x (graph input) -> first -> y -> second -> z -> third -> w; out = w + z. Each copy's
+// workspace lifts the arena far above the activations' peak, but only second's input dies where
+// it runs: x is the caller's, z is read again by the sum. `dead_ms` is what the copy measures
+// when prepared to scribble; 1 ms otherwise.
+std::unique_ptr<ExecutionPlan> CompileScribblingCopies(double dead_ms) {
+  KernelRegistry registry;
+  EXPECT_TRUE(RegisterReferenceKernels(registry).ok());
+  KernelFactory copy;
+  copy.key = {"Power", Backend::kCpu, "any", "any", "test_scribbling_copy"};
+  copy.priority = 100;
+  copy.can_implement = [](const Node&) { return absl::OkStatus(); };
+  copy.create = [=](const Node&,
+                    const KernelOptions& o) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(
+        new ScribblingCopy(o.input_dies_here, o.input_dies_here ? dead_ms : 1.0));
+  };
+  EXPECT_TRUE(registry.Register(std::move(copy)).ok());
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("x", F32({256}));
+  Value y = (*b.Op("Power", {x}, {}, "first"))[0];
+  Value z = (*b.Op("Power", {y}, {}, "second"))[0];
+  Value w = (*b.Op("Power", {z}, {}, "third"))[0];
+  Value out = (*b.Op("Eltwise", {w, z}, {}, "sum"))[0];
+  EXPECT_TRUE(b.Output("out", out).ok());
+  auto graph = b.Finish();
+  CompileOptions options;
+  options.backend = BackendChoice::kCpu;
+  auto plan = Compile(*graph, registry, options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *std::move(plan) : nullptr;
+}
+
+TEST(CompilerTest, AStepWhoseInputDiesThereKeepsItsScratchInDeadBytes) {
+  auto plan = CompileScribblingCopies(1.0);
+  ASSERT_NE(plan, nullptr);
+  // (The sum's reference kernel has a small workspace of its own.)
+  std::vector<size_t> copies = StepWorkspaces(*plan);
+  copies.pop_back();
+  EXPECT_EQ(copies, (std::vector<size_t>{kScratch, 0, kScratch}));
+  EXPECT_EQ(plan->steps()[1].description, "in dead bytes");
+  EXPECT_EQ(plan->steps()[0].description, "with workspace");  // x is the caller's
+  EXPECT_EQ(plan->steps()[2].description, "with workspace");  // z is read again
+  // The scribbled input is never read again: out = 2x exactly, and the caller's x is intact.
+  auto ctx = ExecutionContext::Create(*plan);
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  HostTensor input = RandomTensor(F32({256}), 7);
+  const HostTensor kept = input;
+  auto out = (*ctx)->Run({{"x", input}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (int64_t i = 0; i < 256; ++i) {
+    EXPECT_EQ(out->at("out").GetFloat(i), 2 * kept.GetFloat(i)) << i;
+    EXPECT_EQ(input.GetFloat(i), kept.GetFloat(i)) << i;
+  }
+  // Measured slower (beyond 5%): the workspace stays.
+  auto slower = CompileScribblingCopies(1.2);
+  ASSERT_NE(slower, nullptr);
+  EXPECT_EQ(slower->steps()[1].workspace_bytes, kScratch);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -30,6 +30,7 @@
 #include "absl/strings/str_split.h"
 #include "engine/status_macros.h"
 #include "kernels/cuda/convolution.h"
+#include "kernels/cuda/graph/convolution_in_dead_bytes.h"
 #include "kernels/cuda/graph/graph_kernel.h"
 #include "kernels/cuda/graph/graph_kernels.h"
 #include "kernels/cuda/primitive_call.h"
@@ -392,6 +393,21 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
                                                               const KernelOptions& options) {
   KILN_ASSIGN_OR_RETURN(ConvSetup s, SetupOf(node, options));
   KILN_ASSIGN_OR_RETURN(dnn::ConvAlgoPerf perf, ChooseAlgorithm(s, node, options));
+  // The input dies here (the planner says so only when the workspace would lift its peak):
+  // the same algorithm in two parts of the batch, with its scratch in dead bytes.
+  std::optional<cuda_graph::DeadBytesSplit> dead;
+  if (options.input_dies_here && perf.workspace_bytes > 0 &&
+      s.direction == dnn::ConvDirection::kForward && s.x_at == 0 && s.y_at == kOutput &&
+      node.num_inputs() <= 3) {
+    dnn::Handle probe(nullptr, nullptr,
+                      options.without_device && options.multiprocessors > 0
+                          ? options.multiprocessors
+                          : cuda_graph::CurrentDeviceMultiprocessors());
+    dead = cuda_graph::SplitForDeadBytes(probe, s.problem, perf.algo, node.input(0).type(),
+                                         node.output_types()[0]);
+  }
+  const size_t chosen_workspace = perf.workspace_bytes;
+  if (dead) perf.workspace_bytes = 0;
   KILN_ASSIGN_OR_RETURN(Epilogue e, EpilogueOf(node, perf.workspace_bytes));
   cuda_graph::PreparedKernel k;
   const size_t conv_workspace = perf.workspace_bytes;
@@ -402,11 +418,29 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
       "algo=", dnn::ConvAlgoName(perf.algo), s.problem.math == dnn::MathMode::kTf32 ? " tf32" : "",
       e.residual ? " +residual" : "", e.relu ? " +relu" : "",
       // Which layers take workspace, for `kiln time`'s table.
-      conv_workspace > 0 ? absl::StrFormat(" workspace %.1f MiB", conv_workspace / 1048576.0) : "");
+      conv_workspace > 0 ? absl::StrFormat(" workspace %.1f MiB", conv_workspace / 1048576.0) : "",
+      dead ? absl::StrFormat(" workspace %.1f MiB in dead bytes (the batch in two parts)",
+                             chosen_workspace / 1048576.0)
+           : "");
   // The output may take the residual's bytes: the blend reads each element before the same
   // launch writes it.
   if (e.residual) k.in_place_input = 3;
   const dnn::ConvAlgo algo = perf.algo;
+  if (dead) {
+    k.run = [s, algo, e, split = *dead](dnn::Handle& handle, const KernelArgs& a) {
+      KILN_ASSIGN_OR_RETURN(const float* bias, F32Bias(e, handle, a));
+      dnn::ConvEpilogue in_kernel;
+      in_kernel.bias = bias;
+      in_kernel.relu = e.relu;
+      in_kernel.relu_slope = e.slope;
+      bool applied = false;
+      KILN_RETURN_IF_ERROR(cuda_graph::RunInDeadBytes(
+          handle, split, algo, a.inputs[0].data, XOf(s, a), DataAt(a, s.w_at), a.outputs[0].data,
+          e.bias || e.relu ? &in_kernel : nullptr, &applied));
+      return applied ? absl::OkStatus() : RunEpilogue(e, handle, a, bias);
+    };
+    return k;
+  }
   k.run = [s, algo, e, conv_workspace](dnn::Handle& handle, const KernelArgs& a) {
     void* out = a.outputs[0].data;
     float beta = 0.0f;
