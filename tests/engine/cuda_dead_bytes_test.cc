@@ -31,6 +31,7 @@ namespace {
 
 using testing::F32;
 using testing::RandomTensor;
+using testing::RelativeL2;
 using Ints = std::vector<int64_t>;
 
 int CurrentDeviceMultiprocessorsForTest() {
@@ -40,16 +41,6 @@ int CurrentDeviceMultiprocessorsForTest() {
     return 1;
   }
   return sms;
-}
-
-double RelativeL2(const HostTensor& got, const HostTensor& want) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < want.type().num_elements(); ++i) {
-    const double d = got.GetFloat(i) - want.GetFloat(i);
-    num += d * d;
-    den += static_cast<double>(want.GetFloat(i)) * want.GetFloat(i);
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
 }
 
 // data -> conv_a (3x3) -> ReLU -> conv_b (3x3, [bias]) -> ReLU -> softmax: conv_b's input

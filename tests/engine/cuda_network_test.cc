@@ -32,9 +32,12 @@
 #include "proto/caffe_io.h"
 #include "proto/caffe_model.h"
 #include "tests/util/caffe_files.h"
+#include "tests/util/op_test_util.h"
 
 namespace kiln {
 namespace {
+
+using testing::RelativeL2;
 
 std::string ModelPath(const std::string& name) {
   const char* dir = std::getenv("KILN_MODELS_DIR");
@@ -191,18 +194,6 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> CudaPlan(const LoadedNet& net, Pr
   options.precision = precision;
   options.layout = LayoutChoice::kAuto;
   return Compile(*net.model.graph, DefaultKernelRegistry(), options);
-}
-
-double RelativeL2(const HostTensor& actual, const HostTensor& expected) {
-  if (actual.type().dims() != expected.type().dims()) return INFINITY;
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < expected.type().num_elements(); ++i) {
-    const double a = actual.GetFloat(i), e = expected.GetFloat(i);
-    if (!std::isfinite(a)) return INFINITY;
-    diff += (a - e) * (a - e);
-    norm += e * e;
-  }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
 class CudaNetworkTest : public ::testing::TestWithParam<const char*> {};

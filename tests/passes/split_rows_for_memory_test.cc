@@ -24,6 +24,7 @@ namespace {
 using testing::F32;
 using testing::Nhwc;
 using testing::RandomTensor;
+using testing::RelativeL2;
 
 using Outputs = std::map<std::string, HostTensor>;
 using Ints = std::vector<int64_t>;
@@ -40,16 +41,6 @@ absl::StatusOr<Outputs> RunPlan(const Graph& g, const Outputs& inputs, BackendCh
   auto out = (*ctx)->Run(inputs);
   if (kept != nullptr) *kept = std::move(*plan);
   return out;
-}
-
-double RelativeL2(const HostTensor& got, const HostTensor& want) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < want.type().num_elements(); ++i) {
-    const double d = got.GetFloat(i) - want.GetFloat(i);
-    num += d * d;
-    den += static_cast<double>(want.GetFloat(i)) * want.GetFloat(i);
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
 }
 
 int CountOps(const Graph& g, const std::string& op) {

@@ -124,5 +124,17 @@ int64_t Flatten(const std::vector<int64_t>& index, const std::vector<int64_t>& d
   return flat;
 }
 
+double RelativeL2(const HostTensor& actual, const HostTensor& expected) {
+  if (actual.type().dims() != expected.type().dims()) return INFINITY;
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < expected.type().num_elements(); ++i) {
+    const double a = actual.GetFloat(i), e = expected.GetFloat(i);
+    if (!std::isfinite(a)) return INFINITY;
+    diff += (a - e) * (a - e);
+    norm += e * e;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
 }  // namespace testing
 }  // namespace kiln

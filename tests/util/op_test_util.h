@@ -52,6 +52,11 @@ absl::StatusOr<double> CompareOutputsWithReference(const std::string& op,
 double ToleranceRatio(const HostTensor& actual, const std::vector<double>& expected, double atol,
                       double rtol);
 
+// sqrt(sum (a - e)^2 / sum e^2) over the logical elements (the absolute L2 error when e is all
+// zeros); +inf when the dims differ or any element of `actual` is not finite. How whole
+// networks and rewritten graphs are compared with their oracle.
+double RelativeL2(const HostTensor& actual, const HostTensor& expected);
+
 // Logical multi-index <-> row-major flat index helpers for independent formulas.
 std::vector<int64_t> Unflatten(int64_t flat, const std::vector<int64_t>& dims);
 int64_t Flatten(const std::vector<int64_t>& index, const std::vector<int64_t>& dims);

@@ -363,6 +363,15 @@ absl::StatusOr<const float*> F32Bias(const Epilogue& e, dnn::Handle& handle, con
   return static_cast<const float*>(staged);
 }
 
+// The bias and ReLU as a forward kernel applies them before its store; `bias` from F32Bias.
+dnn::ConvEpilogue InKernel(const Epilogue& e, const float* bias) {
+  dnn::ConvEpilogue in_kernel;
+  in_kernel.bias = bias;
+  in_kernel.relu = e.relu;
+  in_kernel.relu_slope = e.slope;
+  return in_kernel;
+}
+
 // The epilogue as a pass over y after the convolution; `bias` from F32Bias.
 absl::Status RunEpilogue(const Epilogue& e, dnn::Handle& handle, const KernelArgs& a,
                          const float* bias) {
@@ -429,10 +438,7 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
   if (dead) {
     k.run = [s, algo, e, split = *dead](dnn::Handle& handle, const KernelArgs& a) {
       KILN_ASSIGN_OR_RETURN(const float* bias, F32Bias(e, handle, a));
-      dnn::ConvEpilogue in_kernel;
-      in_kernel.bias = bias;
-      in_kernel.relu = e.relu;
-      in_kernel.relu_slope = e.slope;
+      const dnn::ConvEpilogue in_kernel = InKernel(e, bias);
       bool applied = false;
       KILN_RETURN_IF_ERROR(cuda_graph::RunInDeadBytes(
           handle, split, algo, a.inputs[0].data, XOf(s, a), DataAt(a, s.w_at), a.outputs[0].data,
@@ -464,10 +470,7 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareConvolution(const Node& node,
     // Forward: bias and ReLU in the convolution kernel's store where its path takes them (the
     // staged bias sits past the convolution's workspace, so it survives the convolution).
     KILN_ASSIGN_OR_RETURN(const float* bias, F32Bias(e, handle, a));
-    dnn::ConvEpilogue in_kernel;
-    in_kernel.bias = bias;
-    in_kernel.relu = e.relu;
-    in_kernel.relu_slope = e.slope;
+    const dnn::ConvEpilogue in_kernel = InKernel(e, bias);
     bool applied = false;
     KILN_RETURN_IF_ERROR(dnn::RunConvolutionForwardWithEpilogue(
         handle, s.problem, algo, 1.0f, beta, XOf(s, a), DataAt(a, s.w_at), DataAt(a, s.y_at),
