@@ -72,6 +72,9 @@ struct OpDef {
   GradientFn gradient;
   // Which inputs may hold learnable weights (Convolution's filter and bias, ...).
   std::vector<int> weight_inputs;
+  // Inputs that only give their type (Crop's reference): no kernel reads their values, so the
+  // memory planner does not keep their bytes alive for this node.
+  std::vector<int> shape_only_inputs;
   std::string summary;  // One line shown by `kiln ops`.
 
   const AttrDef* FindAttr(absl::string_view attr_name) const;

@@ -254,6 +254,7 @@ absl::Status RegisterTensorOps(OpRegistry& registry) {
                     {"dtype", AttrKind::kString, AttrValue(std::string())}},
                    InferCrop, "Crop to a reference's size from an axis on, at offsets.");
   crop.input_names = {"x", "reference"};
+  crop.shape_only_inputs = {1};
   defs.push_back(std::move(crop));
   defs.push_back(Def("Convert", 1, 1,
                      {{"dtype", AttrKind::kString, AttrValue(std::string())},

@@ -326,8 +326,13 @@ class PlanBuilder {
     }
     for (BufferRequest& r : requests) r.last_step = r.first_step;
     for (int s = 0; s < end; ++s) {
-      for (int b : plan->steps_[s].inputs) {
-        if (BufferRequest* r = request(b)) r->last_step = std::max(r->last_step, s);
+      const PlanStep& step = plan->steps_[s];
+      const std::vector<int>& shape_only = step.node->def().shape_only_inputs;
+      for (int i = 0; i < static_cast<int>(step.inputs.size()); ++i) {
+        // A Crop's reference gives only its shape: its bytes may die before the Crop runs
+        // (FCN-8s's 11 MiB input, which the final Crop names, then leaves the peak).
+        if (std::find(shape_only.begin(), shape_only.end(), i) != shape_only.end()) continue;
+        if (BufferRequest* r = request(step.inputs[i])) r->last_step = std::max(r->last_step, s);
       }
       for (int b : plan->steps_[s].outputs) {
         if (BufferRequest* r = request(b)) r->last_step = std::max(r->last_step, s);

@@ -610,5 +610,34 @@ TEST(CompilerTest, AStepWhoseInputDiesThereKeepsItsScratchInDeadBytes) {
   EXPECT_EQ(slower->steps()[1].workspace_bytes, kScratch);
 }
 
+// A Crop's reference gives only its shape (OpDef::shape_only_inputs): the planner lets its bytes
+// die after their last real reader, as FCN-8s's final Crop of its input. x (16 KiB) -> three
+// copies -> Crop(c, reference x): without the rule x would live to the Crop, beside two copies.
+TEST(CompilerTest, ACropsReferenceDiesAfterItsLastRealReader) {
+  GraphBuilder b(&DefaultOpRegistry());
+  const TensorType image = F32({1, 1, 64, 64});
+  Value x = *b.Input("x", image);
+  Value a = (*b.Op("Power", {x}, {}, "a"))[0];
+  Value c = (*b.Op("Power", {(*b.Op("Power", {a}, {}, "b"))[0]}, {}, "c"))[0];
+  Value out = (*b.Op("Crop", {c, x}, {}, "crop"))[0];
+  ASSERT_TRUE(b.Output("out", out).ok());
+  auto graph = b.Finish();
+  CompileOptions options;
+  options.backend = BackendChoice::kReference;
+  options.in_place = false;  // every copy its own buffer
+  auto plan = Compile(*graph, DefaultKernelRegistry(), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const int64_t bytes = image.span_bytes();
+  EXPECT_LE((*plan)->planned_activation_bytes(), 2 * bytes + 512) << (*plan)->ToString();
+  auto ctx = ExecutionContext::Create(**plan);
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  HostTensor input = RandomTensor(image, 9);
+  auto got = (*ctx)->Run({{"x", input}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  for (int64_t i = 0; i < image.num_elements(); ++i) {
+    EXPECT_EQ(got->at("out").GetFloat(i), input.GetFloat(i)) << i;
+  }
+}
+
 }  // namespace
 }  // namespace kiln
