@@ -64,6 +64,20 @@ std::unique_ptr<Graph> Rewrite(const Graph& graph, std::vector<PassRemark>* rema
   return g;
 }
 
+// The rewritten graph computes what the original does, on the reference backend and (NCHW only)
+// the CPU kernels, each plan running its graph as it is.
+void ExpectSameOutputs(const Graph& graph, const Graph& rewritten, const Outputs& inputs,
+                       bool channels_last, const std::string& what = "") {
+  for (BackendChoice backend : {BackendChoice::kReference, BackendChoice::kCpu}) {
+    if (channels_last && backend == BackendChoice::kCpu) continue;  // CPU kernels: NCHW
+    auto want = RunPlan(graph, inputs, backend, /*optimize=*/false);
+    auto got = RunPlan(rewritten, inputs, backend, /*optimize=*/false);
+    ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+    EXPECT_LE(RelativeL2(got->at("out"), want->at("out")), 2e-6)
+        << what << (channels_last ? " NHWC " : " NCHW ") << static_cast<int>(backend);
+  }
+}
+
 // data -> conv (3x3 pad 1, bias) -> ReLU -> [LRN] -> pooling -> conv2: the stem of FCN (2x2
 // pooling) or of AlexNet (an LRN, then 3x3 stride-2 windows that overlap).
 std::unique_ptr<Graph> Stem(const TensorType& image, int64_t filters, int64_t pool_kernel, bool lrn,
@@ -121,15 +135,7 @@ TEST(SplitRowsForMemoryTest, StemConvolutionRunsInBandsOfRowsPooledAtOnce) {
     const TensorType image = channels_last ? Nhwc({2, 16, 31, 12}) : F32({2, 16, 31, 12});
     auto stem = Stem(image, 16, 2, false);
     auto rewritten = Rewrite(*stem);
-    const Outputs inputs = {{"data", RandomTensor(image, 12)}};
-    for (BackendChoice backend : {BackendChoice::kReference, BackendChoice::kCpu}) {
-      if (channels_last && backend == BackendChoice::kCpu) continue;  // CPU kernels: NCHW
-      auto want = RunPlan(*stem, inputs, backend, /*optimize=*/false);
-      auto got = RunPlan(*rewritten, inputs, backend, /*optimize=*/false);
-      ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
-      EXPECT_LE(RelativeL2(got->at("out"), want->at("out")), 2e-6)
-          << (channels_last ? "NHWC " : "NCHW ") << static_cast<int>(backend);
-    }
+    ExpectSameOutputs(*stem, *rewritten, {{"data", RandomTensor(image, 12)}}, channels_last);
   }
 }
 
@@ -151,13 +157,7 @@ TEST(SplitRowsForMemoryTest, OverlappingWindowsAndAnLrnGiveTheSameResult) {
     const Node* second = g->FindNode("conv1/rows6-13");
     ASSERT_NE(second, nullptr) << PrintGraph(*g);
     EXPECT_EQ(second->GetString("activation"), "relu");
-    const Outputs inputs = {{"data", RandomTensor(image, 21)}};
-    for (BackendChoice backend : {BackendChoice::kReference, BackendChoice::kCpu}) {
-      auto want = RunPlan(*graph, inputs, backend, /*optimize=*/false);
-      auto got = RunPlan(*g, inputs, backend, /*optimize=*/false);
-      ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
-      EXPECT_LE(RelativeL2(got->at("out"), want->at("out")), 2e-6) << rounding;
-    }
+    ExpectSameOutputs(*graph, *g, {{"data", RandomTensor(image, 21)}}, false, rounding);
   }
 }
 
@@ -187,15 +187,7 @@ TEST(SplitRowsForMemoryTest, FirstLayerWithAWideStridedFilterIsSplit) {
     ASSERT_NE(second, nullptr) << PrintGraph(*g);
     EXPECT_EQ(second->GetInts("pad"), (Ints{-24, 0}));
     EXPECT_EQ(second->output_types()[0].dim(2), 7);
-    const Outputs inputs = {{"data", RandomTensor(image, 33)}};
-    for (BackendChoice backend : {BackendChoice::kReference, BackendChoice::kCpu}) {
-      if (channels_last && backend == BackendChoice::kCpu) continue;  // CPU kernels: NCHW
-      auto want = RunPlan(*graph, inputs, backend, /*optimize=*/false);
-      auto got = RunPlan(*g, inputs, backend, /*optimize=*/false);
-      ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
-      EXPECT_LE(RelativeL2(got->at("out"), want->at("out")), 2e-6)
-          << (channels_last ? "NHWC " : "NCHW ") << static_cast<int>(backend);
-    }
+    ExpectSameOutputs(*graph, *g, {{"data", RandomTensor(image, 33)}}, channels_last);
   }
 }
 
