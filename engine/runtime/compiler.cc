@@ -547,7 +547,7 @@ class PlanBuilder {
   // A step whose workspace lifts the arena above the activations' own peak and whose input 0
   // dies there (InputDiesAt) is prepared again with KernelOptions::input_dies_here: a kernel
   // that can keep its scratch in that input's bytes and in its output's unwritten ones (the
-  // convolution's Winograd, in halves of the batch) then needs less workspace for the same
+  // CUDA convolution, in two parts of the batch) then needs less workspace for the same
   // algorithm. Kept only when it needs less and, measured, takes no longer (within the 5%
   // that measurements wander); the workspace budget below then sees the smaller need. This is
   // what took FCN-8s's unfused fp32 plan under PyTorch eager's memory (conv1_2's 108 MiB
