@@ -25,8 +25,8 @@
 #include "absl/strings/str_split.h"
 #include "bench/cudnn_loader.h"
 #include "bench/event_timer.h"
-#include "engine/ir/dtype.h"
-#include "kernels/cuda/convolution.h"
+#include "base/dtype.h"
+#include "dnn/cuda/conv/convolution.h"
 
 namespace kiln {
 namespace {

@@ -6,9 +6,9 @@
 #include <random>
 
 #include "benchmark/benchmark.h"
-#include "engine/ir/graph_builder.h"
-#include "engine/runtime/compiler.h"
-#include "engine/runtime/executor.h"
+#include "ir/graph_builder.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 

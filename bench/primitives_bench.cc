@@ -24,10 +24,10 @@
 #include "bench/cudnn_loader.h"
 #include "bench/event_timer.h"
 #include "bench/primitives_bench_nhwc.h"
-#include "kernels/cuda/activation.h"
-#include "kernels/cuda/normalization.h"
-#include "kernels/cuda/pooling.h"
-#include "kernels/cuda/softmax.h"
+#include "dnn/cuda/activation.h"
+#include "dnn/cuda/normalization.h"
+#include "dnn/cuda/pooling.h"
+#include "dnn/cuda/softmax.h"
 
 namespace kiln {
 namespace {

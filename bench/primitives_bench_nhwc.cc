@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/ir/dtype.h"
-#include "kernels/cuda/normalization.h"
-#include "kernels/cuda/pooling.h"
+#include "base/dtype.h"
+#include "dnn/cuda/normalization.h"
+#include "dnn/cuda/pooling.h"
 
 namespace kiln {
 namespace bench {

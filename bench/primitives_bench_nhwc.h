@@ -9,7 +9,7 @@
 #include <string>
 
 #include "bench/cudnn_loader.h"
-#include "kernels/cuda/dnn_handle.h"
+#include "dnn/cuda/dnn_handle.h"
 
 namespace kiln {
 namespace bench {

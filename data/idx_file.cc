@@ -8,7 +8,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
-#include "proto/caffe_io.h"
+#include "base/file_io.h"
 
 namespace kiln {
 namespace {

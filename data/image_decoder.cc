@@ -1,8 +1,8 @@
 #include "data/image_decoder.h"
 
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
-#include "proto/caffe_io.h"
+#include "base/status_macros.h"
+#include "base/file_io.h"
 
 namespace kiln {
 

@@ -9,11 +9,11 @@
 #include <random>
 #include <string>
 
-#include "engine/ir/graph_builder.h"
-#include "engine/ir/text_format.h"
-#include "engine/runtime/compiler.h"
-#include "engine/runtime/executor.h"
-#include "engine/status_macros.h"
+#include "ir/graph_builder.h"
+#include "ir/text_format.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
+#include "base/status_macros.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 

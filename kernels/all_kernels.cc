@@ -1,8 +1,8 @@
 #include "kernels/all_kernels.h"
 
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cuda/graph/graph_kernels.h"
+#include "kernels/cuda/graph_kernels.h"
 #include "kernels/reference/reference_kernel.h"
 
 namespace kiln {

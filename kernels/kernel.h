@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/ir/graph.h"
-#include "engine/ir/tensor_type.h"
+#include "ir/graph.h"
+#include "ir/tensor_type.h"
 
 namespace kiln {
 

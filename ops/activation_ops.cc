@@ -10,7 +10,7 @@
 //   Dropout      identity unless training; in training y = x*keep/(1-ratio) with the mask of
 //                ops/dropout_mask.h (Caffe's inverted dropout scaling).
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/shape_util.h"
 

@@ -1,6 +1,6 @@
 #include "ops/all_ops.h"
 
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/gradients/all_gradients.h"
 
 namespace kiln {

@@ -3,7 +3,7 @@
 #define KILN_OPS_ALL_OPS_H_
 
 #include "absl/status/status.h"
-#include "ops/op_registry.h"
+#include "ir/op_registry.h"
 
 namespace kiln {
 

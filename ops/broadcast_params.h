@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "engine/ir/tensor_type.h"
+#include "ir/tensor_type.h"
 
 namespace kiln {
 

@@ -7,7 +7,7 @@
 // mode "cross_correlation" (what Caffe and cuDNN's default compute) or "convolution" (the
 // filter flipped in every spatial dim).
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/convolution_params.h"
 #include "ops/shape_util.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/ir/attribute.h"
+#include "ir/attribute.h"
 
 namespace kiln {
 

@@ -1,7 +1,7 @@
 // Eltwise over two or more inputs of one shape: sum (with optional per-input coefficients),
 // product, or maximum, optionally followed by a fused ReLU.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/shape_util.h"
 

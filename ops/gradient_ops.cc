@@ -31,7 +31,7 @@
 //   SigmoidCrossEntropyLossGradient(logits, targets) -> dx     its gradient is the constant seed
 //   ContrastiveLossGradient(a, b, similar) -> da, db           Caffe calls loss_weight.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/broadcast_params.h"
 #include "ops/shape_util.h"

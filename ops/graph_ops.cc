@@ -1,6 +1,6 @@
 // Parameter (a graph input) and Constant (a weight tensor held by the node).
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/all_ops.h"
 
 namespace kiln {

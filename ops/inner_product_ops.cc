@@ -2,7 +2,7 @@
 // (+ b) with W [N, K], or x * W with W [K, N] when transpose is set. Output dims are
 // x.dims[:axis] + [N].
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/shape_util.h"
 

@@ -15,7 +15,7 @@
 // similar pairs add d^2, dissimilar ones max(margin - d, 0)^2 (or max(margin - d^2, 0) when
 // legacy_version), and the sum is divided by 2N.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/shape_util.h"
 

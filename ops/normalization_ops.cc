@@ -25,7 +25,7 @@
 // "relu" the output is max(0, y): the ReLU Caffe nets put after the pair, fused by
 // passes/fuse_affine_batchnorm_relu.cc so neither direction runs it as a pass of its own.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/shape_util.h"
 

@@ -1,7 +1,7 @@
 // Pooling: max, average including padding (Caffe AVE), average excluding padding, and global
 // pooling, over 1 to 3 spatial dims, with Caffe's ceil rounding or floor rounding.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/pooling_params.h"
 #include "ops/shape_util.h"

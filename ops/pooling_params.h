@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/ir/attribute.h"
-#include "engine/ir/tensor_type.h"
+#include "ir/attribute.h"
+#include "ir/tensor_type.h"
 
 namespace kiln {
 

@@ -2,7 +2,7 @@
 // is broadcast over the other axes. Scale: y = x*s (+ b); Bias: y = x + b. num_axes -1 means "to
 // the last axis"; 0 means a scalar parameter (shape [] or [1]).
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/broadcast_params.h"
 #include "ops/shape_util.h"

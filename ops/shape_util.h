@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/ir/tensor_type.h"
-#include "ops/op_def.h"
+#include "ir/tensor_type.h"
+#include "ir/op_def.h"
 
 namespace kiln {
 

@@ -1,5 +1,5 @@
 // Softmax over one axis (every other axis independent), accurate (max-subtracted) or log.
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/shape_util.h"
 

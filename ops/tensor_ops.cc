@@ -14,7 +14,7 @@
 //                     x's family). Not a Caffe layer: the compiler inserts it where a plan's
 //                     precision or layout differs from the graph's inputs and outputs.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/shape_util.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/ir/graph.h"
+#include "ir/graph.h"
 
 namespace kiln {
 

@@ -2,7 +2,7 @@
 // BatchNorm-Scale-ReLU-Convolution order puts it before the convolution), together with the
 // Scale after it, becomes one per-channel Scale: one pass over the tensor instead of two.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "passes/batchnorm_affine.h"
 #include "passes/inference_passes.h"
 #include "passes/rewrite_util.h"

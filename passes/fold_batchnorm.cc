@@ -2,7 +2,7 @@
 // statistics the pair is a per-output-channel affine map, so it becomes new filter and bias
 // constants, W'[k] = a[k] W[k] and b'[k] = a[k] b[k] + c[k], and the normalization costs nothing.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "passes/batchnorm_affine.h"
 #include "passes/inference_passes.h"
 #include "passes/rewrite_util.h"

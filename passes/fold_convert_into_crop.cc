@@ -5,7 +5,7 @@
 // took 0.084 and 0.100 ms of the plan's 4.71 (docs/PERF.md). Runs on the plan's own graph,
 // after the precision and layout rewrite that puts the Converts there.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "passes/inference_passes.h"
 #include "passes/rewrite_util.h"
 

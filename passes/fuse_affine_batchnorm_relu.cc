@@ -11,7 +11,7 @@
 // AffineBatchNorm's output may not, as nothing would be left to give them the value before the
 // ReLU.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "passes/rewrite_util.h"
 #include "passes/training_passes.h"
 

@@ -5,7 +5,7 @@
 // training-mode spatial BatchNorm whose only reader is a per-channel Scale with bias becomes one
 // AffineBatchNorm (PyTorch's affine BatchNorm2d). The statistics outputs move to the new node.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/shape_util.h"
 #include "passes/rewrite_util.h"
 #include "passes/training_passes.h"

@@ -3,7 +3,7 @@
 // ConvolutionBiasActivationForward): the sum and the activation no longer read and write the
 // whole tensor again.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "passes/inference_passes.h"
 #include "passes/rewrite_util.h"
 

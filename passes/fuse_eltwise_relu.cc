@@ -9,7 +9,7 @@
 // A ReLU with a negative slope changes signs, so its mask cannot be read off its output; it is
 // left apart. The ReLU's output may have any number of readers (they read the fused output).
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "passes/rewrite_util.h"
 #include "passes/training_passes.h"
 

@@ -8,7 +8,7 @@
 // Only plain sums qualify (no coefficients, no fused activation), of at most 8 operands (the
 // CUDA kernel's operand count).
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "passes/rewrite_util.h"
 #include "passes/training_passes.h"
 

@@ -2,7 +2,7 @@
 // (DenseNet's and pre-activation ResNets' BatchNorm-Scale-ReLU, after batchnorm_to_scale made
 // the first two one Scale): one pass over the tensor instead of two.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "passes/inference_passes.h"
 #include "passes/rewrite_util.h"
 

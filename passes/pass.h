@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "engine/ir/graph.h"
+#include "ir/graph.h"
 
 namespace kiln {
 

@@ -1,9 +1,9 @@
 #include "passes/pass_manager.h"
 
 #include "absl/strings/str_cat.h"
-#include "engine/ir/text_format.h"
-#include "engine/ir/verifier.h"
-#include "engine/status_macros.h"
+#include "ir/text_format.h"
+#include "ir/verifier.h"
+#include "base/status_macros.h"
 
 namespace kiln {
 

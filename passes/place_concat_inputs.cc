@@ -5,7 +5,7 @@
 // the last Concat's buffer and the quadratic copying is gone. Runs on the plan's own graph, after
 // the layout is fixed (the strides depend on it).
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "passes/inference_passes.h"
 #include "passes/rewrite_util.h"
 

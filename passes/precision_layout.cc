@@ -5,8 +5,8 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "engine/ir/host_tensor.h"
-#include "engine/status_macros.h"
+#include "ir/host_tensor.h"
+#include "base/status_macros.h"
 
 namespace kiln {
 

@@ -18,7 +18,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "engine/ir/graph.h"
+#include "ir/graph.h"
 
 namespace kiln {
 

@@ -1,6 +1,6 @@
 // Inference Dropout is the identity (Caffe scales at training time), so its readers can read its
 // input directly; the node then dies.
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "passes/inference_passes.h"
 #include "passes/rewrite_util.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "engine/ir/graph.h"
+#include "ir/graph.h"
 
 namespace kiln {
 

@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/convolution_params.h"
 #include "ops/shape_util.h"
 #include "passes/inference_passes.h"

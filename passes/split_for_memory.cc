@@ -15,7 +15,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "passes/inference_passes.h"
 #include "passes/rewrite_util.h"
 

@@ -20,7 +20,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/convolution_params.h"
 #include "ops/pooling_params.h"
 #include "passes/inference_passes.h"

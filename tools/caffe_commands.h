@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "proto/caffe_model.h"
+#include "frontends/caffe/caffe_model.h"
 #include "tools/command_line.h"
 
 namespace kiln {

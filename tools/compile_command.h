@@ -3,7 +3,7 @@
 #ifndef KILN_TOOLS_COMPILE_COMMAND_H_
 #define KILN_TOOLS_COMPILE_COMMAND_H_
 
-#include "engine/runtime/execution_plan.h"
+#include "runtime/execution_plan.h"
 
 namespace kiln {
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "data/idx_file.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "tools/caffe_commands.h"
 #include "tools/command_line.h"
 #include "tools/convert_images.h"

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "data/datum_db.h"
+#include "frontends/caffe/data/datum_db.h"
 
 namespace kiln {
 

@@ -9,8 +9,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/status_macros.h"
-#include "proto/caffe_io.h"
+#include "base/status_macros.h"
+#include "frontends/caffe/caffe_io.h"
 #include "tools/command_line.h"
 
 namespace kiln {

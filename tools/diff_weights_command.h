@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "proto/caffe.pb.h"
+#include "frontends/caffe/caffe.pb.h"
 
 namespace kiln {
 

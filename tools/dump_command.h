@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "engine/runtime/execution_plan.h"
+#include "runtime/execution_plan.h"
 #include "tools/plan_layers.h"
 
 namespace kiln {

@@ -16,7 +16,7 @@ if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "train" ]; then
   # update, the CLI, Fashion-MNIST's IDX files and the train prototxts for the benchmark.
   bazel build --config=portable //tools:kiln //tests/kernels:cuda_gradient_test \
     //tests/kernels:solver_update_cuda_test //tests/kernels:cuda_graph_nn_test \
-    //tests/kernels:cuda_graph_tensor_test //tests/engine:cuda_network_test \
+    //tests/kernels:cuda_graph_tensor_test //tests/runtime:cuda_network_test \
     //tests/kernels:primitives_cuda_test //tests/kernels:conv_cuda_test \
     //tests/kernels:primitives_channels_last_cuda_test \
     //tests/kernels:primitives_batchnorm_cuda_test \
@@ -24,7 +24,7 @@ if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "train" ]; then
   rm -rf .gpu && mkdir -p .gpu/models
   bash tools/pack_gpu_binaries.sh .gpu tools/kiln tests/kernels/cuda_gradient_test \
     tests/kernels/solver_update_cuda_test tests/kernels/cuda_graph_nn_test \
-    tests/kernels/cuda_graph_tensor_test tests/engine/cuda_network_test \
+    tests/kernels/cuda_graph_tensor_test tests/runtime/cuda_network_test \
     tests/kernels/primitives_cuda_test tests/kernels/conv_cuda_test \
     tests/kernels/primitives_channels_last_cuda_test tests/kernels/primitives_batchnorm_cuda_test \
     tests/distributed/nccl_communicator_test || exit 1
@@ -46,12 +46,12 @@ if [ "${1:-}" = "--stage" ] && [ "${2:-}" = "graph" ]; then
   # The graph engine's check: its tests, the CLI, the shared models and the benchmark scripts.
   bazel build --config=portable //tools:kiln //tests/kernels:cuda_test \
     //tests/kernels:cuda_graph_nn_test //tests/kernels:cuda_graph_tensor_test \
-    //tests/engine:cuda_network_test //examples:01_small_cnn \
+    //tests/runtime:cuda_network_test //examples:01_small_cnn \
     //tests/kernels:primitives_cuda_test //tests/kernels:conv_cuda_test || exit 1
   rm -rf .gpu && mkdir -p .gpu/models
   bash tools/pack_gpu_binaries.sh .gpu tools/kiln tests/kernels/cuda_test \
     tests/kernels/cuda_graph_nn_test tests/kernels/cuda_graph_tensor_test \
-    tests/engine/cuda_network_test examples/01_small_cnn tests/kernels/primitives_cuda_test \
+    tests/runtime/cuda_network_test examples/01_small_cnn tests/kernels/primitives_cuda_test \
     tests/kernels/conv_cuda_test || exit 1
   cp ../shared/models/caffe/*.prototxt .gpu/models/
   du -sh .gpu
@@ -127,7 +127,7 @@ if [ "$what" = graph ]; then
   run cuda_test "$bin/tests/kernels/cuda_test"
   run graph_nn_test "$bin/tests/kernels/cuda_graph_nn_test"
   run graph_tensor_test "$bin/tests/kernels/cuda_graph_tensor_test"
-  run network_test "$bin/tests/engine/cuda_network_test"
+  run network_test "$bin/tests/runtime/cuda_network_test"
   run primitives_test "$bin/tests/kernels/primitives_cuda_test"
   run conv_test "$bin/tests/kernels/conv_cuda_test"
   # The compiler's structure and memory on every shared deploy net (CUDA plans, fp32 and fp16).
@@ -199,7 +199,7 @@ if [ "$what" = train ]; then
   run solver_test "$bin/tests/kernels/solver_update_cuda_test"
   run graph_nn_test "$bin/tests/kernels/cuda_graph_nn_test"
   run graph_tensor_test "$bin/tests/kernels/cuda_graph_tensor_test"
-  run network_test "$bin/tests/engine/cuda_network_test"
+  run network_test "$bin/tests/runtime/cuda_network_test"
   run primitives_test "$bin/tests/kernels/primitives_cuda_test"
   run conv_test "$bin/tests/kernels/conv_cuda_test"
   run channels_last_test "$bin/tests/kernels/primitives_channels_last_cuda_test"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_join.h"
-#include "engine/runtime/device.h"
+#include "runtime/device.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 #include "tools/caffe_commands.h"

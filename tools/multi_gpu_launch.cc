@@ -19,10 +19,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "engine/distributed/nccl_communicator.h"
-#include "engine/distributed/open_rendezvous.h"
-#include "engine/runtime/device.h"
-#include "engine/status_macros.h"
+#include "distributed/nccl_communicator.h"
+#include "distributed/open_rendezvous.h"
+#include "runtime/device.h"
+#include "base/status_macros.h"
 #include "tools/command_line.h"
 
 extern char** environ;

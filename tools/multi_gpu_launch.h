@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "engine/distributed/communicator.h"
+#include "distributed/communicator.h"
 
 namespace kiln {
 

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "engine/ir/host_tensor.h"
+#include "ir/host_tensor.h"
 
 namespace kiln {
 

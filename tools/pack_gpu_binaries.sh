@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs built binaries for the GPU machine: bash tools/pack_gpu_binaries.sh DEST BINARY...
-# Each BINARY is a path under bazel-bin (tools/kiln, tests/engine/cuda_network_test, ...); it is
+# Each BINARY is a path under bazel-bin (tools/kiln, tests/runtime/cuda_network_test, ...); it is
 # stripped into a temporary tree and the tree is written to DEST/bin.tar.xz, which
 # tools/gpu_check.sh unpacks there. Every Kiln binary links the whole CUDA kernel library, so
 # they share most of their bytes: a 256 MiB dictionary, larger than any one binary, lets xz see

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "engine/runtime/compiler.h"
-#include "engine/runtime/executor.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
 #include "tools/command_line.h"
 
 namespace kiln {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/ir/graph.h"
-#include "proto/caffe_model.h"
+#include "ir/graph.h"
+#include "frontends/caffe/caffe_model.h"
 
 namespace kiln {
 

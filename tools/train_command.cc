@@ -13,11 +13,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/distributed/data_parallel_trainer.h"
-#include "engine/status_macros.h"
-#include "engine/training/trainer.h"
-#include "proto/caffe_io.h"
-#include "proto/solver.h"
+#include "frontends/caffe/training/data_parallel_trainer.h"
+#include "base/status_macros.h"
+#include "frontends/caffe/training/trainer.h"
+#include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/solver.h"
 #include "tools/caffe_commands.h"
 #include "tools/command_line.h"
 #include "tools/curve_svg.h"
@@ -34,13 +34,13 @@ namespace {
 struct TrainerSetup {
   std::unique_ptr<Communicator> comm;
   std::unique_ptr<DataParallelWorker> worker;
-  std::unique_ptr<Trainer> single;
+  std::unique_ptr<SolverTrainer> single;
 
   absl::Status Create(const DistributedFlags& dist, absl::string_view device,
                       absl::string_view command, const SolverConfig& solver,
                       const TrainerOptions& options) {
     if (!dist.enabled) {
-      KILN_ASSIGN_OR_RETURN(single, Trainer::Create(solver, options));
+      KILN_ASSIGN_OR_RETURN(single, SolverTrainer::Create(solver, options));
       return absl::OkStatus();
     }
     KILN_ASSIGN_OR_RETURN(comm, JoinNcclJob(dist, device, command));
@@ -51,7 +51,7 @@ struct TrainerSetup {
                           DataParallelWorker::Create(solver, options, comm.get(), data_parallel));
     return absl::OkStatus();
   }
-  Trainer* trainer() { return worker != nullptr ? &worker->trainer() : single.get(); }
+  SolverTrainer* trainer() { return worker != nullptr ? &worker->trainer() : single.get(); }
 };
 
 using Clock = std::chrono::steady_clock;
@@ -68,7 +68,7 @@ class Progress {
  public:
   Progress() : tty_(isatty(STDERR_FILENO) == 1), start_(Clock::now()), last_(start_) {}
   // `world`: the number of ranks (each does t.images_per_iteration() a step).
-  void Update(const Trainer& t, int64_t first, int64_t stop, bool force, int64_t world) {
+  void Update(const SolverTrainer& t, int64_t first, int64_t stop, bool force, int64_t world) {
     const auto now = Clock::now();
     if (!force && std::chrono::duration<double>(now - last_).count() < (tty_ ? 0.2 : 10.0)) return;
     last_ = now;
@@ -102,7 +102,7 @@ absl::Status ParseLossScale(const CommandLine& line, TrainerOptions& options) {
   return absl::OkStatus();
 }
 
-absl::Status RunTests(Trainer& trainer, Progress& progress, TrainingCurve& curve,
+absl::Status RunTests(SolverTrainer& trainer, Progress& progress, TrainingCurve& curve,
                       std::string* summary) {
   for (int n = 0; n < trainer.num_test_nets(); ++n) {
     KILN_ASSIGN_OR_RETURN(std::vector<NetOutput> outputs, trainer.Test(n));
@@ -162,7 +162,7 @@ absl::Status Train(const CommandLine& line) {
   // One rank of a data-parallel job (--rank/--world-size/--rendezvous), or the whole training.
   TrainerSetup setup;
   KILN_RETURN_IF_ERROR(setup.Create(dist, line.Get("device", "auto"), "train", solver, options));
-  Trainer* trainer = setup.trainer();
+  SolverTrainer* trainer = setup.trainer();
   DataParallelWorker* worker = setup.worker.get();
   const bool root = dist.rank == 0;
   const int64_t world = dist.world_size;
@@ -339,7 +339,7 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
   TrainerSetup setup;
   KILN_RETURN_IF_ERROR(
       setup.Create(dist, line.Get("device", "auto"), "time --train", solver, options));
-  Trainer* trainer = setup.trainer();
+  SolverTrainer* trainer = setup.trainer();
   if (!json && root) std::fprintf(stderr, "kiln time --train: timing %d steps...\n", iterations);
   KILN_ASSIGN_OR_RETURN(double ms, trainer->TimeSteps(iterations));
   if (!root) return absl::OkStatus();
@@ -349,10 +349,10 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
   if (line.Has("profile")) {
     // Where a step's time goes: the plan's steps by op (forward and backward ops apart), on
     // stderr so --json stays one object.
-    KILN_ASSIGN_OR_RETURN(std::vector<Trainer::StepTime> steps, trainer->ProfilePass());
+    KILN_ASSIGN_OR_RETURN(std::vector<SolverTrainer::StepTime> steps, trainer->ProfilePass());
     std::map<std::string, std::pair<double, int>> by_op;
     double total = 0;
-    for (const Trainer::StepTime& s : steps) {
+    for (const SolverTrainer::StepTime& s : steps) {
       by_op[s.op].first += s.ms;
       by_op[s.op].second += 1;
       total += s.ms;
@@ -386,13 +386,13 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
       }
     }
     // The slowest steps one by one, with what their kernels chose: where to look next.
-    std::vector<const Trainer::StepTime*> slowest;
-    for (const Trainer::StepTime& s : steps) slowest.push_back(&s);
+    std::vector<const SolverTrainer::StepTime*> slowest;
+    for (const SolverTrainer::StepTime& s : steps) slowest.push_back(&s);
     std::sort(slowest.begin(), slowest.end(),
-              [](const Trainer::StepTime* a, const Trainer::StepTime* b) { return a->ms > b->ms; });
+              [](const SolverTrainer::StepTime* a, const SolverTrainer::StepTime* b) { return a->ms > b->ms; });
     std::fprintf(stderr, "slowest steps:\n");
     for (size_t i = 0; i < slowest.size() && i < 25; ++i) {
-      const Trainer::StepTime& s = *slowest[i];
+      const SolverTrainer::StepTime& s = *slowest[i];
       std::fprintf(stderr, "  %8.3f ms  %-26s %-30s %s  [%s]\n", s.ms, s.op.c_str(), s.node.c_str(),
                    s.shape.c_str(), s.description.c_str());
     }

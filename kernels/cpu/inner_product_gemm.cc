@@ -1,7 +1,7 @@
 // CPU InnerProduct: one sgemm, y[M,N] = x[M,K] * W^T (or W when transposed) + b.
 #include <cblas.h>
 
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/shape_util.h"
 

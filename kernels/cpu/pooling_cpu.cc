@@ -7,7 +7,7 @@
 #include <cfloat>
 #include <cstring>
 
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/broadcast_params.h"
 #include "ops/pooling_params.h"

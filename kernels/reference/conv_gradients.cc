@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/reference/reference_kernel.h"
 #include "kernels/reference/spatial3.h"
 #include "ops/broadcast_params.h"

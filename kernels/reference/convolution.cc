@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/reference/reference_kernel.h"
 #include "kernels/reference/spatial3.h"
 #include "ops/convolution_params.h"

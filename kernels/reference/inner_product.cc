@@ -1,5 +1,5 @@
 // Reference InnerProduct: y[m][n] = sum_k x[m][k] * W[n][k] (+ b[n]), double accumulation.
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/reference/reference_kernel.h"
 #include "ops/shape_util.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/reference/reference_kernel.h"
 #include "kernels/reference/spatial3.h"
 #include "ops/pooling_params.h"

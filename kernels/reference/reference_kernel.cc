@@ -1,8 +1,8 @@
 #include "kernels/reference/reference_kernel.h"
 
 #include "absl/strings/str_cat.h"
-#include "engine/ir/host_tensor.h"
-#include "engine/status_macros.h"
+#include "ir/host_tensor.h"
+#include "base/status_macros.h"
 
 namespace kiln {
 

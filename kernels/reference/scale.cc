@@ -1,7 +1,7 @@
 // Reference Scale and Bias.
 #include <algorithm>
 
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/reference/reference_kernel.h"
 #include "ops/broadcast_params.h"
 

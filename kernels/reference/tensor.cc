@@ -3,7 +3,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/reference/reference_kernel.h"
 #include "ops/shape_util.h"
 

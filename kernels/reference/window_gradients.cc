@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "kernels/reference/reference_kernel.h"
 #include "kernels/reference/spatial3.h"
 #include "ops/pooling_params.h"

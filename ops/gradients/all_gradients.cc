@@ -1,7 +1,7 @@
 #include "ops/gradients/all_gradients.h"
 
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 
 namespace kiln {
 

@@ -4,7 +4,7 @@
 #define KILN_OPS_GRADIENTS_ALL_GRADIENTS_H_
 
 #include "absl/status/status.h"
-#include "ops/op_registry.h"
+#include "ir/op_registry.h"
 
 namespace kiln {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/ir/graph.h"
-#include "engine/ir/graph_builder.h"
+#include "ir/graph.h"
+#include "ir/graph_builder.h"
 
 namespace kiln {
 

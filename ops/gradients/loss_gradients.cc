@@ -2,7 +2,7 @@
 // constant Caffe calls loss_weight, which the backward op takes as an attribute. A loss whose
 // value feeds another op (rather than the objective) has no gradient here.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/gradients/all_gradients.h"
 #include "ops/gradients/gradient_request.h"
 

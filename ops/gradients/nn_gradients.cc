@@ -2,7 +2,7 @@
 // InnerProduct, Pooling, LRN, BatchNorm, Scale, Bias, Softmax. Each asks only for the forward
 // values its backward op reads (ops/gradient_ops.cc), so the planner can free the rest.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/gradients/all_gradients.h"
 #include "ops/gradients/gradient_request.h"
 

@@ -5,7 +5,7 @@
 // can die at the forward op and the planner may run it in place, as Caffe's in-place ReLU does.
 // Power and AbsVal (and a ReLU with a negative slope below 0) need the input itself.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/gradients/all_gradients.h"
 #include "ops/gradients/gradient_request.h"
 

@@ -2,7 +2,7 @@
 // Concat <-> Slice, Split -> sum, Flatten/Reshape -> Reshape to x's dims, Crop -> CropGradient,
 // Convert -> Convert back. An output of Slice that no gradient reaches contributes zeros.
 #include "absl/strings/str_cat.h"
-#include "engine/status_macros.h"
+#include "base/status_macros.h"
 #include "ops/gradients/all_gradients.h"
 #include "ops/gradients/gradient_request.h"
 

@@ -1,15 +1,15 @@
-// BatchSource on small databases the test writes: shapes, order, wrap-around, shuffle, shards,
+// DatumBatchSource on small databases the test writes: shapes, order, wrap-around, shuffle, shards,
 // errors from setup and from the prefetch thread.
-#include "data/batch_source.h"
+#include "frontends/caffe/data/batch_source.h"
 
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "data/datum_db.h"
+#include "frontends/caffe/data/datum_db.h"
 #include "gtest/gtest.h"
-#include "proto/caffe_io.h"
+#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 
 namespace kiln {
@@ -58,7 +58,7 @@ caffe::LayerParameter DataLayer(const std::string& source, int batch, const std:
                             " } ", extra));
 }
 
-std::vector<float> Labels(BatchSource& source, int batches) {
+std::vector<float> Labels(DatumBatchSource& source, int batches) {
   std::vector<float> labels;
   Batch batch;
   for (int i = 0; i < batches; ++i) {
@@ -71,7 +71,7 @@ std::vector<float> Labels(BatchSource& source, int batches) {
 
 TEST(BatchSourceTest, ShapesLabelsInKeyOrderAndWrapAround) {
   const std::string db = MakeDb("ten_lmdb", 10);
-  auto source = BatchSource::OpenDataLayer(DataLayer(db, 4, "transform_param { scale: 0.5 }"),
+  auto source = DatumBatchSource::OpenDataLayer(DataLayer(db, 4, "transform_param { scale: 0.5 }"),
                                            caffe::TRAIN, BaseDir(), 1);
   ASSERT_TRUE(source.ok()) << source.status();
   EXPECT_EQ((*source)->data_dims(), (std::vector<int64_t>{4, 1, 3, 4}));
@@ -91,7 +91,7 @@ TEST(BatchSourceTest, LevelDbSourceAndTheDeprecatedTransformFields) {
   caffe::LayerParameter layer = DataLayer(db, 3, "", "LEVELDB");
   layer.mutable_data_param()->set_crop_size(2);
   layer.mutable_data_param()->set_scale(2.0f);
-  auto source = BatchSource::OpenDataLayer(layer, caffe::TEST, BaseDir(), 1);
+  auto source = DatumBatchSource::OpenDataLayer(layer, caffe::TEST, BaseDir(), 1);
   ASSERT_TRUE(source.ok()) << source.status();
   EXPECT_EQ((*source)->data_dims(), (std::vector<int64_t>{3, 1, 2, 2}));
   Batch batch;
@@ -102,9 +102,9 @@ TEST(BatchSourceTest, LevelDbSourceAndTheDeprecatedTransformFields) {
 
 TEST(BatchSourceTest, SeededShuffleIsAPermutationPerEpochAndRepeats) {
   const std::string db = MakeDb("shuffle_lmdb", 10);
-  auto a = BatchSource::OpenDataLayer(DataLayer(db, 5), caffe::TRAIN, BaseDir(), 42, true);
-  auto b = BatchSource::OpenDataLayer(DataLayer(db, 5), caffe::TRAIN, BaseDir(), 42, true);
-  auto c = BatchSource::OpenDataLayer(DataLayer(db, 5), caffe::TRAIN, BaseDir(), 43, true);
+  auto a = DatumBatchSource::OpenDataLayer(DataLayer(db, 5), caffe::TRAIN, BaseDir(), 42, true);
+  auto b = DatumBatchSource::OpenDataLayer(DataLayer(db, 5), caffe::TRAIN, BaseDir(), 42, true);
+  auto c = DatumBatchSource::OpenDataLayer(DataLayer(db, 5), caffe::TRAIN, BaseDir(), 43, true);
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   const std::vector<float> la = Labels(**a, 6), lb = Labels(**b, 6), lc = Labels(**c, 6);
   EXPECT_EQ(la, lb);
@@ -120,10 +120,10 @@ TEST(BatchSourceTest, SeededShuffleIsAPermutationPerEpochAndRepeats) {
 TEST(BatchSourceTest, ShardsAreDisjointAndCoverTheData) {
   const std::string db = MakeDb("shards_lmdb", 12);
   for (bool shuffle : {false, true}) {
-    std::vector<std::unique_ptr<BatchSource>> shards;
+    std::vector<std::unique_ptr<DatumBatchSource>> shards;
     for (int k = 0; k < 3; ++k) {
       auto s =
-          BatchSource::OpenDataLayer(DataLayer(db, 2), caffe::TRAIN, BaseDir(), 5, shuffle, k, 3);
+          DatumBatchSource::OpenDataLayer(DataLayer(db, 2), caffe::TRAIN, BaseDir(), 5, shuffle, k, 3);
       ASSERT_TRUE(s.ok()) << s.status();
       shards.push_back(std::move(s).value());
     }
@@ -135,7 +135,7 @@ TEST(BatchSourceTest, ShardsAreDisjointAndCoverTheData) {
     for (int i = 0; i < 12; ++i) expected.insert(i);
     EXPECT_EQ(all, expected) << "shuffle " << shuffle;
   }
-  auto bad = BatchSource::OpenDataLayer(DataLayer(db, 2), caffe::TRAIN, BaseDir(), 5, false, 3, 3);
+  auto bad = DatumBatchSource::OpenDataLayer(DataLayer(db, 2), caffe::TRAIN, BaseDir(), 5, false, 3, 3);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
@@ -145,8 +145,8 @@ TEST(BatchSourceTest, RandSkipIsSeeded) {
   layer.mutable_data_param()->set_rand_skip(40);
   std::set<float> firsts;
   for (uint64_t seed : {1, 2, 3, 4, 5}) {
-    auto a = BatchSource::OpenDataLayer(layer, caffe::TRAIN, BaseDir(), seed);
-    auto b = BatchSource::OpenDataLayer(layer, caffe::TRAIN, BaseDir(), seed);
+    auto a = DatumBatchSource::OpenDataLayer(layer, caffe::TRAIN, BaseDir(), seed);
+    auto b = DatumBatchSource::OpenDataLayer(layer, caffe::TRAIN, BaseDir(), seed);
     ASSERT_TRUE(a.ok() && b.ok());
     const std::vector<float> first = Labels(**a, 2);
     EXPECT_EQ(first, Labels(**b, 2));
@@ -175,8 +175,8 @@ TEST(BatchSourceTest, SeededCropAndMirrorRepeat) {
   }
   const caffe::LayerParameter layer =
       DataLayer("crop_lmdb", 3, "transform_param { crop_size: 2 mirror: true }");
-  auto a = BatchSource::OpenDataLayer(layer, caffe::TRAIN, BaseDir(), 9);
-  auto b = BatchSource::OpenDataLayer(layer, caffe::TRAIN, BaseDir(), 9);
+  auto a = DatumBatchSource::OpenDataLayer(layer, caffe::TRAIN, BaseDir(), 9);
+  auto b = DatumBatchSource::OpenDataLayer(layer, caffe::TRAIN, BaseDir(), 9);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ((*a)->data_dims(), (std::vector<int64_t>{3, 1, 2, 2}));
   Batch x, y;
@@ -191,30 +191,30 @@ TEST(BatchSourceTest, SeededCropAndMirrorRepeat) {
 }
 
 TEST(BatchSourceTest, SetupErrorsNameTheLayerAndTheSource) {
-  auto missing = BatchSource::OpenDataLayer(DataLayer("x_lmdb", 4), caffe::TRAIN, BaseDir(), 1);
+  auto missing = DatumBatchSource::OpenDataLayer(DataLayer("x_lmdb", 4), caffe::TRAIN, BaseDir(), 1);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message().rfind("data layer 'mnist': source 'x_lmdb': ", 0), 0u)
       << missing.status();
 
   const std::string db = MakeDb("errors_lmdb", 3);
-  auto zero = BatchSource::OpenDataLayer(DataLayer(db, 0), caffe::TRAIN, BaseDir(), 1);
+  auto zero = DatumBatchSource::OpenDataLayer(DataLayer(db, 0), caffe::TRAIN, BaseDir(), 1);
   EXPECT_NE(zero.status().message().find("batch_size 0"), std::string::npos);
-  auto crop = BatchSource::OpenDataLayer(DataLayer(db, 1, "transform_param { crop_size: 9 }"),
+  auto crop = DatumBatchSource::OpenDataLayer(DataLayer(db, 1, "transform_param { crop_size: 9 }"),
                                          caffe::TRAIN, BaseDir(), 1);
   EXPECT_NE(crop.status().message().find("record '00000000': crop_size 9"), std::string::npos)
       << crop.status();
   auto type =
-      BatchSource::OpenDataLayer(Layer("name: 'h5' type: 'HDF5Data'"), caffe::TRAIN, BaseDir(), 1);
+      DatumBatchSource::OpenDataLayer(Layer("name: 'h5' type: 'HDF5Data'"), caffe::TRAIN, BaseDir(), 1);
   EXPECT_EQ(type.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(type.status().message().find("'HDF5Data'"), std::string::npos) << type.status();
   auto no_source =
-      BatchSource::OpenDataLayer(Layer("name: 'd' type: 'Data'"), caffe::TRAIN, BaseDir(), 1);
+      DatumBatchSource::OpenDataLayer(Layer("name: 'd' type: 'Data'"), caffe::TRAIN, BaseDir(), 1);
   EXPECT_NE(no_source.status().message().find("data_param.source is missing"), std::string::npos);
 }
 
 TEST(BatchSourceTest, ThreadErrorsComeOutOfNextAfterTheGoodBatches) {
   const std::string db = MakeDb("odd_lmdb", 6, DbBackend::kLmdb, /*odd_record=*/4);
-  auto source = BatchSource::OpenDataLayer(DataLayer(db, 2), caffe::TRAIN, BaseDir(), 1);
+  auto source = DatumBatchSource::OpenDataLayer(DataLayer(db, 2), caffe::TRAIN, BaseDir(), 1);
   ASSERT_TRUE(source.ok()) << source.status();
   Batch batch;
   EXPECT_TRUE((*source)->Next(&batch).ok());
@@ -230,7 +230,7 @@ TEST(BatchSourceTest, ThreadErrorsComeOutOfNextAfterTheGoodBatches) {
 TEST(BatchSourceTest, DestructorStopsAFullPrefetchQueue) {
   const std::string db = MakeDb("stop_lmdb", 5);
   for (int i = 0; i < 20; ++i) {
-    auto source = BatchSource::OpenDataLayer(DataLayer(db, 3), caffe::TRAIN, BaseDir(), i);
+    auto source = DatumBatchSource::OpenDataLayer(DataLayer(db, 3), caffe::TRAIN, BaseDir(), i);
     ASSERT_TRUE(source.ok());
     if (i % 2 == 1) Labels(**source, 1);
   }  // each destroyed with its thread blocked or mid-batch

@@ -1,5 +1,5 @@
 // LMDB and LevelDB Datum databases: write/read round trips, key order, wrap-around, overwrite.
-#include "data/datum_db.h"
+#include "frontends/caffe/data/datum_db.h"
 
 #include <filesystem>
 #include <fstream>

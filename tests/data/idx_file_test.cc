@@ -6,7 +6,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "proto/caffe_io.h"
+#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 
 namespace kiln {

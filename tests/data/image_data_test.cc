@@ -1,4 +1,4 @@
-// Caffe's ImageData layer through BatchSource: image lists, labels, shapes, BGR planes, resize,
+// Caffe's ImageData layer through DatumBatchSource: image lists, labels, shapes, BGR planes, resize,
 // gray, crops, seeded shuffling per epoch, rand_skip, and errors naming the list or the image.
 #include <filesystem>
 #include <set>
@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "data/batch_source.h"
-#include "data/image_list.h"
+#include "frontends/caffe/data/batch_source.h"
+#include "frontends/caffe/data/image_list.h"
 #include "gtest/gtest.h"
-#include "proto/caffe_io.h"
+#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 #include "tests/util/image_files.h"
 
@@ -51,14 +51,14 @@ caffe::LayerParameter ImageLayer(const std::string& list, int batch, const std::
   return layer;
 }
 
-std::unique_ptr<BatchSource> Open(const caffe::LayerParameter& layer, uint64_t seed = 1,
+std::unique_ptr<DatumBatchSource> Open(const caffe::LayerParameter& layer, uint64_t seed = 1,
                                   caffe::Phase phase = caffe::TRAIN) {
-  auto source = BatchSource::OpenDataLayer(layer, phase, BaseDir(), seed);
+  auto source = DatumBatchSource::OpenDataLayer(layer, phase, BaseDir(), seed);
   EXPECT_TRUE(source.ok()) << source.status();
   return source.ok() ? std::move(source).value() : nullptr;
 }
 
-std::vector<float> Labels(BatchSource& source, int batches) {
+std::vector<float> Labels(DatumBatchSource& source, int batches) {
   std::vector<float> labels;
   Batch batch;
   for (int i = 0; i < batches; ++i) {
@@ -195,13 +195,13 @@ TEST(ImageDataTest, ErrorsNameTheLayerTheListAndTheImage) {
 
   // The first image missing fails at setup.
   ASSERT_TRUE(WriteBytes(ScratchFile("ghost.txt"), "ghost.png 1\n"));
-  auto ghost = BatchSource::OpenDataLayer(ImageLayer("ghost.txt", 1), caffe::TRAIN, BaseDir(), 1);
+  auto ghost = DatumBatchSource::OpenDataLayer(ImageLayer("ghost.txt", 1), caffe::TRAIN, BaseDir(), 1);
   EXPECT_EQ(ghost.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(ghost.status().message().find("ghost.png"), std::string::npos) << ghost.status();
 
   ASSERT_TRUE(WriteBytes(ScratchFile("badlabel.txt"), "a.png 1\nb.png cat\n"));
   auto label =
-      BatchSource::OpenDataLayer(ImageLayer("badlabel.txt", 1), caffe::TRAIN, BaseDir(), 1);
+      DatumBatchSource::OpenDataLayer(ImageLayer("badlabel.txt", 1), caffe::TRAIN, BaseDir(), 1);
   EXPECT_EQ(label.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(label.status().message().find("badlabel.txt:2: label 'cat' is not an integer"),
             std::string::npos)
@@ -209,19 +209,19 @@ TEST(ImageDataTest, ErrorsNameTheLayerTheListAndTheImage) {
 
   ASSERT_TRUE(WriteBytes(ScratchFile("nolabel.txt"), "lonely.png\n"));
   auto nolabel =
-      BatchSource::OpenDataLayer(ImageLayer("nolabel.txt", 1), caffe::TRAIN, BaseDir(), 1);
+      DatumBatchSource::OpenDataLayer(ImageLayer("nolabel.txt", 1), caffe::TRAIN, BaseDir(), 1);
   EXPECT_NE(nolabel.status().message().find("nolabel.txt:1: expected 'path label'"),
             std::string::npos)
       << nolabel.status();
 
   auto half =
-      BatchSource::OpenDataLayer(ImageLayer("broken.txt", 1, "root_folder: 'broken' new_height: 8"),
+      DatumBatchSource::OpenDataLayer(ImageLayer("broken.txt", 1, "root_folder: 'broken' new_height: 8"),
                                  caffe::TRAIN, BaseDir(), 1);
   EXPECT_EQ(half.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(half.status().message().find("new_width 0"), std::string::npos) << half.status();
 
   auto missing =
-      BatchSource::OpenDataLayer(ImageLayer("absent.txt", 1), caffe::TRAIN, BaseDir(), 1);
+      DatumBatchSource::OpenDataLayer(ImageLayer("absent.txt", 1), caffe::TRAIN, BaseDir(), 1);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message().rfind("data layer 'photos': source 'absent.txt': ", 0), 0u)
       << missing.status();
@@ -229,7 +229,7 @@ TEST(ImageDataTest, ErrorsNameTheLayerTheListAndTheImage) {
   caffe::LayerParameter no_source;
   no_source.set_name("x");
   no_source.set_type("ImageData");
-  EXPECT_NE(BatchSource::OpenDataLayer(no_source, caffe::TRAIN, BaseDir(), 1)
+  EXPECT_NE(DatumBatchSource::OpenDataLayer(no_source, caffe::TRAIN, BaseDir(), 1)
                 .status()
                 .message()
                 .find("image_data_param.source is missing"),

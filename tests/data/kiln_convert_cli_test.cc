@@ -1,10 +1,10 @@
-// `kiln convert` end to end: IDX files in, a Datum database out that BatchSource reads.
+// `kiln convert` end to end: IDX files in, a Datum database out that DatumBatchSource reads.
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "data/batch_source.h"
-#include "data/datum_db.h"
+#include "frontends/caffe/data/batch_source.h"
+#include "frontends/caffe/data/datum_db.h"
 #include "data/idx_file.h"
 #include "gtest/gtest.h"
 #include "tests/util/caffe_files.h"
@@ -103,7 +103,7 @@ TEST(KilnConvertTest, FashionMnistThroughADataLayer) {
   layer.mutable_data_param()->set_backend(caffe::DataParameter::LMDB);
   layer.mutable_data_param()->set_batch_size(64);
   layer.mutable_transform_param()->set_scale(1.0f / 256);
-  auto source = BatchSource::OpenDataLayer(layer, caffe::TEST, "", 1);
+  auto source = DatumBatchSource::OpenDataLayer(layer, caffe::TEST, "", 1);
   ASSERT_TRUE(source.ok()) << source.status();
   EXPECT_EQ((*source)->dataset_size(), 10000);
   EXPECT_EQ((*source)->data_dims(), (std::vector<int64_t>{64, 1, 28, 28}));

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "data/batch_source.h"
-#include "data/datum_db.h"
-#include "data/image_datum.h"
+#include "frontends/caffe/data/batch_source.h"
+#include "frontends/caffe/data/datum_db.h"
+#include "frontends/caffe/data/image_datum.h"
 #include "data/image_resize.h"
 #include "gtest/gtest.h"
-#include "proto/caffe_io.h"
+#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 #include "tests/util/image_files.h"
 #include "tools/convert_command.h"
@@ -175,7 +175,7 @@ TEST(KilnConvertImagesTest, EncodedRecordsHoldTheFileAndDecodeLikeRawOnes) {
                                  "transform_param { scale: 0.25 mean_value: 10 }"),
                     "layer", layer)
                     .ok());
-    auto source = BatchSource::OpenDataLayer(layer, caffe::TEST, "", 1);
+    auto source = DatumBatchSource::OpenDataLayer(layer, caffe::TEST, "", 1);
     EXPECT_TRUE(source.ok()) << source.status();
     Batch batch;
     if (source.ok()) {

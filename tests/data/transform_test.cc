@@ -1,14 +1,14 @@
 // Caffe's Datum transformer: mean, scale, crops, mirror, float_data, encoded records, and its
 // errors.
-#include "data/transform.h"
+#include "frontends/caffe/data/transform.h"
 
 #include <set>
 #include <string>
 #include <vector>
 
-#include "data/image_datum.h"
+#include "frontends/caffe/data/image_datum.h"
 #include "gtest/gtest.h"
-#include "proto/caffe_io.h"
+#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 #include "tests/util/image_files.h"
 

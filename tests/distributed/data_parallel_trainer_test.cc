@@ -3,7 +3,7 @@
 // bit-identical on both ranks), with iter_size and gradient clipping too; BatchNorm statistics
 // stay per rank unless synchronized; only rank 0 tests and snapshots; and a rank that is killed,
 // or dies silently, ends the others with an error instead of a hang.
-#include "engine/distributed/data_parallel_trainer.h"
+#include "frontends/caffe/training/data_parallel_trainer.h"
 
 #include <chrono>
 #include <cmath>
@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/distributed/fake_communicator.h"
+#include "distributed/fake_communicator.h"
 #include "gtest/gtest.h"
-#include "proto/solver.h"
+#include "frontends/caffe/solver.h"
 #include "tests/distributed/small_net.h"
 #include "tests/util/caffe_files.h"
 
@@ -34,8 +34,8 @@ using testing_dp::Solver;
 // Trains `steps` with one rank of batch 2B and with two ranks of batch B; compares.
 void ExpectTwoRanksMatchOne(const std::string& name, int batch, const std::string& extra,
                             int steps) {
-  absl::StatusOr<std::unique_ptr<Trainer>> single =
-      Trainer::Create(Solver(name + "_single", 2 * batch, extra), CpuOptions());
+  absl::StatusOr<std::unique_ptr<SolverTrainer>> single =
+      SolverTrainer::Create(Solver(name + "_single", 2 * batch, extra), CpuOptions());
   ASSERT_TRUE(single.ok()) << single.status();
   const std::vector<float> initial = Parameters(**single);
   for (int i = 0; i < steps; ++i) ASSERT_TRUE((*single)->Step().ok());
@@ -66,8 +66,8 @@ TEST(DataParallelTrainerTest, TwoRanksOfBatchBTrainAsOneRankOfBatch2B) {
 
 TEST(DataParallelTrainerTest, SmallBucketsGiveTheSameResult) {
   // Many tiny buckets (one per gradient, about) reduce the same numbers.
-  absl::StatusOr<std::unique_ptr<Trainer>> single =
-      Trainer::Create(Solver("dp_buckets_single", 16), CpuOptions());
+  absl::StatusOr<std::unique_ptr<SolverTrainer>> single =
+      SolverTrainer::Create(Solver("dp_buckets_single", 16), CpuOptions());
   ASSERT_TRUE(single.ok()) << single.status();
   for (int i = 0; i < 5; ++i) ASSERT_TRUE((*single)->Step().ok());
   Group g = MakeGroup(2);
@@ -106,8 +106,8 @@ TEST(DataParallelTrainerTest, BatchNormStatisticsArePerRankUnlessSynchronized) {
     ASSERT_TRUE(dp.ok()) << dp.status();
     const std::vector<float> before = LayerBlobs((*dp)->worker(0).trainer(), "bn");
     ASSERT_TRUE((*dp)->Step(3).ok());
-    Trainer& t0 = (*dp)->worker(0).trainer();
-    Trainer& t1 = (*dp)->worker(1).trainer();
+    SolverTrainer& t0 = (*dp)->worker(0).trainer();
+    SolverTrainer& t1 = (*dp)->worker(1).trainer();
     EXPECT_EQ(Parameters(t0).size(), Parameters(t1).size());
     EXPECT_EQ(LayerBlobs(t0, "conv"), LayerBlobs(t1, "conv"));
     EXPECT_EQ(LayerBlobs(t0, "ip2"), LayerBlobs(t1, "ip2"));
@@ -218,7 +218,7 @@ TEST(DataParallelTrainerTest, BadSetupsAreStatuses) {
   TrainerOptions bad_shard = CpuOptions();
   bad_shard.data_shard = 2;
   bad_shard.data_shards = 2;
-  EXPECT_EQ(Trainer::Create(solver, bad_shard).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SolverTrainer::Create(solver, bad_shard).status().code(), absl::StatusCode::kInvalidArgument);
   // A Trainer that cannot be built is an error on every rank, not a hang.
   SolverConfig broken = solver;
   broken.param.set_type("NoSuchSolver");

@@ -2,7 +2,7 @@
 // barrier), every rank ends with the same bytes, mismatched calls are caught, and injected
 // deaths end the other ranks' calls with an error (after the timeout when silent, at once when
 // the connection drops or a rank aborts) instead of a hang.
-#include "engine/distributed/fake_communicator.h"
+#include "distributed/fake_communicator.h"
 
 #include <atomic>
 #include <chrono>

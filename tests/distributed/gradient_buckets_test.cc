@@ -1,7 +1,7 @@
 // The gradient bucket planner: buckets follow the production order, fill up to their cap (the
 // first to its smaller cap), give an oversized gradient a bucket of its own, tile one flat
 // buffer with aligned gradients, say which gradient completes which bucket, and refuse bad input.
-#include "engine/distributed/gradient_buckets.h"
+#include "distributed/gradient_buckets.h"
 
 #include <random>
 #include <string>

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/distributed/data_parallel_sync.h"
-#include "engine/distributed/fake_communicator.h"
-#include "engine/runtime/device.h"
-#include "engine/training/trainer.h"
+#include "distributed/data_parallel_sync.h"
+#include "distributed/fake_communicator.h"
+#include "runtime/device.h"
+#include "frontends/caffe/training/trainer.h"
 #include "gtest/gtest.h"
 #include "tests/distributed/small_net.h"
 
@@ -41,7 +41,7 @@ struct Timeline {
   int now = kNotStarted;                   // the last step reported in this pass, or kAfterBackward
   int last_step = -1;                      // the largest step ever reported
   int64_t reported = 0;                    // OnStepEnqueued calls
-  std::map<std::string, int> produced_at;  // from the Trainer's slots
+  std::map<std::string, int> produced_at;  // from the SolverTrainer's slots
   const char* block = nullptr;
   int64_t block_bytes = 0;
   struct AllReduce {
@@ -133,8 +133,8 @@ class ObservingSync : public GradientSync {
 struct Rank {
   Timeline timeline;
   std::unique_ptr<RecordingCommunicator> comm;
-  std::unique_ptr<ObservingSync> sync;  // before the Trainer, which uses it until it dies
-  std::unique_ptr<Trainer> trainer;
+  std::unique_ptr<ObservingSync> sync;  // before the SolverTrainer, which uses it until it dies
+  std::unique_ptr<SolverTrainer> trainer;
 };
 
 // Runs fn(rank) on every rank, one thread each; the first failure aborts the group (so nobody
@@ -180,7 +180,7 @@ std::unique_ptr<TwoRanks> TrainTwoRanks(const SolverConfig& solver,
     mine.data_shard = r;
     mine.data_shards = 2;
     mine.gradient_sync = two->ranks[r]->sync.get();
-    absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(solver, mine);
+    absl::StatusOr<std::unique_ptr<SolverTrainer>> trainer = SolverTrainer::Create(solver, mine);
     if (!trainer.ok()) return trainer.status();
     two->ranks[r]->trainer = std::move(*trainer);
     return absl::OkStatus();
@@ -201,7 +201,7 @@ std::unique_ptr<TwoRanks> TrainTwoRanks(const SolverConfig& solver,
 
 // One rank of batch `batch` trained `steps` steps: the parameters two ranks must reach.
 std::vector<float> TrainOneRank(const SolverConfig& solver, int steps) {
-  absl::StatusOr<std::unique_ptr<Trainer>> single = Trainer::Create(solver, CpuOptions());
+  absl::StatusOr<std::unique_ptr<SolverTrainer>> single = SolverTrainer::Create(solver, CpuOptions());
   EXPECT_TRUE(single.ok()) << single.status();
   if (!single.ok()) return {};
   for (int i = 0; i < steps; ++i) EXPECT_TRUE((*single)->Step().ok());
@@ -303,7 +303,7 @@ TEST(GradientOverlapTest, OverlapOffGivesTheSameNumbersWithEveryBucketAfterBackw
     const DataParallelSync& sync = off->ranks[r]->sync->sync();
     const int buckets = static_cast<int>(sync.buckets().buckets.size());
     EXPECT_FALSE(sync.ActsDuringBackward());
-    EXPECT_EQ(t.reported, 0) << "the Trainer reported steps to a sync that does not act";
+    EXPECT_EQ(t.reported, 0) << "the SolverTrainer reported steps to a sync that does not act";
     ASSERT_EQ(static_cast<int>(t.all_reduces.size()), kSteps * buckets);
     for (size_t i = 0; i < t.all_reduces.size(); ++i) {
       EXPECT_EQ(t.all_reduces[i].at, Timeline::kAfterBackward) << "all-reduce " << i;

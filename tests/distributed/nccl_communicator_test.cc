@@ -2,14 +2,14 @@
 // GPUs (tag "gpu", skipped without a device): one rank reduces, broadcasts and waits on a real
 // stream; with two devices, two ranks (threads) sum each other's buffers, and a rank that stops
 // calling makes the other's Wait end in DeadlineExceeded within the timeout instead of hanging.
-#include "engine/distributed/nccl_communicator.h"
+#include "distributed/nccl_communicator.h"
 
 #include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
 
-#include "engine/runtime/device.h"
+#include "runtime/device.h"
 #include "gtest/gtest.h"
 
 namespace kiln {

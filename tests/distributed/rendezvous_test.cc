@@ -2,7 +2,7 @@
 // over TCP and through shared files; peers that start before rank 0 retry; and every way a job
 // can be misconfigured or broken (nobody listening, a wrong world size, a rank claimed twice, a
 // rank that never comes, files left by an earlier run) ends every rank with a clear error.
-#include "engine/distributed/rendezvous.h"
+#include "distributed/rendezvous.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/distributed/file_rendezvous.h"
-#include "engine/distributed/open_rendezvous.h"
-#include "engine/distributed/tcp_rendezvous.h"
+#include "distributed/file_rendezvous.h"
+#include "distributed/open_rendezvous.h"
+#include "distributed/tcp_rendezvous.h"
 #include "gtest/gtest.h"
 #include "tests/util/caffe_files.h"
 

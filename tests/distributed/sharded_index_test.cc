@@ -1,8 +1,8 @@
 // Data sharding: within every epoch the ranks' records are disjoint and cover the dataset (the
 // remainder neither dropped nor padded), W ranks of batch B read together what one rank of
-// batch W*B reads, the order is Caffe 1.0's (position mod W), and BatchSource's shards read
+// batch W*B reads, the order is Caffe 1.0's (position mod W), and DatumBatchSource's shards read
 // exactly the records ShardedIndex predicts, in key order and shuffled, with a rand_skip start.
-#include "engine/distributed/sharded_index.h"
+#include "distributed/sharded_index.h"
 
 #include <algorithm>
 #include <map>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "data/batch_source.h"
-#include "data/datum_db.h"
+#include "frontends/caffe/data/batch_source.h"
+#include "frontends/caffe/data/datum_db.h"
 #include "gtest/gtest.h"
 #include "tests/util/caffe_files.h"
 
@@ -145,7 +145,7 @@ TEST(ShardedIndexTest, BadOptionsAreInvalidArgument) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// BatchSource (data/) reads the stream ShardedIndex describes.
+// DatumBatchSource (data/) reads the stream ShardedIndex describes.
 
 std::string RecordDb(int n) {
   const std::string path = ScratchFile(absl::StrCat("sharded_", n, "_lmdb"));
@@ -175,7 +175,7 @@ TEST(ShardedIndexTest, BatchSourceShardsReadThePredictedRecords) {
       const int64_t start = RandSkipStart(seed, rand_skip);
       for (int r = 0; r < w; ++r) {
         SCOPED_TRACE(absl::StrCat("shuffle=", shuffle, " rand_skip=", rand_skip, " rank ", r));
-        BatchSourceOptions o;
+        DatumBatchOptions o;
         o.name = "data";
         o.source = db;
         o.backend = DbBackend::kLmdb;
@@ -186,7 +186,7 @@ TEST(ShardedIndexTest, BatchSourceShardsReadThePredictedRecords) {
         o.shard = r;
         o.num_shards = w;
         o.prefetch = 1;
-        absl::StatusOr<std::unique_ptr<BatchSource>> source = BatchSource::Open(o);
+        absl::StatusOr<std::unique_ptr<DatumBatchSource>> source = DatumBatchSource::Open(o);
         ASSERT_TRUE(source.ok()) << source.status();
         const ShardedIndex index = Make(d, w, r, shuffle, start, seed);
         for (int step = 0; step < 6; ++step) {

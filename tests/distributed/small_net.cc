@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "data/datum_db.h"
+#include "frontends/caffe/data/datum_db.h"
 #include "gtest/gtest.h"
-#include "proto/caffe_io.h"
+#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 
 namespace kiln {
@@ -144,7 +144,7 @@ TrainerOptions CpuOptions() {
 }
 
 // Every blob of every layer with parameters, flattened, in order.
-std::vector<float> Parameters(Trainer& trainer) {
+std::vector<float> Parameters(SolverTrainer& trainer) {
   absl::StatusOr<caffe::NetParameter> net = trainer.WeightsAsNet();
   EXPECT_TRUE(net.ok()) << net.status();
   std::vector<float> out;
@@ -156,7 +156,7 @@ std::vector<float> Parameters(Trainer& trainer) {
   return out;
 }
 
-std::vector<float> LayerBlobs(Trainer& trainer, const std::string& name) {
+std::vector<float> LayerBlobs(SolverTrainer& trainer, const std::string& name) {
   absl::StatusOr<caffe::NetParameter> net = trainer.WeightsAsNet();
   EXPECT_TRUE(net.ok()) << net.status();
   std::vector<float> out;

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "engine/distributed/communicator.h"
-#include "engine/distributed/fake_communicator.h"
-#include "engine/training/trainer.h"
-#include "proto/solver.h"
+#include "distributed/communicator.h"
+#include "distributed/fake_communicator.h"
+#include "frontends/caffe/training/trainer.h"
+#include "frontends/caffe/solver.h"
 
 namespace kiln {
 namespace testing_dp {
@@ -32,8 +32,8 @@ SolverConfig Solver(const std::string& name, int batch, const std::string& extra
 TrainerOptions CpuOptions();
 
 // Every blob of every layer with parameters, flattened, in order; or those of one layer.
-std::vector<float> Parameters(Trainer& trainer);
-std::vector<float> LayerBlobs(Trainer& trainer, const std::string& name);
+std::vector<float> Parameters(SolverTrainer& trainer);
+std::vector<float> LayerBlobs(SolverTrainer& trainer, const std::string& name);
 double MaxAbsDifference(const std::vector<float>& a, const std::vector<float>& b);
 
 // A fake group of n ranks and its communicators.

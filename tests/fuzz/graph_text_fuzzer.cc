@@ -1,8 +1,8 @@
 // Fuzz target: Kiln's own graph text format, parsed, verified and printed back.
 #include <string>
 
-#include "engine/ir/text_format.h"
-#include "engine/ir/verifier.h"
+#include "ir/text_format.h"
+#include "ir/verifier.h"
 #include "ops/all_ops.h"
 #include "tests/fuzz/fuzz_targets.h"
 

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "ops/all_ops.h"
-#include "proto/caffe_io.h"
-#include "proto/caffe_model.h"
+#include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/caffe_model.h"
 #include "tests/fuzz/fuzz_targets.h"
 
 namespace {

@@ -2,8 +2,8 @@
 #include <string>
 
 #include "ops/all_ops.h"
-#include "proto/caffe_io.h"
-#include "proto/caffe_model.h"
+#include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/caffe_model.h"
 #include "tests/fuzz/fuzz_targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

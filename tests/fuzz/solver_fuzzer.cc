@@ -2,8 +2,8 @@
 // folder that does not exist), then its learning-rate schedule evaluated.
 #include <string>
 
-#include "proto/caffe_io.h"
-#include "proto/solver.h"
+#include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/solver.h"
 #include "tests/fuzz/fuzz_targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/dnn/conv_gemm_views.h"
-#include "kernels/dnn/conv_reference.h"
+#include "dnn/conv_gemm_views.h"
+#include "dnn/conv_reference.h"
 #include "tests/util/conv_cases.h"
 
 namespace kiln {

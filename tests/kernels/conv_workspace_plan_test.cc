@@ -5,12 +5,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/cuda/conv_fft.h"
-#include "kernels/cuda/conv_winograd_passes.h"
-#include "kernels/cuda/convolution.h"
-#include "kernels/cuda/dnn_handle.h"
-#include "kernels/dnn/conv_problem.h"
-#include "kernels/dnn/descriptors.h"
+#include "dnn/cuda/conv/conv_fft.h"
+#include "dnn/cuda/conv/conv_winograd_passes.h"
+#include "dnn/cuda/conv/convolution.h"
+#include "dnn/cuda/dnn_handle.h"
+#include "dnn/conv_problem.h"
+#include "dnn/descriptors.h"
 
 namespace kiln {
 namespace {

@@ -3,7 +3,7 @@
 // cases skip without a device; the registry test runs everywhere.
 #include <cstdio>
 
-#include "engine/runtime/device.h"
+#include "runtime/device.h"
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"

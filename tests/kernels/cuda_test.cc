@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/runtime/device.h"
+#include "runtime/device.h"
 #include "gtest/gtest.h"
 #include "tests/util/op_test_util.h"
 

@@ -15,8 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "kernels/cuda/normalization.h"
-#include "kernels/dnn/primitive_reference.h"
+#include "dnn/cuda/normalization.h"
+#include "dnn/primitive_reference.h"
 #include "tests/kernels/primitives_cuda_fixture.h"
 
 namespace kiln {

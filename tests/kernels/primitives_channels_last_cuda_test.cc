@@ -13,10 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "kernels/cuda/normalization.h"
-#include "kernels/cuda/pooling.h"
-#include "kernels/dnn/primitive_checks.h"
-#include "kernels/dnn/primitive_reference.h"
+#include "dnn/cuda/normalization.h"
+#include "dnn/cuda/pooling.h"
+#include "dnn/primitive_checks.h"
+#include "dnn/primitive_reference.h"
 #include "tests/kernels/primitives_cuda_fixture.h"
 
 namespace kiln {

@@ -18,8 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
-#include "kernels/cuda/dnn_handle.h"
-#include "kernels/dnn/primitive_reference.h"
+#include "dnn/cuda/dnn_handle.h"
+#include "dnn/primitive_reference.h"
 #include "tests/util/primitive_test_util.h"
 
 namespace kiln {

@@ -11,9 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "kernels/dnn/primitive_checks.h"
-#include "kernels/dnn/primitive_reference.h"
-#include "ops/dropout_mask.h"
+#include "dnn/primitive_checks.h"
+#include "dnn/primitive_reference.h"
+#include "base/dropout_mask.h"
 #include "tests/util/primitive_test_util.h"
 
 namespace kiln {

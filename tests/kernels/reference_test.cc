@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "ops/dropout_mask.h"
+#include "base/dropout_mask.h"
 #include "tests/util/op_test_util.h"
 
 namespace kiln {

@@ -21,8 +21,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "kernels/cuda/solver_update.h"
-#include "kernels/dnn/solver_update.h"
+#include "dnn/cuda/solver_update.h"
+#include "dnn/solver_update.h"
 
 namespace kiln {
 namespace dnn {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/ir/graph_builder.h"
+#include "ir/graph_builder.h"
 #include "gtest/gtest.h"
 #include "ops/all_ops.h"
 #include "ops/pooling_params.h"

@@ -8,10 +8,10 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "engine/ir/graph_builder.h"
-#include "engine/ir/text_format.h"
-#include "engine/runtime/compiler.h"
-#include "engine/runtime/executor.h"
+#include "ir/graph_builder.h"
+#include "ir/text_format.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"

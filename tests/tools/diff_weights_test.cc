@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "proto/caffe_io.h"
+#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 #include "tools/diff_weights_command.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "proto/caffe_io.h"
+#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 #include "tools/compile_command.h"
 #include "tools/dump_command.h"

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "data/datum_db.h"
-#include "engine/runtime/device.h"
+#include "frontends/caffe/data/datum_db.h"
+#include "runtime/device.h"
 #include "gtest/gtest.h"
-#include "proto/caffe_io.h"
+#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 #include "tools/train_command.h"
 

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/training/trainer.h"
+#include "frontends/caffe/training/trainer.h"
 #include "gtest/gtest.h"
-#include "proto/solver.h"
+#include "frontends/caffe/solver.h"
 #include "tests/util/caffe_files.h"
 #include "tools/convert_command.h"
 
@@ -74,7 +74,7 @@ TEST(FashionMnistTraining, LenetReachesEightyPercentOnTheCpuIn500Iterations) {
   solver->param.set_max_iter(500);
   TrainerOptions options;
   options.compile.backend = BackendChoice::kCpu;  // CI has no GPU; say so rather than fall back
-  absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(*solver, options);
+  absl::StatusOr<std::unique_ptr<SolverTrainer>> trainer = SolverTrainer::Create(*solver, options);
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   std::printf("fashion-mnist: %s\n", (*trainer)->backend_description().c_str());
   const auto train_start = Clock::now();

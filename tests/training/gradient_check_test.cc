@@ -6,8 +6,8 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
-#include "engine/runtime/compiler.h"
-#include "engine/runtime/executor.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
 #include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"

@@ -1,7 +1,7 @@
 // The Trainer on the CPU: snapshot and resume reproduce a straight run bit for bit (SGD and
 // Adam), the solver's rules (lr_mult, decay_mult, momentum, iter_size, clip_gradients) give the
 // update worked out by hand on a linear model, and the errors a user meets name what is wrong.
-#include "engine/training/trainer.h"
+#include "frontends/caffe/training/trainer.h"
 
 #include <cmath>
 #include <cstdio>
@@ -14,10 +14,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "data/datum_db.h"
+#include "frontends/caffe/data/datum_db.h"
 #include "gtest/gtest.h"
-#include "proto/caffe_io.h"
-#include "proto/solver.h"
+#include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/solver.h"
 #include "tests/util/caffe_files.h"
 #include "tests/util/image_files.h"
 
@@ -50,7 +50,7 @@ absl::StatusOr<SolverConfig> WriteAndLoadSolver(const std::string& name, const s
   return LoadSolver(solver_file);
 }
 
-absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const SolverConfig& solver,
+absl::StatusOr<std::unique_ptr<SolverTrainer>> MakeTrainer(const SolverConfig& solver,
                                                      double loss_scale = 1.0,
                                                      bool optimize = false) {
   TrainerOptions options;
@@ -58,7 +58,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const SolverConfig& solver,
   options.compile.optimize = optimize;
   const std::string any = ScratchFile("x");
   options.solver_dir = any.substr(0, any.rfind('/'));
-  return Trainer::Create(solver, options);
+  return SolverTrainer::Create(solver, options);
 }
 
 // The blob values of layer `layer` in a WeightsAsNet result.
@@ -314,7 +314,7 @@ Grad LinearGradient(const double w[2], double b, int first, int count) {
 }
 
 // The current (w0, w1, b) of the linear net's trainer.
-std::vector<float> LinearParams(Trainer& trainer) {
+std::vector<float> LinearParams(SolverTrainer& trainer) {
   auto net = trainer.WeightsAsNet();
   EXPECT_TRUE(net.ok());
   std::vector<float> out;
@@ -508,12 +508,12 @@ TEST(TrainerRules, FusedBatchNormScaleTrainsLikeThePair) {
   }
   // The fused plan runs one AffineBatchNorm forward and one backward, and no Scale (profiled
   // after the steps: a pass before the first batch would read unfed data buffers).
-  auto ops = [](Trainer& t) {
+  auto ops = [](SolverTrainer& t) {
     std::map<std::string, int> count;
     auto steps = t.ProfilePass();
     EXPECT_TRUE(steps.ok()) << steps.status();
     if (steps.ok()) {
-      for (const Trainer::StepTime& s : *steps) ++count[s.op];
+      for (const SolverTrainer::StepTime& s : *steps) ++count[s.op];
     }
     return count;
   };

@@ -15,16 +15,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/runtime/compiler.h"
-#include "engine/runtime/executor.h"
-#include "engine/training/backward.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
+#include "training/backward.h"
 #include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 #include "passes/training_passes.h"
-#include "proto/caffe_io.h"
-#include "proto/caffe_model.h"
+#include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/caffe_model.h"
 
 namespace kiln {
 namespace {

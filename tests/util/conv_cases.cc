@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "engine/ir/dtype.h"
+#include "base/dtype.h"
 
 namespace kiln {
 namespace testing {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/dnn/conv_problem.h"
-#include "kernels/dnn/descriptors.h"
+#include "dnn/conv_problem.h"
+#include "dnn/descriptors.h"
 
 namespace kiln {
 namespace testing {

@@ -3,7 +3,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "engine/runtime/compiler.h"
+#include "runtime/compiler.h"
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
 #include "tests/util/op_test_util.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/ir/attribute.h"
-#include "engine/ir/host_tensor.h"
+#include "ir/attribute.h"
+#include "ir/host_tensor.h"
 
 namespace kiln {
 namespace testing {

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/ir/attribute.h"
-#include "engine/ir/graph.h"
-#include "engine/ir/host_tensor.h"
+#include "ir/attribute.h"
+#include "ir/graph.h"
+#include "ir/host_tensor.h"
 
 namespace kiln {
 namespace testing {

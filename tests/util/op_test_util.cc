@@ -5,9 +5,9 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "engine/ir/graph_builder.h"
-#include "engine/runtime/executor.h"
-#include "engine/status_macros.h"
+#include "ir/graph_builder.h"
+#include "runtime/executor.h"
+#include "base/status_macros.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/ir/attribute.h"
-#include "engine/ir/host_tensor.h"
-#include "engine/runtime/compiler.h"
+#include "ir/attribute.h"
+#include "ir/host_tensor.h"
+#include "runtime/compiler.h"
 
 namespace kiln {
 namespace testing {

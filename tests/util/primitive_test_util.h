@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/dnn/descriptors.h"
-#include "kernels/dnn/primitive_descriptors.h"
+#include "dnn/descriptors.h"
+#include "dnn/primitive_descriptors.h"
 
 namespace kiln {
 namespace testing {

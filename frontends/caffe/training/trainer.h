@@ -1,0 +1,50 @@
+// Caffe's Solver on the training engine: a Trainer (training/trainer.h) made from a solver file.
+// It imports the TRAIN net (forward and backward as one plan) and each TEST net, feeds their
+// data layers from their databases (frontends/caffe/data, read ahead on a thread), takes the
+// update rule and learning-rate schedule from the SolverParameter, and writes and reads
+// snapshots as a .caffemodel and a .solverstate in Caffe's formats (Restore continues from one
+// as Caffe's --snapshot does).
+#ifndef KILN_FRONTENDS_CAFFE_TRAINING_TRAINER_H_
+#define KILN_FRONTENDS_CAFFE_TRAINING_TRAINER_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "frontends/caffe/caffe_model.h"
+#include "frontends/caffe/solver.h"
+#include "frontends/caffe/training/training_net.h"
+#include "training/trainer.h"
+
+namespace kiln {
+
+// Caffe's `caffe test`: the TEST phase of `net` with the weights of options.weights, for
+// `iterations` batches of its data layers; the mean of each scalar output.
+absl::StatusOr<std::vector<NetOutput>> TestNet(const caffe::NetParameter& net, int iterations,
+                                               const TrainerOptions& options);
+
+class SolverTrainer : public Trainer {
+ public:
+  static absl::StatusOr<std::unique_ptr<SolverTrainer>> Create(const SolverConfig& solver,
+                                                               const TrainerOptions& options);
+
+  // Writes <prefix>_iter_<N>.caffemodel and .solverstate; returns their paths.
+  absl::StatusOr<std::pair<std::string, std::string>> Snapshot(const std::string& prefix);
+  // Continues from a .solverstate (and the .caffemodel it names, unless `weights_path` is given).
+  // With a GradientSync every rank must call it (the parameters are then shared from rank 0).
+  absl::Status Restore(const std::string& solverstate_path, const std::string& weights_path = "");
+  // The current parameters as a Caffe net of the TRAIN net's layers (for --weights elsewhere).
+  absl::StatusOr<caffe::NetParameter> WeightsAsNet() const;
+
+ private:
+  SolverTrainer() = default;
+
+  SolverConfig solver_;
+  CaffeModel train_model_;  // the TRAIN net's layers and blobs (its graph is the plan's)
+};
+
+}  // namespace kiln
+
+#endif  // KILN_FRONTENDS_CAFFE_TRAINING_TRAINER_H_

@@ -1,0 +1,135 @@
+#include "frontends/caffe/training/training_net.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "frontends/caffe/data/batch_source.h"
+#include "frontends/caffe/net_state.h"
+#include "frontends/caffe/training/training_graph.h"
+#include "frontends/caffe/upgrade.h"
+#include "ops/all_ops.h"
+
+namespace kiln {
+
+namespace {
+
+// A data source path as the user wrote it, resolved: the working directory first (Caffe runs
+// from where it is started), then the solver's folder.
+std::string ResolveSource(const std::string& source, const std::string& solver_dir) {
+  namespace fs = std::filesystem;
+  if (source.empty() || fs::path(source).is_absolute() || fs::exists(source)) return source;
+  const fs::path beside = fs::path(solver_dir) / source;
+  return !solver_dir.empty() && fs::exists(beside) ? beside.string() : source;
+}
+
+// The data layers the trainer feeds from a BatchSource.
+bool IsFedDataLayer(const std::string& type) { return type == "Data" || type == "ImageData"; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(
+    const SolverNet& spec, caffe::Phase phase, const TrainerOptions& options, uint64_t fill_seed,
+    bool backward, const std::vector<std::string>* only, CaffeModel* model_out) {
+  if (options.compile.split_for_memory) {
+    // Its slices would need their own gradients; training runs --optimize on's rewrites.
+    return absl::InvalidArgumentError(
+        "--optimize memory (split_for_memory) is for inference plans; training and test nets "
+        "take --optimize on or off");
+  }
+  std::vector<NetFeed> feeds;
+  caffe::NetParameter upgraded = spec.net;
+  KILN_RETURN_IF_ERROR(UpgradeNet(upgraded));
+  KILN_ASSIGN_OR_RETURN(caffe::NetParameter filtered, FilterNet(upgraded, spec.state));
+  CaffeImportOptions import;
+  import.phase = phase;
+  import.level = spec.state.level();
+  import.stages.assign(spec.state.stage().begin(), spec.state.stage().end());
+  import.weights = options.weights;
+  import.init = ParamInit::kFillers;
+  import.fill_seed = fill_seed;
+  for (const caffe::LayerParameter& layer : filtered.layer()) {
+    if (!IsFedDataLayer(layer.type())) {
+      if (layer.type() == "HDF5Data" || layer.type() == "MemoryData" ||
+          layer.type() == "WindowData") {
+        return absl::UnimplementedError(
+            absl::StrCat("training: data layer '", layer.name(), "' of type ", layer.type(),
+                         " (Kiln reads Data layers, LMDB or LevelDB of Datum records, and "
+                         "ImageData layers, lists of JPEG/PNG files; see kiln convert)"));
+      }
+      continue;
+    }
+    std::unique_ptr<DatumBatchSource> source;
+    std::vector<int64_t> dims;
+    if (!options.synthetic_data.empty()) {
+      auto given = options.synthetic_data.find(layer.top_size() > 0 ? layer.top(0) : "");
+      if (given == options.synthetic_data.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("training: synthetic data has no shape for the top of data layer '",
+                         layer.name(), "'"));
+      }
+      dims = given->second;
+    } else {
+      caffe::LayerParameter resolved = layer;
+      if (layer.type() == "ImageData") {
+        caffe::ImageDataParameter& image = *resolved.mutable_image_data_param();
+        image.set_source(ResolveSource(image.source(), options.solver_dir));
+        // Image paths are relative to root_folder, or to the working directory without one.
+        if (!image.root_folder().empty()) {
+          image.set_root_folder(ResolveSource(image.root_folder(), options.solver_dir));
+        }
+      } else {
+        resolved.mutable_data_param()->set_source(
+            ResolveSource(layer.data_param().source(), options.solver_dir));
+      }
+      const bool sharded = phase == caffe::TRAIN;  // TEST passes read the whole database
+      KILN_ASSIGN_OR_RETURN(
+          source, DatumBatchSource::OpenDataLayer(resolved, phase, "", options.data_seed, false,
+                                                  sharded ? options.data_shard : 0,
+                                                  sharded ? options.data_shards : 1));
+      dims = source->data_dims();
+    }
+    if (layer.top_size() > 0) import.input_shapes[layer.top(0)] = dims;
+    if (layer.top_size() > 1) import.input_shapes[layer.top(1)] = {dims[0]};
+    NetFeed feed;
+    feed.source = std::move(source);
+    for (int t = 0; t < layer.top_size() && t < 2; ++t) feed.inputs.push_back(layer.top(t));
+    feeds.push_back(std::move(feed));
+  }
+  KILN_ASSIGN_OR_RETURN(CaffeModel model, ImportCaffeNet(spec.net, import, DefaultOpRegistry()));
+  // The graph input names of the data tops (the blob name unless a node had it already).
+  for (NetFeed& feed : feeds) {
+    for (std::string& input : feed.inputs) {
+      for (const CaffeInput& in : model.inputs) {
+        if (in.name == input) {
+          input = in.node;
+          break;
+        }
+      }
+    }
+  }
+  // The training rewrites follow the plan flags: on with the CLI's --optimize (its default),
+  // off in the library's default CompileOptions; --disable-pass names them too.
+  PassManagerOptions passes;
+  passes.disabled = options.compile.disabled_passes;
+  for (const CaffeInput& in : model.inputs) {
+    if (!IsFedDataLayer(in.layer_type)) {
+      return absl::UnimplementedError(absl::StrCat("training: input '", in.name, "' (layer '",
+                                                   in.layer, "', ", in.layer_type,
+                                                   ") has no data source"));
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(TrainableGraph tg,
+                        MakeTrainingGraph(model, backward, only, options.loss_scale,
+                                          options.compile.optimize ? &passes : nullptr));
+  KILN_ASSIGN_OR_RETURN(
+      std::unique_ptr<TrainingNet> net,
+      CompileTrainingNet(
+          std::move(tg), std::move(feeds), options.compile, options.data_seed,
+          absl::StrCat(phase == caffe::TRAIN ? "TRAIN" : "TEST", " net (", spec.origin, ")")));
+  net->test_iter = spec.test_iter;
+  if (model_out != nullptr) *model_out = std::move(model);
+  return net;
+}
+
+}  // namespace kiln

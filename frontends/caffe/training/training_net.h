@@ -1,0 +1,43 @@
+// One net of a Caffe solver (the TRAIN net or a TEST net) on the training engine: imported for
+// its phase, made trainable (training_graph.h), its Data and ImageData layers opened as batch
+// sources, and compiled (training/training_net.h). `kiln test` uses one alone (TestNet).
+#ifndef KILN_FRONTENDS_CAFFE_TRAINING_TRAINING_NET_H_
+#define KILN_FRONTENDS_CAFFE_TRAINING_TRAINING_NET_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "frontends/caffe/caffe_model.h"
+#include "frontends/caffe/solver.h"
+#include "training/trainer.h"
+#include "training/training_net.h"
+
+namespace kiln {
+
+// The generic training options plus what a Caffe solver run needs.
+struct TrainerOptions : TrainingOptions {
+  // Initial weights (Caffe's --weights: layers matched by name); null: the nets' fillers.
+  const caffe::NetParameter* weights = nullptr;
+  // Relative data sources are looked up from the working directory first (Caffe's rule), then
+  // from this folder (the solver file's).
+  std::string solver_dir;
+  // Benchmarking: the data layers' tops get these shapes and fixed random contents (images
+  // N(0,1), labels in [0, 10)) instead of reading their databases.
+  std::map<std::string, std::vector<int64_t>> synthetic_data;
+};
+
+// Imports, makes trainable (with backward when `backward`), compiles and sets up one net of a
+// solver; its data layers (Data, ImageData) are opened (or made synthetic,
+// TrainerOptions::synthetic_data) first so their tops get shapes. `only` as in
+// TrainableGraphOptions. `model`, when not null, receives the imported net's description
+// (layers, params, inputs; its graph is the net's).
+absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(
+    const SolverNet& spec, caffe::Phase phase, const TrainerOptions& options, uint64_t fill_seed,
+    bool backward, const std::vector<std::string>* only, CaffeModel* model = nullptr);
+
+}  // namespace kiln
+
+#endif  // KILN_FRONTENDS_CAFFE_TRAINING_TRAINING_NET_H_

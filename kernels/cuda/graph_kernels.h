@@ -1,0 +1,39 @@
+// Registration of the graph engine's CUDA kernels, one function per op family (one file each in
+// this folder). Compiled in every build, CI included; they only run where a GPU is found.
+#ifndef KILN_KERNELS_CUDA_GRAPH_KERNELS_H_
+#define KILN_KERNELS_CUDA_GRAPH_KERNELS_H_
+
+#include "absl/status/status.h"
+#include "kernels/kernel_registry.h"
+
+namespace kiln {
+
+// Convolution and Deconvolution (on backward data), with algorithm choice, and the
+// convolution's backward data and filter.
+absl::Status RegisterCudaConvolutionKernels(KernelRegistry& registry);
+// InnerProduct on cuBLAS, any axis, and its two backward products.
+absl::Status RegisterCudaInnerProductKernels(KernelRegistry& registry);
+// ReLU, Sigmoid, TanH, ELU, ClippedReLU, Power, AbsVal, PReLU, Dropout, and their gradients.
+absl::Status RegisterCudaActivationKernels(KernelRegistry& registry);
+// Pooling and LRN, and their gradients.
+absl::Status RegisterCudaPoolingKernels(KernelRegistry& registry);
+// BatchNorm, Scale, Bias; BatchNormGradient, BiasGradient, ScaleParamGradient.
+absl::Status RegisterCudaNormalizationKernels(KernelRegistry& registry);
+// AffineBatchNorm (training BatchNorm + Scale, fused) and AffineBatchNormGradient.
+absl::Status RegisterCudaAffineBatchNormKernels(KernelRegistry& registry);
+// Softmax and SoftmaxGradient.
+absl::Status RegisterCudaSoftmaxKernels(KernelRegistry& registry);
+// Concat, Slice, Split, Crop, Flatten, Reshape, Convert; CropGradient.
+absl::Status RegisterCudaTensorKernels(KernelRegistry& registry);
+// Eltwise and EltwiseMaxGradient.
+absl::Status RegisterCudaEltwiseKernels(KernelRegistry& registry);
+// SoftmaxWithLoss, EuclideanLoss, SigmoidCrossEntropyLoss, ContrastiveLoss, Accuracy, and the
+// four losses' gradients.
+absl::Status RegisterCudaLossKernels(KernelRegistry& registry);
+
+// All of the above.
+absl::Status RegisterCudaKernels(KernelRegistry& registry);
+
+}  // namespace kiln
+
+#endif  // KILN_KERNELS_CUDA_GRAPH_KERNELS_H_

@@ -1,0 +1,19 @@
+#include "base/status_macros.h"
+#include "kernels/cuda/graph_kernels.h"
+
+namespace kiln {
+
+absl::Status RegisterCudaKernels(KernelRegistry& registry) {
+  KILN_RETURN_IF_ERROR(RegisterCudaConvolutionKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaInnerProductKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaActivationKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaPoolingKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaNormalizationKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaAffineBatchNormKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaSoftmaxKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaTensorKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaEltwiseKernels(registry));
+  return RegisterCudaLossKernels(registry);
+}
+
+}  // namespace kiln

@@ -1,0 +1,352 @@
+#include "runtime/executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+
+namespace kiln {
+
+namespace {
+
+bool IsExternallyBindable(const ExecutionPlan& plan, int buffer) {
+  return plan.buffers()[buffer].arena == Arena::kActivations;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ExecutionContext>> ExecutionContext::Create(
+    const ExecutionPlan& plan, const ContextOptions& options) {
+  if (plan.for_absent_device()) {
+    return absl::FailedPreconditionError(
+        "run: this plan was made for a GPU that is not here (cuda_target), to be inspected; "
+        "compile it without cuda_target to run it");
+  }
+  std::unique_ptr<Device> device;
+  if (plan.backend() == Backend::kCuda) {
+    KILN_ASSIGN_OR_RETURN(device, CreateCudaDevice(0));
+  } else {
+    device = CreateHostDevice();
+  }
+  const int64_t needed = plan.weights_bytes() + plan.activations_bytes() + plan.workspace_bytes();
+  const int64_t free_bytes = device->FreeMemoryBytes();
+  if (free_bytes >= 0 && needed > free_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "run: the plan needs ", needed, " bytes of device memory (weights ", plan.weights_bytes(),
+        ", activations ", plan.activations_bytes(), ", workspace ", plan.workspace_bytes(),
+        ") but ", free_bytes, " are free on ", device->Describe()));
+  }
+  std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(plan, std::move(device), options));
+  KILN_ASSIGN_OR_RETURN(ctx->weights_, ctx->device_->Allocate(plan.weights_bytes()));
+  KILN_ASSIGN_OR_RETURN(ctx->activations_, ctx->device_->Allocate(plan.activations_bytes()));
+  KILN_ASSIGN_OR_RETURN(ctx->workspace_, ctx->device_->Allocate(plan.workspace_bytes()));
+  for (const auto& [node, buffer] : plan.weights()) {
+    const HostTensor& data = *node->constant();
+    KILN_RETURN_IF_ERROR(ctx->device_->CopyToDevice(ctx->Address(buffer), data.data(),
+                                                    static_cast<size_t>(data.type().span_bytes())));
+  }
+  for (const auto* io : {&plan.inputs(), &plan.outputs()}) {
+    if (plan.device_bound_io()) break;  // the caller binds device buffers: nothing to stage
+    for (const auto& [name, buffer] : *io) {
+      if (ctx->staging_.count(buffer)) continue;
+      KILN_ASSIGN_OR_RETURN(ctx->staging_[buffer],
+                            ctx->device_->AllocateStaging(static_cast<size_t>(
+                                std::max<int64_t>(plan.buffers()[buffer].bytes, 1))));
+    }
+  }
+  return ctx;
+}
+
+ExecutionContext::~ExecutionContext() {
+  if (device_ == nullptr) return;
+  device_->Synchronize().IgnoreError();  // nothing may still use what is freed below
+  DropGraph();
+  for (auto& [buffer, p] : staging_) device_->FreeStaging(p);
+  for (void* p : {weights_, activations_, workspace_}) {
+    if (p != nullptr) device_->Free(p);
+  }
+}
+
+void ExecutionContext::DropGraph() {
+  if (graph_ != nullptr) device_->DestroyGraph(graph_);
+  graph_ = nullptr;
+  graph_bindings_.clear();
+}
+
+void* ExecutionContext::Address(int buffer) const {
+  const int root = plan_.RootBuffer(buffer);
+  const int64_t within = plan_.OffsetInRoot(buffer);
+  auto bound = external_.find(root);
+  if (bound != external_.end()) return static_cast<char*>(bound->second) + within;
+  const BufferAssignment& b = plan_.buffers()[root];
+  char* base = static_cast<char*>(b.arena == Arena::kWeights ? weights_ : activations_);
+  return base + b.offset + within;
+}
+
+absl::Status ExecutionContext::RunStepsEagerly(DeviceTimer* timer, const StepObserver* observer) {
+  const std::vector<PlanStep>& steps = plan_.steps();
+  if (timer != nullptr) KILN_RETURN_IF_ERROR(timer->Record(0));
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const PlanStep& step = steps[i];
+    if (!step.is_view) {
+      KernelArgs args;
+      for (int b : step.inputs) args.inputs.push_back({Address(b), plan_.buffers()[b].type});
+      for (int b : step.outputs) args.outputs.push_back({Address(b), plan_.buffers()[b].type});
+      if (step.workspace_offset >= 0) {
+        args.workspace = static_cast<char*>(activations_) + step.workspace_offset;
+        args.workspace_bytes = step.workspace_bytes;
+      } else {
+        args.workspace = workspace_;
+        args.workspace_bytes = static_cast<size_t>(plan_.workspace_bytes());
+      }
+      args.stream = device_->stream();
+      args.blas_handle = device_->blas_handle();
+      args.resources = &resources_;
+      KILN_RETURN_IF_ERROR(
+          Annotate(step.kernel->Run(args),
+                   absl::StrCat("run: node '", step.node->name(), "' (", step.kernel_name, ")")));
+    }
+    if (timer != nullptr) KILN_RETURN_IF_ERROR(timer->Record(static_cast<int>(i) + 1));
+    if (observer != nullptr) {
+      KILN_RETURN_IF_ERROR(
+          Annotate(observer->after_step(static_cast<int>(i), device_->stream()),
+                   absl::StrCat("run: after step ", i, " (node '", step.node->name(), "')")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExecutionContext::CheckFinite(int step) {
+  const PlanStep& s = plan_.steps()[step];
+  if (s.is_view) return absl::OkStatus();
+  KILN_RETURN_IF_ERROR(device_->Synchronize());
+  for (size_t o = 0; o < s.outputs.size(); ++o) {
+    const TensorType& type = plan_.buffers()[s.outputs[o]].type;
+    const DataType dtype = type.dtype();
+    if (dtype != DataType::kF32 && dtype != DataType::kF16 && dtype != DataType::kBF16) continue;
+    HostTensor host(type);
+    KILN_RETURN_IF_ERROR(device_->CopyToHost(host.data(), Address(s.outputs[o]),
+                                             static_cast<size_t>(type.span_bytes())));
+    for (int64_t i = 0; i < type.num_elements(); ++i) {
+      const float v = host.GetFloat(i);
+      if (std::isfinite(v)) continue;
+      return absl::DataLossError(absl::StrCat(
+          "check-finite: step ", step, " '", s.node->name(), "' (", s.kernel_name, "; layers ",
+          absl::StrJoin(s.node->origins(), " + "), ") wrote ", std::isnan(v) ? "NaN" : "inf",
+          " at element ", i, " of output ", o, " ", type.ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExecutionContext::RunSteps(const StepObserver* observer) {
+  replayed_graph_ = false;
+  if (options_.check_finite) {
+    // Step by step, the caller's observer first, then the check.
+    StepObserver checked;
+    checked.after_step = [&](int step, void* stream) -> absl::Status {
+      if (observer != nullptr && observer->after_step) {
+        KILN_RETURN_IF_ERROR(observer->after_step(step, stream));
+      }
+      return CheckFinite(step);
+    };
+    return RunStepsEagerly(nullptr, &checked);
+  }
+  // An observed run goes step by step (StepObserver says why) and leaves the graph and its
+  // bookkeeping alone, so the next unobserved run replays or captures as it would have.
+  if (observer != nullptr && observer->after_step) return RunStepsEagerly(nullptr, observer);
+  const bool graphs = options_.use_cuda_graphs && !options_.poison_buffers &&
+                      device_->kind() == DeviceKind::kCuda && !capture_failed_;
+  if (graphs && graph_ != nullptr && graph_bindings_ == external_) {
+    KILN_RETURN_IF_ERROR(Annotate(device_->Replay(graph_), "run: replaying the CUDA graph"));
+    replayed_graph_ = true;
+    return absl::OkStatus();
+  }
+  // The first run with these bindings goes step by step (kernels make their per-context
+  // resources then, which capture would not allow); the next one is captured.
+  if (!graphs || eager_runs_ == 0 || graph_bindings_ != external_) {
+    if (graph_ != nullptr && graph_bindings_ != external_) DropGraph();
+    graph_bindings_ = external_;
+    ++eager_runs_;
+    return RunStepsEagerly(nullptr);
+  }
+  KILN_RETURN_IF_ERROR(device_->BeginCapture());
+  absl::Status recorded = RunStepsEagerly(nullptr);
+  absl::StatusOr<void*> graph = device_->EndCapture();
+  if (!recorded.ok() || !graph.ok()) {
+    // Some kernel cannot be captured: note why and keep running step by step.
+    capture_failed_ = true;
+    capture_problem_ = std::string((recorded.ok() ? graph.status() : recorded).message());
+    if (graph.ok()) device_->DestroyGraph(*graph);
+    return RunStepsEagerly(nullptr);
+  }
+  graph_ = *graph;
+  graph_bindings_ = external_;
+  KILN_RETURN_IF_ERROR(Annotate(device_->Replay(graph_), "run: replaying the CUDA graph"));
+  replayed_graph_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, HostTensor>> ExecutionContext::Run(
+    const std::map<std::string, HostTensor>& inputs) {
+  if (plan_.device_bound_io()) {
+    return absl::FailedPreconditionError(
+        "run: this plan's inputs and outputs are bound by the caller (device_bound_io); use "
+        "RunOnDevice");
+  }
+  for (const auto& [name, tensor] : inputs) {
+    if (!plan_.inputs().count(name)) {
+      return absl::InvalidArgumentError(absl::StrCat("run: '", name, "' is not a graph input"));
+    }
+  }
+  external_.clear();
+  if (options_.poison_buffers) {
+    KILN_RETURN_IF_ERROR(device_->Fill(activations_, 0xff, plan_.activations_bytes()));
+    KILN_RETURN_IF_ERROR(device_->Fill(workspace_, 0xff, plan_.workspace_bytes()));
+  }
+  for (const auto& [name, buffer] : plan_.inputs()) {
+    auto it = inputs.find(name);
+    if (it == inputs.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("run: input '", name, "' is not bound"));
+    }
+    const TensorType& want = plan_.buffers()[buffer].type;
+    const HostTensor& given = it->second;
+    if (given.type().dims() != want.dims() || given.type().dtype() != want.dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat("run: input '", name, "' is ",
+                                                     given.type().ToString(),
+                                                     " but the graph needs ", want.ToString()));
+    }
+    const size_t bytes = static_cast<size_t>(want.span_bytes());
+    void* staging = staging_.at(buffer);
+    if (given.type().strides() == want.strides()) {
+      std::memcpy(staging, given.data(), bytes);
+    } else {
+      // Different strides: re-lay the elements in the plan's layout on the host first.
+      HostTensor relaid(want);
+      for (int64_t i = 0; i < want.num_elements(); ++i) relaid.SetFloat(i, given.GetFloat(i));
+      std::memcpy(staging, relaid.data(), bytes);
+    }
+    KILN_RETURN_IF_ERROR(device_->CopyToDeviceAsync(Address(buffer), staging, bytes));
+  }
+  KILN_RETURN_IF_ERROR(RunSteps());
+  for (const auto& [name, buffer] : plan_.outputs()) {
+    KILN_RETURN_IF_ERROR(
+        device_->CopyToHostAsync(staging_.at(buffer), Address(buffer),
+                                 static_cast<size_t>(plan_.buffers()[buffer].type.span_bytes())));
+  }
+  KILN_RETURN_IF_ERROR(Annotate(device_->Synchronize(), "run"));
+  std::map<std::string, HostTensor> outputs;
+  for (const auto& [name, buffer] : plan_.outputs()) {
+    const TensorType& type = plan_.buffers()[buffer].type;
+    HostTensor out(type);
+    std::memcpy(out.data(), staging_.at(buffer), static_cast<size_t>(type.span_bytes()));
+    outputs.emplace(name, std::move(out));
+  }
+  return outputs;
+}
+
+absl::Status ExecutionContext::RunOnDevice(const std::map<std::string, const void*>& inputs,
+                                           const std::map<std::string, void*>& outputs,
+                                           const StepObserver* observer) {
+  std::map<int, void*> bound;
+  auto bind = [&](const std::map<std::string, int>& ports, const std::string& name, void* p,
+                  const char* what) -> absl::Status {
+    auto it = ports.find(name);
+    if (it == ports.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("run: '", name, "' is not a graph ", what));
+    }
+    if (p == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("run: ", what, " '", name, "' is null"));
+    }
+    const int root = plan_.RootBuffer(it->second);
+    if (!IsExternallyBindable(plan_, root)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "run: ", what, " '", name, "' is a view of a weight; bind it as a host tensor"));
+    }
+    auto [slot, added] = bound.emplace(root, p);
+    if (!added && slot->second != p) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run: ", what, " '", name,
+                       "' shares its bytes with another input or output of the "
+                       "plan and must be bound to the same address"));
+    }
+    return absl::OkStatus();
+  };
+  for (const auto& [name, p] : inputs) {
+    KILN_RETURN_IF_ERROR(bind(plan_.inputs(), name, const_cast<void*>(p), "input"));
+  }
+  for (const auto& [name, p] : outputs) {
+    KILN_RETURN_IF_ERROR(bind(plan_.outputs(), name, p, "output"));
+  }
+  for (const auto* ports : {&plan_.inputs(), &plan_.outputs()}) {
+    for (const auto& [name, buffer] : *ports) {
+      if (!bound.count(plan_.RootBuffer(buffer))) {
+        return absl::InvalidArgumentError(absl::StrCat("run: '", name, "' is not bound"));
+      }
+    }
+  }
+  external_ = std::move(bound);
+  if (options_.poison_buffers) {
+    KILN_RETURN_IF_ERROR(device_->Fill(activations_, 0xff, plan_.activations_bytes()));
+    KILN_RETURN_IF_ERROR(device_->Fill(workspace_, 0xff, plan_.workspace_bytes()));
+  }
+  return RunSteps(observer);
+}
+
+absl::Status ExecutionContext::Synchronize() { return Annotate(device_->Synchronize(), "run"); }
+
+absl::Status ExecutionContext::StageInputsAgain() {
+  if (plan_.device_bound_io()) return absl::OkStatus();
+  for (const auto& [name, buffer] : plan_.inputs()) {
+    auto staging = staging_.find(buffer);
+    if (staging == staging_.end() || external_.count(plan_.RootBuffer(buffer))) continue;
+    KILN_RETURN_IF_ERROR(
+        device_->CopyToDeviceAsync(Address(buffer), staging->second,
+                                   static_cast<size_t>(plan_.buffers()[buffer].type.span_bytes())));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> ExecutionContext::TimeForward(int iterations, int warmup) {
+  if (iterations < 1) return absl::InvalidArgumentError("time: iterations must be >= 1");
+  for (int i = 0; i < warmup; ++i) {
+    KILN_RETURN_IF_ERROR(StageInputsAgain());
+    KILN_RETURN_IF_ERROR(RunSteps());
+  }
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<DeviceTimer> timer, device_->CreateTimer(2 * iterations));
+  std::vector<double> ms;
+  // A marker before and after each forward; the inputs' copy sits between forwards.
+  for (int i = 0; i < iterations; ++i) {
+    KILN_RETURN_IF_ERROR(StageInputsAgain());
+    KILN_RETURN_IF_ERROR(timer->Record(2 * i));
+    KILN_RETURN_IF_ERROR(RunSteps());
+    KILN_RETURN_IF_ERROR(timer->Record(2 * i + 1));
+  }
+  KILN_RETURN_IF_ERROR(Synchronize());
+  for (int i = 0; i < iterations; ++i) {
+    KILN_ASSIGN_OR_RETURN(double t, timer->ElapsedMs(2 * i, 2 * i + 1));
+    ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+absl::StatusOr<StepProfile> ExecutionContext::ProfileSteps() {
+  const int n = static_cast<int>(plan_.steps().size());
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<DeviceTimer> timer, device_->CreateTimer(n + 1));
+  KILN_RETURN_IF_ERROR(StageInputsAgain());
+  KILN_RETURN_IF_ERROR(RunStepsEagerly(timer.get()));
+  KILN_RETURN_IF_ERROR(Synchronize());
+  StepProfile profile;
+  for (int i = 0; i < n; ++i) {
+    KILN_ASSIGN_OR_RETURN(double t, timer->ElapsedMs(i, i + 1));
+    profile.step_ms.push_back(t);
+  }
+  KILN_ASSIGN_OR_RETURN(profile.total_ms, timer->ElapsedMs(0, n));
+  return profile;
+}
+
+}  // namespace kiln

@@ -1,0 +1,143 @@
+// Running a plan: an ExecutionContext owns one device's arenas (weights uploaded once,
+// activations, workspace), its stream and the kernels' per-context resources. One plan may be
+// run from several threads at once, each through its own context.
+//
+// Inputs and outputs are bound by name, either as host tensors (copied through page-locked
+// staging buffers) or as device buffers the caller owns (no copy). On CUDA, after a first
+// ordinary run the steps are captured as a CUDA graph and replayed while the bound device
+// addresses stay the same. A run on device buffers may carry a StepObserver, which the host
+// calls between steps; such a run enqueues its steps one by one (no graph).
+#ifndef KILN_RUNTIME_EXECUTOR_H_
+#define KILN_RUNTIME_EXECUTOR_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/host_tensor.h"
+#include "runtime/device.h"
+#include "runtime/execution_plan.h"
+
+namespace kiln {
+
+struct ContextOptions {
+  // Debug switch: fill activations and workspace with 0xff bytes (NaN for floats) before every
+  // run, so a kernel reading memory nobody wrote shows up as NaN. Turns CUDA graphs off.
+  bool poison_buffers = false;
+  // Capture the steps as a CUDA graph after the first run and replay it.
+  bool use_cuda_graphs = true;
+  // Debug switch: after every step, copy its outputs to the host and stop the run at the first
+  // NaN or infinity, naming the step, its layers, the output and the element. Runs step by step
+  // (no CUDA graph) and waits for each step: slow.
+  bool check_finite = false;
+};
+
+// Lets the caller of a run act between its steps, on the host: for instance start work on
+// another stream (an all-reduce of gradients) as soon as the step that writes its input has been
+// enqueued, while the rest of the plan goes on. General on purpose: the executor knows nothing of
+// what the caller does.
+//
+// A run with an observer enqueues its steps one by one, never capturing or replaying a CUDA
+// graph: a replayed graph enqueues every step at once, so there would be no host moment between
+// two steps to call back in (and work the observer enqueues on other streams would have to be
+// captured into the graph too, which collectives with timeouts and error polling cannot be). The
+// cost is the launch time of each step; runs without an observer keep their graph, which is left
+// as it was.
+struct StepObserver {
+  // Called in step order for every plan step (an index into plan().steps(), views included),
+  // right after the step's work has been enqueued on `stream` (the context's stream,
+  // device().stream()): work enqueued on `stream` from then on runs after it, and on the host
+  // device the step has run. A non-OK status stops the run; it is returned naming the step.
+  std::function<absl::Status(int step, void* stream)> after_step;
+};
+
+// Per-step device times of one instrumented run.
+struct StepProfile {
+  std::vector<double> step_ms;  // One per plan step (0 for views).
+  double total_ms = 0;          // First step's start to last step's end.
+};
+
+class ExecutionContext {
+ public:
+  // Creates the device the plan's backend needs, allocates its arenas and uploads the weights.
+  // ResourceExhausted naming the bytes when the device has too little free memory.
+  static absl::StatusOr<std::unique_ptr<ExecutionContext>> Create(
+      const ExecutionPlan& plan, const ContextOptions& options = {});
+  ~ExecutionContext();
+  ExecutionContext(const ExecutionContext&) = delete;
+  ExecutionContext& operator=(const ExecutionContext&) = delete;
+
+  Device& device() { return *device_; }
+  const ExecutionPlan& plan() const { return plan_; }
+
+  // Binds `inputs` (every graph input, by name, with the plan's dims and dtype; any strides),
+  // runs every step and returns every graph output as a dense host tensor. Synchronous.
+  absl::StatusOr<std::map<std::string, HostTensor>> Run(
+      const std::map<std::string, HostTensor>& inputs);
+
+  // Runs with device buffers the caller owns: every graph input and output by name, laid out
+  // exactly as the plan's types say (plan().buffers()). No copies; the work is enqueued on the
+  // context's stream (device().stream()) and this returns before it finishes: call
+  // Synchronize() before reading the outputs. With an `observer` (not owned; may be null), its
+  // after_step is called between the steps (see StepObserver).
+  absl::Status RunOnDevice(const std::map<std::string, const void*>& inputs,
+                           const std::map<std::string, void*>& outputs,
+                           const StepObserver* observer = nullptr);
+  absl::Status Synchronize();
+
+  // These run the plan again on the inputs of the last Run: `iterations` whole forwards after
+  // `warmup` ones, returning the median milliseconds of one (replaying the CUDA graph where
+  // there is one). The plan may give an input's bytes to later values, so each forward first
+  // copies the inputs in again from their page-locked staging; that copy is outside the timed
+  // part (as a benchmark's input already on the device is).
+  absl::StatusOr<double> TimeForward(int iterations, int warmup = 3);
+  // One instrumented run with a timer marker between steps (no CUDA graph), on the last Run's
+  // inputs copied in again first.
+  absl::StatusOr<StepProfile> ProfileSteps();
+
+  // Whether the last run replayed a captured CUDA graph, and why not when it could not.
+  bool replayed_graph() const { return replayed_graph_; }
+  const std::string& graph_capture_problem() const { return capture_problem_; }
+
+ private:
+  ExecutionContext(const ExecutionPlan& plan, std::unique_ptr<Device> device,
+                   ContextOptions options)
+      : plan_(plan), device_(std::move(device)), options_(options) {}
+  void* Address(int buffer) const;
+  // Runs the steps on the current addresses: replaying the captured graph when it matches them,
+  // capturing one after the first ordinary run; step by step when there is an observer.
+  absl::Status RunSteps(const StepObserver* observer = nullptr);
+  absl::Status RunStepsEagerly(DeviceTimer* timer, const StepObserver* observer = nullptr);
+  void DropGraph();
+  // check_finite's test of one step's outputs (it waits for the device).
+  absl::Status CheckFinite(int step);
+  // Copies the last Run's inputs from staging into the arena again (not those bound by the
+  // caller, nor any of a device_bound_io plan).
+  absl::Status StageInputsAgain();
+
+  const ExecutionPlan& plan_;
+  std::unique_ptr<Device> device_;
+  ContextOptions options_;
+  KernelResources resources_;
+  void* weights_ = nullptr;
+  void* activations_ = nullptr;
+  void* workspace_ = nullptr;
+  // Page-locked copies of the graph's inputs and outputs, by buffer.
+  std::map<int, void*> staging_;
+  // Caller-owned device memory bound for the current run, by root buffer.
+  std::map<int, void*> external_;
+  // The captured graph and the bindings it was captured with.
+  void* graph_ = nullptr;
+  std::map<int, void*> graph_bindings_;
+  int eager_runs_ = 0;
+  bool capture_failed_ = false;
+  bool replayed_graph_ = false;
+  std::string capture_problem_;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_EXECUTOR_H_
