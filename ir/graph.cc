@@ -41,7 +41,7 @@ absl::StatusOr<Node*> Graph::AddNode(absl::string_view op, absl::string_view nam
   if (by_name_.count(node_name)) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": name already used in the graph"));
   }
-  if ((*def)->name == "Constant") {
+  if ((*def)->kind == OpKind::kConstant) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": use AddConstant for weights"));
   }
   std::vector<TensorType> input_types;
@@ -129,7 +129,7 @@ std::vector<Node*> Graph::nodes() const {
 std::vector<Node*> Graph::Parameters() const {
   std::vector<Node*> out;
   for (const auto& n : nodes_) {
-    if (n->op() == "Parameter") out.push_back(n.get());
+    if (n->kind() == OpKind::kParameter) out.push_back(n.get());
   }
   return out;
 }
@@ -197,7 +197,7 @@ int Graph::RemoveDeadNodes() {
   std::vector<const Node*> stack;
   for (const GraphOutput& o : outputs_) stack.push_back(o.value.node);
   for (const auto& n : nodes_) {
-    if (n->op() == "Parameter") stack.push_back(n.get());
+    if (n->kind() == OpKind::kParameter) stack.push_back(n.get());
   }
   while (!stack.empty()) {
     const Node* n = stack.back();
@@ -246,8 +246,8 @@ void Graph::SetOrigins(Node* node, std::vector<std::string> origins) {
 
 absl::Status Graph::SetOutputStrides(Node* node, int index, const std::vector<int64_t>& strides) {
   const std::string context = NodeContext(node->name(), node->op());
-  if (index < 0 || index >= node->num_outputs() || node->op() == "Constant" ||
-      node->op() == "Parameter") {
+  if (index < 0 || index >= node->num_outputs() || node->kind() == OpKind::kConstant ||
+      node->kind() == OpKind::kParameter) {
     return absl::InvalidArgumentError(
         absl::StrCat(context, ": output ", index, " cannot take other strides"));
   }

@@ -13,9 +13,9 @@
 #include "absl/status/statusor.h"
 #include "ir/attribute.h"
 #include "ir/host_tensor.h"
-#include "ir/tensor_type.h"
 #include "ir/op_def.h"
 #include "ir/op_registry.h"
+#include "ir/tensor_type.h"
 
 namespace kiln {
 
@@ -36,6 +36,8 @@ class Node {
   // Creation number: unique within the graph, never reused, orders ties when printing.
   int id() const { return id_; }
   const std::string& op() const { return def_->name; }
+  // What the node is, for tests of identity: n->kind() == OpKind::kConvolution.
+  OpKind kind() const { return def_->kind; }
   const OpDef& def() const { return *def_; }
   // The user-facing name (a Caffe layer name, a builder name). Unique within the graph.
   const std::string& name() const { return name_; }

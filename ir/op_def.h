@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/attribute.h"
+#include "ir/op_kind.h"
 #include "ir/tensor_type.h"
 
 namespace kiln {
@@ -60,8 +61,9 @@ using GradientFn = std::function<absl::StatusOr<std::vector<Value>>(
     GraphBuilder& builder, const GradientRequest& request)>;
 
 struct OpDef {
-  std::string name;    // "Convolution"
-  std::string family;  // the ops/ file that defines it: "convolution", "pooling", ...
+  std::string name;               // "Convolution"
+  OpKind kind = OpKind::kCustom;  // set from `name` by OpRegistry::Register
+  std::string family;             // the ops/ file that defines it: "convolution", "pooling", ...
   std::vector<std::string> input_names;  // Port names; optional ports come last.
   int min_inputs = 1;
   int max_inputs = 1;  // -1: variadic.

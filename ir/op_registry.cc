@@ -13,6 +13,7 @@ absl::Status OpRegistry::Register(OpDef def) {
     return absl::AlreadyExistsError(
         absl::StrCat("OpRegistry: op '", def.name, "' registered twice"));
   }
+  def.kind = OpKindFromName(def.name);
   for (const AttrDef& a : def.attrs) {
     if (a.default_value.has_value() && !CoerceAttr(*a.default_value, a.kind).ok()) {
       return absl::InvalidArgumentError(absl::StrCat("OpRegistry: op '", def.name,

@@ -227,7 +227,7 @@ class GraphParser {
       types.push_back(*type);
     }
     Node* node = nullptr;
-    if (op == "Constant") {
+    if (OpKindFromName(op) == OpKind::kConstant) {
       if (types.size() != 1) return p.Error("a Constant has exactly one type");
       KILN_RETURN_IF_ERROR(p.Expect("="));
       KILN_ASSIGN_OR_RETURN(AttrValue values, p.Attr());
@@ -245,8 +245,8 @@ class GraphParser {
     // placed in a sub-region of a larger buffer (Graph::SetOutputStrides).
     for (size_t i = 0; i < types.size() && i < node->output_types().size(); ++i) {
       const TensorType& inferred = node->output_types()[i];
-      if (op != "Constant" && types[i] != inferred && types[i].dtype() == inferred.dtype() &&
-          types[i].dims() == inferred.dims()) {
+      if (node->kind() != OpKind::kConstant && types[i] != inferred &&
+          types[i].dtype() == inferred.dtype() && types[i].dims() == inferred.dims()) {
         absl::Status s = graph_->SetOutputStrides(node, static_cast<int>(i), types[i].strides());
         if (!s.ok()) return p.Error(s.message());
       }

@@ -29,7 +29,7 @@ absl::Status VerifyNode(const Graph& graph, const Node& node) {
     }
     input_types.push_back(v.type());
   }
-  if (node.op() == "Constant") {
+  if (node.kind() == OpKind::kConstant) {
     if (node.constant() == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": constant has no data"));
     }

@@ -20,7 +20,7 @@ bool ConstantValues(Value v, int64_t count, std::vector<double>* out) {
 bool BatchNormAsAffine(const Graph& graph, const Node& bn, ChannelAffine* affine,
                        std::string* reason) {
   const TensorType& x = bn.input(0).type();
-  if (bn.op() != "BatchNorm") {
+  if (bn.kind() != OpKind::kBatchNorm) {
     *reason = "not a BatchNorm";
     return false;
   }
@@ -59,7 +59,8 @@ bool BatchNormAsAffine(const Graph& graph, const Node& bn, ChannelAffine* affine
 
   // Caffe's BatchNorm has no learned scale and shift; a Scale layer after it supplies them.
   Node* next = SoleConsumer(graph, affine->output);
-  if (next == nullptr || next->op() != "Scale" || next->input(0) != affine->output) return true;
+  if (next == nullptr || next->kind() != OpKind::kScale || next->input(0) != affine->output)
+    return true;
   std::vector<double> gamma, beta;
   const bool per_channel = next->GetInt("axis") == 1 && next->GetInt("num_axes") == 1;
   if (!per_channel || !ConstantValues(next->input(1), c, &gamma) ||

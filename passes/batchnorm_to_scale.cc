@@ -20,7 +20,7 @@ class BatchNormToScalePass : public Pass {
     // By name: a rewrite removes nodes, so pointers taken before it may dangle.
     for (const std::string& node_name : NodeNames(graph)) {
       Node* bn = graph.FindNode(node_name);
-      if (bn == nullptr || bn->op() != "BatchNorm") continue;
+      if (bn == nullptr || bn->kind() != OpKind::kBatchNorm) continue;
       ChannelAffine affine;
       std::string reason;
       if (!BatchNormAsAffine(graph, *bn, &affine, &reason)) {

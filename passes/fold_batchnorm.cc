@@ -20,7 +20,7 @@ class FoldBatchNormPass : public Pass {
     // By name: a fold removes nodes, so pointers taken before it may dangle.
     for (const std::string& node_name : NodeNames(graph)) {
       Node* bn = graph.FindNode(node_name);
-      if (bn == nullptr || bn->op() != "BatchNorm") continue;
+      if (bn == nullptr || bn->kind() != OpKind::kBatchNorm) continue;
       Node* producer = bn->input(0).node;
       std::string reason = Legality(graph, *producer, *bn);
       ChannelAffine affine;
@@ -38,8 +38,8 @@ class FoldBatchNormPass : public Pass {
  private:
   // Why `bn` cannot fold into `producer`, or "" when it can (statistics checked separately).
   static std::string Legality(const Graph& graph, const Node& producer, const Node& bn) {
-    const bool conv = producer.op() == "Convolution";
-    if (!conv && producer.op() != "InnerProduct") {
+    const bool conv = producer.kind() == OpKind::kConvolution;
+    if (!conv && producer.kind() != OpKind::kInnerProduct) {
       return absl::StrCat("producer is ", producer.op(), ", not Convolution or InnerProduct");
     }
     if (SoleConsumer(graph, bn.input(0)) != &bn) {
@@ -60,7 +60,7 @@ class FoldBatchNormPass : public Pass {
   }
 
   static absl::Status Fold(Graph& graph, Node* producer, const ChannelAffine& affine) {
-    const bool conv = producer->op() == "Convolution";
+    const bool conv = producer->kind() == OpKind::kConvolution;
     const HostTensor& w = *ConstantData(producer->input(1));
     const int64_t channels = static_cast<int64_t>(affine.a.size());
     const int64_t count = w.type().num_elements();

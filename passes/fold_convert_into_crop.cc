@@ -20,9 +20,9 @@ class FoldConvertIntoCropPass : public Pass {
     bool changed = false;
     for (const std::string& node_name : NodeNames(graph)) {
       Node* convert = graph.FindNode(node_name);
-      if (convert == nullptr || convert->op() != "Convert") continue;
+      if (convert == nullptr || convert->kind() != OpKind::kConvert) continue;
       Node* crop = convert->input(0).node;
-      if (crop->op() != "Crop") continue;
+      if (crop->kind() != OpKind::kCrop) continue;
       if (SoleConsumer(graph, crop->output(0)) != convert) {
         context.Explain(name(), *crop, *convert,
                         "the Crop's output has other readers (or is a graph output)");

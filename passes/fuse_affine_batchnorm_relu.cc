@@ -20,7 +20,7 @@ namespace {
 
 // Why `relu` (the sole reader of `bn`'s output) cannot be folded into `bn`, or "" when it can.
 std::string WhyNot(const Node& relu) {
-  if (relu.op() != "ReLU") return "the AffineBatchNorm's reader is not a ReLU";
+  if (relu.kind() != OpKind::kReLU) return "the AffineBatchNorm's reader is not a ReLU";
   if (relu.GetFloat("negative_slope") != 0.0) {
     return "the ReLU has a negative slope (only a plain ReLU is fused)";
   }
@@ -35,11 +35,11 @@ class FuseAffineBatchNormReluPass : public Pass {
     bool changed = false;
     for (const std::string& node_name : NodeNames(graph)) {
       Node* bn = graph.FindNode(node_name);
-      if (bn == nullptr || bn->op() != "AffineBatchNorm" || bn->GetBool("relu")) continue;
+      if (bn == nullptr || bn->kind() != OpKind::kAffineBatchNorm || bn->GetBool("relu")) continue;
       Node* relu = SoleConsumer(graph, bn->output(0));
       if (relu == nullptr) {
         for (const auto& [reader, index] : graph.Uses(bn->output(0))) {
-          if (reader->op() == "ReLU") {
+          if (reader->kind() == OpKind::kReLU) {
             context.Explain(name(), *bn, *reader,
                             "the AffineBatchNorm's output has other readers (or is a graph "
                             "output)");

@@ -15,7 +15,7 @@ namespace {
 
 // Why `scale` cannot absorb `bn` (whose only reader it is), or "" when it can.
 std::string WhyNot(const Node& bn, const Node& scale) {
-  if (scale.op() != "Scale") return "the BatchNorm's reader is not a Scale";
+  if (scale.kind() != OpKind::kScale) return "the BatchNorm's reader is not a Scale";
   if (scale.input(0) != Value{const_cast<Node*>(&bn), 0}) {
     return "the BatchNorm output is the Scale's parameter";
   }
@@ -44,7 +44,7 @@ class FuseBatchNormScalePass : public Pass {
     bool changed = false;
     for (const std::string& node_name : NodeNames(graph)) {
       Node* bn = graph.FindNode(node_name);
-      if (bn == nullptr || bn->op() != "BatchNorm") continue;
+      if (bn == nullptr || bn->kind() != OpKind::kBatchNorm) continue;
       if (bn->GetBool("use_global_stats") || bn->GetString("mode") != "spatial" ||
           bn->num_inputs() != 4) {
         continue;  // stored statistics are the inference passes' business
@@ -52,7 +52,7 @@ class FuseBatchNormScalePass : public Pass {
       Node* scale = SoleConsumer(graph, bn->output(0));
       if (scale == nullptr) {
         for (const auto& [reader, index] : graph.Uses(bn->output(0))) {
-          if (reader->op() == "Scale") {
+          if (reader->kind() == OpKind::kScale) {
             context.Explain(name(), *bn, *reader, "the BatchNorm's output has other readers");
           }
         }

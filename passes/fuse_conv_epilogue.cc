@@ -11,7 +11,7 @@ namespace kiln {
 namespace {
 
 bool IsPlainSum(const Node& n) {
-  if (n.op() != "Eltwise" || n.GetString("operation") != "sum" || n.num_inputs() != 2) {
+  if (n.kind() != OpKind::kEltwise || n.GetString("operation") != "sum" || n.num_inputs() != 2) {
     return false;
   }
   for (double c : n.GetFloats("coeffs")) {
@@ -32,7 +32,7 @@ class FuseConvEpiloguePass : public Pass {
     // shortcut), the later one (the main branch) takes the sum, the other becomes its residual.
     for (auto it = names.rbegin(); it != names.rend(); ++it) {
       Node* conv = graph.FindNode(*it);
-      if (conv == nullptr || conv->op() != "Convolution") continue;
+      if (conv == nullptr || conv->kind() != OpKind::kConvolution) continue;
       if (conv->GetString("activation") != "none") continue;  // already fused
       KILN_ASSIGN_OR_RETURN(bool fused, TryFuse(graph, conv, context));
       changed = changed || fused;
@@ -61,7 +61,7 @@ class FuseConvEpiloguePass : public Pass {
     }
     bool relu = false;
     double slope = 0;
-    if (next != nullptr && next->op() == "ReLU" && next->input(0) == current) {
+    if (next != nullptr && next->kind() == OpKind::kReLU && next->input(0) == current) {
       relu = true;
       slope = next->GetFloat("negative_slope");
       absorbed.push_back(next);
@@ -77,7 +77,7 @@ class FuseConvEpiloguePass : public Pass {
                 absl::StrCat("the output has ", uses, " readers (or is a graph output)"));
           }
         }
-      } else if (next->op() == "Convolution" && next->num_inputs() > 3 &&
+      } else if (next->kind() == OpKind::kConvolution && next->num_inputs() > 3 &&
                  next->input(3) == current) {
         context.Explain(name(), *conv, *next,
                         "the output is the residual another convolution's epilogue adds");

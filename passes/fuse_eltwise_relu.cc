@@ -24,20 +24,21 @@ class FuseEltwiseReluPass : public Pass {
     bool changed = false;
     for (const std::string& node_name : NodeNames(graph)) {
       Node* sum = graph.FindNode(node_name);
-      if (sum == nullptr || sum->op() != "Eltwise" || sum->GetString("activation") != "none") {
+      if (sum == nullptr || sum->kind() != OpKind::kEltwise ||
+          sum->GetString("activation") != "none") {
         continue;
       }
       Node* relu = SoleConsumer(graph, sum->output(0));
       if (relu == nullptr) {
         for (const auto& [reader, index] : graph.Uses(sum->output(0))) {
-          if (reader->op() == "ReLU") {
+          if (reader->kind() == OpKind::kReLU) {
             context.Explain(name(), *sum, *reader,
                             "the Eltwise's output has other readers (or is a graph output)");
           }
         }
         continue;
       }
-      if (relu->op() != "ReLU") continue;
+      if (relu->kind() != OpKind::kReLU) continue;
       if (!(relu->GetFloat("negative_slope") >= 0.0)) {
         context.Explain(name(), *sum, *relu,
                         "the ReLU's slope is negative, so its mask cannot be read off its output");

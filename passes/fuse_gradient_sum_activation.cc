@@ -42,11 +42,12 @@ class FuseGradientSumActivationPass : public Pass {
     bool changed = false;
     for (const std::string& node_name : NodeNames(graph)) {
       Node* grad = graph.FindNode(node_name);
-      if (grad == nullptr || grad->op() != "ActivationGradient" || grad->num_inputs() != 2) {
+      if (grad == nullptr || grad->kind() != OpKind::kActivationGradient ||
+          grad->num_inputs() != 2) {
         continue;
       }
       Node* sum = grad->input(1).node;
-      if (sum->op() != "Eltwise") continue;
+      if (sum->kind() != OpKind::kEltwise) continue;
       if (std::string why = WhyNot(graph, *sum, *grad); !why.empty()) {
         context.Explain(name(), *sum, *grad, why);
         continue;

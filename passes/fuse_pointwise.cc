@@ -17,20 +17,20 @@ class FusePointwisePass : public Pass {
     bool changed = false;
     for (const std::string& node_name : NodeNames(graph)) {
       Node* scale = graph.FindNode(node_name);
-      if (scale == nullptr || scale->op() != "Scale") continue;
+      if (scale == nullptr || scale->kind() != OpKind::kScale) continue;
       if (scale->GetString("activation") != "none") continue;
       Node* next = SoleConsumer(graph, scale->output(0));
       if (next == nullptr) {
         if (UseCount(graph, scale->output(0)) > 1) {
           for (const auto& [reader, index] : graph.Uses(scale->output(0))) {
-            if (reader->op() == "ReLU") {
+            if (reader->kind() == OpKind::kReLU) {
               context.Explain(name(), *scale, *reader, "the Scale's output has other readers");
             }
           }
         }
         continue;
       }
-      if (next->op() != "ReLU") continue;
+      if (next->kind() != OpKind::kReLU) continue;
       AttrMap attrs = scale->attrs();
       attrs["activation"] = std::string("relu");
       attrs["negative_slope"] = next->GetFloat("negative_slope");

@@ -5,7 +5,11 @@
 #define KILN_PASSES_INFERENCE_PASSES_H_
 
 #include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "passes/pass.h"
 #include "passes/pass_manager.h"
 
@@ -56,6 +60,24 @@ std::unique_ptr<Pass> MakeSplitRowsForMemoryPass();
 
 // The inference pipeline: the rewrites above as one fixed-point group.
 PassManager MakeInferencePipeline(PassManagerOptions options = {});
+
+// The memory rewrites, run after the inference pipeline: "split_rows_for_memory", then with
+// `split_channels` (CompileOptions::split_for_memory) "split_for_memory".
+PassManager MakeMemoryPipeline(PassManagerOptions options = {}, bool split_channels = false);
+
+// The placement rewrites of a plan whose kernels write any strides (CUDA), run after its
+// precision and layout are applied: "place_concat_inputs", then "fold_convert_into_crop".
+PassManager MakeCudaPlacementPipeline(PassManagerOptions options = {});
+
+// Every pass the compiler's pipelines above can run, by name: the inference pipeline's, then
+// the CUDA placement passes', then the memory passes' (every optional one included). Taken
+// from the pipelines themselves, so a new pass is known once a pipeline runs it.
+std::vector<std::string> KnownPassNames();
+
+// OK when every name in `names` is a known pass (KnownPassNames); else InvalidArgument for the
+// first that is not, listing the known ones: "compile: no pass named 'X'; passes: a, b, c".
+// For `--disable-pass` (CompileOptions::disabled_passes).
+absl::Status ValidatePassNames(const std::set<std::string>& names);
 
 }  // namespace kiln
 

@@ -14,13 +14,20 @@ namespace {
 
 // Ops whose CUDA kernels are views or that have several outputs: their outputs cannot move.
 bool CanWriteASubRegion(const Node& n) {
-  if (n.op() == "Concat") return true;  // nested: its own inputs move along with it
-  static const char* const kNot[] = {"Parameter", "Constant", "Flatten", "Reshape",
-                                     "Dropout",   "Convert",  "Split",   "Slice"};
-  for (const char* op : kNot) {
-    if (n.op() == op) return false;
+  if (n.kind() == OpKind::kConcat) return true;  // nested: its own inputs move along with it
+  switch (n.kind()) {
+    case OpKind::kParameter:
+    case OpKind::kConstant:
+    case OpKind::kFlatten:
+    case OpKind::kReshape:
+    case OpKind::kDropout:
+    case OpKind::kConvert:
+    case OpKind::kSplit:
+    case OpKind::kSlice:
+      return false;
+    default:
+      return n.num_outputs() == 1;
   }
-  return n.num_outputs() == 1;
 }
 
 class PlaceConcatInputsPass : public Pass {
@@ -33,7 +40,7 @@ class PlaceConcatInputsPass : public Pass {
     // Last first: an inner Concat takes the strides its outer one gave it before passing them on.
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Node* concat = *it;
-      if (concat->op() != "Concat") continue;
+      if (concat->kind() != OpKind::kConcat) continue;
       const std::string reason = Legality(graph, *concat);
       if (!reason.empty()) {
         context.Explain(name(), *concat, *concat, reason);
@@ -69,7 +76,7 @@ class PlaceConcatInputsPass : public Pass {
         if (concat.input(j) == v) return "an input appears twice";
       }
       for (const auto& [reader, index] : graph.Uses(v)) {
-        if (reader->op() == "Concat" && reader != &concat) {
+        if (reader->kind() == OpKind::kConcat && reader != &concat) {
           return absl::StrCat("input '", v.node->name(), "' also feeds Concat '", reader->name(),
                               "'");
         }

@@ -5,8 +5,8 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "ir/host_tensor.h"
 #include "base/status_macros.h"
+#include "ir/host_tensor.h"
 
 namespace kiln {
 
@@ -21,24 +21,41 @@ struct Want {
 
 // Ports that read class labels or similarity flags: numbers, never rounded to 16 bits.
 // The per-iteration seed offset of a training Dropout is a count: also never rounded.
-bool IsLabelPort(const std::string& op, int port) {
-  return (port == 1 &&
-          (op == "SoftmaxWithLoss" || op == "Accuracy" || op == "SoftmaxWithLossGradient" ||
-           op == "Dropout" || op == "DropoutGradient")) ||
-         (port == 2 && (op == "ContrastiveLoss" || op == "ContrastiveLossGradient"));
+bool IsLabelPort(OpKind op, int port) {
+  switch (op) {
+    case OpKind::kSoftmaxWithLoss:
+    case OpKind::kAccuracy:
+    case OpKind::kSoftmaxWithLossGradient:
+    case OpKind::kDropout:
+    case OpKind::kDropoutGradient:
+      return port == 1;
+    case OpKind::kContrastiveLoss:
+    case OpKind::kContrastiveLossGradient:
+      return port == 2;
+    default:
+      return false;
+  }
 }
 
 // Weight ports whose parameters the primitives read as f32 whatever the data's dtype (and which
 // are small, so keeping them f32 costs nothing).
 bool IsF32ParameterPort(const Node& node, int port) {
-  const std::string& op = node.op();
-  if (op == "BatchNorm") return port >= 1;
-  if (op == "BatchNormGradient") return port >= 2;
-  if (op == "AffineBatchNorm") return port >= 1;
-  if (op == "AffineBatchNormGradient") return port == 2;
-  if (op == "PReLU" || op == "PReLUGradient" || op == "Bias") return port == 1;
-  if (op == "Scale") return port >= 1;
-  return false;
+  switch (node.kind()) {
+    case OpKind::kBatchNorm:
+    case OpKind::kAffineBatchNorm:
+    case OpKind::kScale:
+      return port >= 1;
+    case OpKind::kBatchNormGradient:
+      return port >= 2;
+    case OpKind::kAffineBatchNormGradient:
+      return port == 2;
+    case OpKind::kPReLU:
+    case OpKind::kPReLUGradient:
+    case OpKind::kBias:
+      return port == 1;
+    default:
+      return false;
+  }
 }
 
 // Ports that read the batch statistics an AffineBatchNorm forward saved: f32 by definition (the
@@ -50,13 +67,14 @@ bool IsSavedStatisticsPort(const std::string& op, int port) {
 Want WantFor(const Node& node, int port, const Value& source, const PlanTypes& types) {
   Want w;
   const TensorType& t = source.type();
-  if (!IsFloatingPoint(t.dtype()) || IsLabelPort(node.op(), port) ||
+  if (!IsFloatingPoint(t.dtype()) || IsLabelPort(node.kind(), port) ||
       IsSavedStatisticsPort(node.op(), port)) {
     w.keep = true;
     return w;
   }
   // Weights, and in a training graph the parameters bound as graph inputs, stay f32 there.
-  const bool is_constant = source.node->op() == "Constant" || source.node->op() == "Parameter";
+  const bool is_constant =
+      source.node->kind() == OpKind::kConstant || source.node->kind() == OpKind::kParameter;
   if (is_constant && IsF32ParameterPort(node, port)) {
     w.dtype = DataType::kF32;
     w.channels_last = t.IsChannelsLast() && !t.IsContiguous();
@@ -96,10 +114,10 @@ class Rewriter {
   absl::StatusOr<std::unique_ptr<Graph>> Run(const Graph& source) {
     KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, source.TopologicalOrder());
     for (Node* n : order) {
-      if (n->op() == "Parameter") {
+      if (n->kind() == OpKind::kParameter) {
         KILN_ASSIGN_OR_RETURN(Value v, out_->AddParameter(n->name(), n->output_types()[0]));
         plain_[n->output(0)] = v;
-      } else if (n->op() == "Constant") {
+      } else if (n->kind() == OpKind::kConstant) {
         constants_[n->output(0)] = n;  // converted per use, on demand
       } else {
         std::vector<Value> inputs;

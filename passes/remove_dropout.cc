@@ -14,13 +14,13 @@ class RemoveDropoutPass : public Pass {
     if (!context.inference) return false;
     bool changed = false;
     for (Node* n : graph.nodes()) {
-      if (n->op() != "Dropout" || n->GetBool("training")) continue;
+      if (n->kind() != OpKind::kDropout || n->GetBool("training")) continue;
       const Value in = n->input(0), out = n->output(0);
       if (in.type() != out.type()) {
         context.Explain(name(), *in.node, *n, "input and output types differ (strided input)");
         continue;
       }
-      if (in.node->op() == "Parameter") {
+      if (in.node->kind() == OpKind::kParameter) {
         bool input_is_output = false;
         for (const GraphOutput& o : graph.outputs()) input_is_output |= o.value == out;
         if (input_is_output) {

@@ -22,7 +22,7 @@ int UseCount(const Graph& graph, Value value) {
 int64_t LargestActivationBytes(const Graph& graph) {
   int64_t largest = 0;
   for (const Node* n : graph.nodes()) {
-    if (n->op() == "Constant") continue;
+    if (n->kind() == OpKind::kConstant) continue;
     for (const TensorType& t : n->output_types()) largest = std::max(largest, t.span_bytes());
   }
   return largest;

@@ -25,9 +25,9 @@ class ShrinkDeconvolutionToCropPass : public Pass {
     bool changed = false;
     for (const std::string& node_name : NodeNames(graph)) {
       Node* crop = graph.FindNode(node_name);
-      if (crop == nullptr || crop->op() != "Crop") continue;
+      if (crop == nullptr || crop->kind() != OpKind::kCrop) continue;
       Node* deconv = crop->input(0).node;
-      if (deconv->op() != "Deconvolution") continue;
+      if (deconv->kind() != OpKind::kDeconvolution) continue;
       if (SoleConsumer(graph, deconv->output(0)) != crop) {
         context.Explain(name(), *deconv, *crop,
                         "the Deconvolution's output has other readers (or is a graph output)");

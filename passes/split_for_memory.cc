@@ -61,7 +61,7 @@ class SplitForMemoryPass : public Pass {
     for (const std::string& node_name : NodeNames(graph)) {
       Section section;
       section.conv = graph.FindNode(node_name);
-      if (section.conv == nullptr || section.conv->op() != "Convolution") continue;
+      if (section.conv == nullptr || section.conv->kind() != OpKind::kConvolution) continue;
       if (section.conv->output_types()[0].span_bytes() * 2 < largest) continue;
       Node* reader = SoleConsumer(graph, section.conv->output(0));
       const std::string reason = Legality(graph, reader, section);
@@ -80,7 +80,7 @@ class SplitForMemoryPass : public Pass {
   static std::string Legality(const Graph& graph, Node* reader, Section& s) {
     const Node& conv = *s.conv;
     if (reader == nullptr) return "the convolution's output has several readers or is an output";
-    if (reader->op() == "LRN") {
+    if (reader->kind() == OpKind::kLRN) {
       // Across channels, each output channel reads a window of input channels: a slice computes
       // its window's channels too and keeps only its own.
       if (reader->GetString("region") != "across_channels") return "the LRN is within channels";
@@ -89,7 +89,7 @@ class SplitForMemoryPass : public Pass {
       reader = SoleConsumer(graph, reader->output(0));
       if (reader == nullptr) return "the LRN's output has several readers or is an output";
     }
-    if (reader->op() != "Pooling") {
+    if (reader->kind() != OpKind::kPooling) {
       return absl::StrCat("its reader is ", reader->op(), ", not Pooling");
     }
     s.pool = reader;

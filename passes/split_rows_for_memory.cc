@@ -43,8 +43,8 @@ struct Section {
 // Ops that compute each output pixel from the same pixel of their input (all channels of it),
 // so a band of rows in gives the same band of rows out.
 std::string PixelwiseReason(const Node& n) {
-  if (n.op() == "ReLU") return "";
-  if (n.op() == "LRN") {
+  if (n.kind() == OpKind::kReLU) return "";
+  if (n.kind() == OpKind::kLRN) {
     return n.GetString("region") == "across_channels" ? "" : "the LRN is within channels";
   }
   return absl::StrCat("its reader is ", n.op(), ", not Pooling");
@@ -61,7 +61,7 @@ class SplitRowsForMemoryPass : public Pass {
     for (const std::string& node_name : NodeNames(graph)) {
       Section section;
       section.conv = graph.FindNode(node_name);
-      if (section.conv == nullptr || section.conv->op() != "Convolution") continue;
+      if (section.conv == nullptr || section.conv->kind() != OpKind::kConvolution) continue;
       // Near the largest only: a convolution half its size (FCN's conv2_2 beside conv1_2) is
       // not where the plan peaks, and its bands would only cost launches.
       if (section.conv->output_types()[0].span_bytes() * 4 < largest * 3) continue;
@@ -89,7 +89,7 @@ class SplitRowsForMemoryPass : public Pass {
         return "the convolution's output (or a pixelwise op's after it) has several readers or is "
                "an output";
       }
-      if ((*reader)->op() == "Pooling") break;
+      if ((*reader)->kind() == OpKind::kPooling) break;
       const std::string why = PixelwiseReason(**reader);
       if (!why.empty()) return why;
       s.pixelwise.push_back(*reader);

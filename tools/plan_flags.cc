@@ -41,6 +41,28 @@ absl::StatusOr<int64_t> ParseBytes(std::string text) {
 
 }  // namespace
 
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
+  if (name == "fp32") return Precision::kFp32;
+  if (name == "tf32") return Precision::kTf32;
+  if (name == "fp16") return Precision::kFp16;
+  if (name == "bf16") return Precision::kBf16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("precision '", name, "': use fp32, tf32, fp16 or bf16"));
+}
+
+absl::StatusOr<LayoutChoice> ParseLayoutChoice(absl::string_view name) {
+  if (name == "nchw") return LayoutChoice::kNchw;
+  if (name == "nhwc") return LayoutChoice::kNhwc;
+  if (name == "auto") return LayoutChoice::kAuto;
+  return absl::InvalidArgumentError(absl::StrCat("layout '", name, "': use nchw, nhwc or auto"));
+}
+
+absl::StatusOr<AlgoChoice> ParseAlgoChoice(absl::string_view name) {
+  if (name == "heuristic") return AlgoChoice::kHeuristic;
+  if (name == "measure") return AlgoChoice::kMeasure;
+  return absl::InvalidArgumentError(absl::StrCat("algo '", name, "': use heuristic or measure"));
+}
+
 const std::set<std::string>& PlanFlagNames() {
   static const std::set<std::string>* names = new std::set<std::string>{
       "device",          "precision",        "layout",   "algo",        "tuning-file",

@@ -15,9 +15,11 @@ namespace {
 std::vector<Node*> TrainingBatchNorms(Graph& graph, std::set<std::string>& statistics) {
   std::vector<Node*> batch_norms;
   for (Node* n : graph.nodes()) {
-    if (n->op() != "BatchNorm" || n->GetBool("use_global_stats") || n->num_inputs() != 4) continue;
+    if (n->kind() != OpKind::kBatchNorm || n->GetBool("use_global_stats") || n->num_inputs() != 4)
+      continue;
     bool constants = true;
-    for (int i = 1; i < 4; ++i) constants = constants && n->input(i).node->op() == "Constant";
+    for (int i = 1; i < 4; ++i)
+      constants = constants && n->input(i).node->kind() == OpKind::kConstant;
     if (!constants) continue;
     batch_norms.push_back(n);
     for (int i = 1; i < 4; ++i) statistics.insert(n->input(i).node->name());
@@ -49,7 +51,7 @@ absl::Status UpdateStatistics(Graph& graph, const std::vector<Node*>& batch_norm
 absl::Status SeedDropouts(Graph& graph, TrainableGraph& out) {
   std::vector<Node*> dropouts;
   for (Node* n : graph.nodes()) {
-    if (n->op() == "Dropout" && n->GetBool("training") && n->num_inputs() == 1) {
+    if (n->kind() == OpKind::kDropout && n->GetBool("training") && n->num_inputs() == 1) {
       dropouts.push_back(n);
     }
   }

@@ -8,12 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "dnn/cuda/activation.h"
-#include "kernels/cuda/graph_kernel.h"
-#include "kernels/cuda/graph_kernels.h"
 #include "dnn/cuda/primitive_call.h"
 #include "dnn/cuda/primitive_launch.h"
 #include "dnn/cuda/tensor_ops.h"
 #include "dnn/primitive_descriptors.h"
+#include "kernels/cuda/graph_kernel.h"
+#include "kernels/cuda/graph_kernels.h"
 
 namespace kiln {
 
@@ -36,7 +36,7 @@ PreparedKernel NothingToDo() {
 // The activation of a forward node, or the one an ActivationGradient node differentiates.
 absl::StatusOr<dnn::ActivationDescriptor> ActivationOf(const Node& node) {
   const std::string& op =
-      node.op() == "ActivationGradient" ? node.GetString("activation") : node.op();
+      node.kind() == OpKind::kActivationGradient ? node.GetString("activation") : node.op();
   if (op == "ReLU") {
     return dnn::ActivationDescriptor::Create(dnn::ActivationMode::kRelu,
                                              node.GetFloat("negative_slope"));

@@ -30,12 +30,12 @@
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "dnn/cuda/conv/convolution.h"
-#include "kernels/cuda/convolution_in_dead_bytes.h"
-#include "kernels/cuda/graph_kernel.h"
-#include "kernels/cuda/graph_kernels.h"
 #include "dnn/cuda/primitive_call.h"
 #include "dnn/cuda/primitive_launch.h"
 #include "dnn/cuda/tensor_ops.h"
+#include "kernels/cuda/convolution_in_dead_bytes.h"
+#include "kernels/cuda/graph_kernel.h"
+#include "kernels/cuda/graph_kernels.h"
 #include "kernels/tuning_cache.h"
 #include "ops/convolution_params.h"
 
@@ -108,19 +108,19 @@ absl::Status WindowOfX(const ConvolutionParams& params, const TensorType& x,
 
 // The primitive's error prefix (a literal: the problem keeps the pointer).
 const char* WhereOf(const Node& node) {
-  if (node.op() == "Deconvolution") return "cuda Deconvolution";
-  if (node.op() == "ConvolutionBackwardData") return "cuda ConvolutionBackwardData";
-  if (node.op() == "ConvolutionBackwardFilter") return "cuda ConvolutionBackwardFilter";
+  if (node.kind() == OpKind::kDeconvolution) return "cuda Deconvolution";
+  if (node.kind() == OpKind::kConvolutionBackwardData) return "cuda ConvolutionBackwardData";
+  if (node.kind() == OpKind::kConvolutionBackwardFilter) return "cuda ConvolutionBackwardFilter";
   return "cuda Convolution";
 }
 
 absl::StatusOr<ConvSetup> SetupOf(const Node& node, const KernelOptions& options) {
   ConvSetup setup;
-  if (node.op() == "Deconvolution" || node.op() == "ConvolutionBackwardData") {
+  if (node.kind() == OpKind::kDeconvolution || node.kind() == OpKind::kConvolutionBackwardData) {
     setup.direction = dnn::ConvDirection::kBackwardData;
     setup.x_at = kOutput;
     setup.y_at = 0;
-  } else if (node.op() == "ConvolutionBackwardFilter") {
+  } else if (node.kind() == OpKind::kConvolutionBackwardFilter) {
     setup.direction = dnn::ConvDirection::kBackwardFilter;
     setup.w_at = kOutput;
     setup.y_at = 1;

@@ -6,10 +6,10 @@
 // row-major copy in the workspace: one pass over x, far cheaper than the product.
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "kernels/cuda/graph_kernel.h"
-#include "kernels/cuda/graph_kernels.h"
 #include "dnn/cuda/inner_product.h"
 #include "dnn/cuda/tensor_ops.h"
+#include "kernels/cuda/graph_kernel.h"
+#include "kernels/cuda/graph_kernels.h"
 #include "ops/shape_util.h"
 
 namespace kiln {
@@ -69,7 +69,7 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareInnerProduct(const Node& node,
 // in the forward pass.
 absl::StatusOr<cuda_graph::PreparedKernel> PrepareInnerProductBackward(
     const Node& node, const KernelOptions& options) {
-  const bool data = node.op() == "InnerProductBackwardData";
+  const bool data = node.kind() == OpKind::kInnerProductBackwardData;
   const TensorType& x = data ? node.output_types()[0] : node.input(0).type();
   const TensorType& dy = node.input(data ? 0 : 1).type();
   const TensorType& w = data ? node.input(1).type() : node.output_types()[0];

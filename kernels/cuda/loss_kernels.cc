@@ -5,12 +5,12 @@
 // loss is one value of the scores' dtype; 16-bit plans get it rounded from the f32/double result.
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "kernels/cuda/graph_kernel.h"
-#include "kernels/cuda/graph_kernels.h"
-#include "kernels/cuda/loss_launch.h"
 #include "dnn/cuda/primitive_call.h"
 #include "dnn/cuda/softmax.h"
 #include "dnn/cuda/tensor_ops.h"
+#include "kernels/cuda/graph_kernel.h"
+#include "kernels/cuda/graph_kernels.h"
+#include "kernels/cuda/loss_launch.h"
 #include "ops/shape_util.h"
 
 namespace kiln {
@@ -88,8 +88,8 @@ struct PackedInputs {
 
 absl::Status CheckLoss(const Node& node) {
   // Labels (input 1 of SoftmaxWithLoss/Accuracy) may be i32; everything else is float data.
-  const bool labels = node.op() == "SoftmaxWithLoss" || node.op() == "Accuracy" ||
-                      node.op() == "SoftmaxWithLossGradient";
+  const bool labels = node.kind() == OpKind::kSoftmaxWithLoss || node.kind() == OpKind::kAccuracy ||
+                      node.kind() == OpKind::kSoftmaxWithLossGradient;
   KILN_RETURN_IF_ERROR(cuda_graph::RequireFloatData(node, labels ? 1 : -1));
   return PackedInputs::For(node).status();
 }

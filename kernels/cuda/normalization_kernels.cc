@@ -22,13 +22,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "kernels/cuda/graph_kernel.h"
-#include "kernels/cuda/graph_kernels.h"
 #include "dnn/cuda/normalization.h"
 #include "dnn/cuda/primitive_call.h"
 #include "dnn/cuda/primitive_launch.h"
 #include "dnn/cuda/tensor_ops.h"
 #include "dnn/primitive_descriptors.h"
+#include "kernels/cuda/graph_kernel.h"
+#include "kernels/cuda/graph_kernels.h"
 #include "ops/broadcast_params.h"
 #include "ops/shape_util.h"
 
@@ -284,7 +284,7 @@ absl::StatusOr<dnn::TensorDescriptor> BroadcastView(const Node& node, int input,
 
 absl::StatusOr<AffinePlan> PlanAffine(const Node& node) {
   AffinePlan p;
-  p.is_bias = node.op() == "Bias";
+  p.is_bias = node.kind() == OpKind::kBias;
   KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(node.input(0).type()));
   KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
   p.per_feature = true;
@@ -445,7 +445,7 @@ absl::StatusOr<PreparedKernel> PrepareBatchNormGradient(const Node& node, const 
 // broadcasts along, as the primitive's deterministic reduction into packed f32; a parameter
 // gradient of another type is reduced into the workspace and converted.
 absl::StatusOr<PreparedKernel> PrepareParamGradient(const Node& node, const KernelOptions&) {
-  const bool scale = node.op() == "ScaleParamGradient";
+  const bool scale = node.kind() == OpKind::kScaleParamGradient;
   const TensorType& dy = node.input(scale ? 1 : 0).type();
   const TensorType& dparam = node.output_types()[0];
   if (dparam.num_elements() == 0) return NothingToDo();

@@ -22,11 +22,11 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "dnn/cuda/cuda_status.h"
-#include "kernels/cuda/graph_kernel.h"
-#include "kernels/cuda/graph_kernels.h"
 #include "dnn/cuda/normalization.h"
 #include "dnn/cuda/pooling.h"
 #include "dnn/primitive_descriptors.h"
+#include "kernels/cuda/graph_kernel.h"
+#include "kernels/cuda/graph_kernels.h"
 #include "ops/pooling_params.h"
 
 namespace kiln {
@@ -67,7 +67,7 @@ struct PoolingPlan {
 // The pooling of x to y (Pooling: input 0 to the output; PoolingGradient: input 0 to input 1).
 absl::StatusOr<PoolingPlan> PlanPooling(const Node& node) {
   const TensorType& x = node.input(0).type();
-  const bool backward = node.op() == "PoolingGradient";
+  const bool backward = node.kind() == OpKind::kPoolingGradient;
   KILN_ASSIGN_OR_RETURN(PoolingParams params, PoolingParams::Create(node.attrs(), x));
   PoolingPlan p;
   KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(x));
@@ -188,8 +188,9 @@ absl::StatusOr<LrnPlan> PlanLrn(const Node& node) {
   }
   p.lrn = *lrn;
   KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(node.input(0).type()));
-  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.op() == "LRNGradient" ? node.input(1).type()
-                                                                      : node.output_types()[0]));
+  KILN_ASSIGN_OR_RETURN(p.yd,
+                        DescriptorOf(node.kind() == OpKind::kLRNGradient ? node.input(1).type()
+                                                                         : node.output_types()[0]));
   if (across && p.xd.rank() == 2) {
     // The primitive wants a spatial dim; [N, C] is [N, C, 1].
     KILN_ASSIGN_OR_RETURN(p.xd, WithUnitDim(p.xd, 2));

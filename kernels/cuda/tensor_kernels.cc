@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "dnn/cuda/cuda_status.h"
+#include "dnn/cuda/tensor_ops.h"
 #include "kernels/cuda/graph_kernel.h"
 #include "kernels/cuda/graph_kernels.h"
-#include "dnn/cuda/tensor_ops.h"
 #include "ops/shape_util.h"
 
 namespace kiln {
@@ -141,7 +141,7 @@ absl::StatusOr<PreparedKernel> PrepareCropGradient(const Node& node, const Kerne
 absl::StatusOr<PreparedKernel> PrepareReshapeLike(const Node& node, const KernelOptions&) {
   const TensorType& x = node.input(0).type();
   const TensorType& y = node.output_types()[0];
-  const bool convert = node.op() == "Convert";
+  const bool convert = node.kind() == OpKind::kConvert;
   PreparedKernel k;
   const bool same_bytes = x.dtype() == y.dtype() && x.IsContiguous() && y.IsContiguous();
   if (same_bytes && (!convert || x == y)) {

@@ -28,7 +28,7 @@ absl::StatusOr<Value> ParamGradient(GraphBuilder& b, const Node& n, const std::s
 
 absl::Status RequireUnfused(const Node& n) {
   if ((n.attrs().count("activation") && n.GetString("activation") != "none") ||
-      (n.op() == "Convolution" && n.num_inputs() > 3)) {
+      (n.kind() == OpKind::kConvolution && n.num_inputs() > 3)) {
     return NoGradientFor(n, "fused epilogues are inference-only; train the unrewritten graph");
   }
   if (n.attrs().count("pad_end") && !n.GetInts("pad_end").empty()) {

@@ -16,10 +16,18 @@ namespace {
 using Grads = std::vector<Value>;
 
 bool ReadsOutput(const Node& n) {
-  const std::string& op = n.op();
-  if (op == "ReLU") return n.GetFloat("negative_slope") >= 0;
-  if (op == "ELU") return n.GetFloat("alpha") >= 0;
-  return op == "Sigmoid" || op == "TanH" || op == "ClippedReLU";
+  switch (n.kind()) {
+    case OpKind::kReLU:
+      return n.GetFloat("negative_slope") >= 0;
+    case OpKind::kELU:
+      return n.GetFloat("alpha") >= 0;
+    case OpKind::kSigmoid:
+    case OpKind::kTanH:
+    case OpKind::kClippedReLU:
+      return true;
+    default:
+      return false;
+  }
 }
 
 absl::StatusOr<Grads> ActivationGradient(GraphBuilder& b, const GradientRequest& r) {

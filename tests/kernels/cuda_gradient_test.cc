@@ -36,13 +36,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "ir/graph_builder.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
 #include "runtime/compiler.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
-#include "gtest/gtest.h"
-#include "kernels/all_kernels.h"
-#include "ops/all_ops.h"
 #include "tests/util/gradient_cases.h"
 #include "tests/util/op_test_util.h"
 
@@ -309,7 +309,7 @@ TEST(CudaGradientTest, EveryGradientNodeIsSelectedAndPreparedWithoutADevice) {
       auto order = (*graph)->TopologicalOrder();
       ASSERT_TRUE(order.ok()) << where << ": " << order.status();
       for (const Node* node : *order) {
-        if (node->op() == "Parameter" || node->op() == "Constant") continue;
+        if (node->kind() == OpKind::kParameter || node->kind() == OpKind::kConstant) continue;
         const std::string at =
             absl::StrCat(where, ": node '", node->name(), "' (", node->op(), ")");
         absl::Status status;

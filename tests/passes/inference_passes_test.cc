@@ -7,13 +7,13 @@
 #include <cmath>
 #include <map>
 
+#include "gtest/gtest.h"
 #include "ir/graph_builder.h"
 #include "ir/text_format.h"
-#include "runtime/compiler.h"
-#include "runtime/executor.h"
-#include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
 #include "tests/util/op_test_util.h"
 
 namespace kiln {
@@ -82,7 +82,8 @@ int CountOps(const Graph& g, const std::string& op) {
 // Concat steps that copy (a placed Concat is a view and runs nothing).
 int RunningConcats(const ExecutionPlan& plan) {
   int n = 0;
-  for (const PlanStep& s : plan.steps()) n += s.node->op() == "Concat" && !s.is_view ? 1 : 0;
+  for (const PlanStep& s : plan.steps())
+    n += s.node->kind() == OpKind::kConcat && !s.is_view ? 1 : 0;
   return n;
 }
 
@@ -683,6 +684,25 @@ TEST(PassManagerTest, VerifierFailureNamesThePass) {
   ASSERT_FALSE(changed.ok());
   EXPECT_NE(changed.status().message().find("after pass make_cycle"), std::string::npos)
       << changed.status();
+}
+
+// The names --disable-pass accepts come from the pipelines themselves, in the order the
+// compiler's error lists them; an unknown name is refused with that list.
+TEST(KnownPassNamesTest, ListsEveryPipelinePassAndRefusesOthers) {
+  const std::string known =
+      "remove_dropout, fold_batchnorm, batchnorm_to_scale, fuse_conv_epilogue, fuse_pointwise, "
+      "shrink_deconvolution_to_crop, dead_code, place_concat_inputs, fold_convert_into_crop, "
+      "split_rows_for_memory, split_for_memory";
+  std::string joined;
+  for (const std::string& name : KnownPassNames()) {
+    joined += (joined.empty() ? "" : ", ") + name;
+  }
+  EXPECT_EQ(joined, known);
+  EXPECT_TRUE(ValidatePassNames({}).ok());
+  EXPECT_TRUE(ValidatePassNames({"dead_code", "split_for_memory"}).ok());
+  absl::Status bad = ValidatePassNames({"dead_code", "no_such_pass", "zzz"});
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(), "compile: no pass named 'no_such_pass'; passes: " + known);
 }
 
 }  // namespace

@@ -8,14 +8,14 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "ir/graph_builder.h"
 #include "ir/text_format.h"
-#include "runtime/compiler.h"
-#include "runtime/executor.h"
-#include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 #include "passes/inference_passes.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
 #include "tests/util/op_test_util.h"
 
 namespace kiln {
@@ -206,7 +206,7 @@ TEST(SplitRowsForMemoryTest, PlacedBandsShrinkThePlannedActivations) {
   auto placed_plan = Compile(*placed, DefaultKernelRegistry(), plain);
   ASSERT_TRUE(placed_plan.ok()) << placed_plan.status();
   for (const PlanStep& s : (*placed_plan)->steps()) {
-    if (s.node->op() == "Concat") {
+    if (s.node->kind() == OpKind::kConcat) {
       EXPECT_TRUE(s.is_view) << (*placed_plan)->ToString();
     }
   }

@@ -8,15 +8,15 @@
 #include <map>
 
 #include "absl/strings/match.h"
+#include "gtest/gtest.h"
 #include "ir/graph_builder.h"
 #include "ir/text_format.h"
-#include "runtime/compiler.h"
-#include "runtime/executor.h"
-#include "training/backward.h"
-#include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
 #include "tests/util/op_test_util.h"
+#include "training/backward.h"
 
 namespace kiln {
 namespace {
@@ -243,7 +243,7 @@ void ExpectFusedTrainsLikeUnfused(const Options& options) {
   EXPECT_EQ(CountOps(*fused, "ScaleParamGradient"), 0);
   // The backward reads the batch statistics the forward saved (its last two outputs).
   for (const Node* n : fused->nodes()) {
-    if (n->op() != "AffineBatchNormGradient") continue;
+    if (n->kind() != OpKind::kAffineBatchNormGradient) continue;
     const Node* forward = fused->FindNode("bn");
     ASSERT_NE(forward, nullptr);
     EXPECT_EQ(n->input(3), (Value{const_cast<Node*>(forward), forward->num_outputs() - 2}));
@@ -349,7 +349,7 @@ void FuseAndAddBackward(Graph& g, const PassManagerOptions& options = {},
 int CountFusedEltwiseRelus(const Graph& g) {
   int n = 0;
   for (const Node* node : g.nodes()) {
-    n += node->op() == "Eltwise" && node->GetString("activation") == "relu" ? 1 : 0;
+    n += node->kind() == OpKind::kEltwise && node->GetString("activation") == "relu" ? 1 : 0;
   }
   return n;
 }
@@ -358,7 +358,7 @@ int CountFusedEltwiseRelus(const Graph& g) {
 int CountGradientsOfSums(const Graph& g) {
   int n = 0;
   for (const Node* node : g.nodes()) {
-    n += node->op() == "ActivationGradient" && node->num_inputs() > 2 ? 1 : 0;
+    n += node->kind() == OpKind::kActivationGradient && node->num_inputs() > 2 ? 1 : 0;
   }
   return n;
 }
@@ -367,7 +367,7 @@ int CountGradientsOfSums(const Graph& g) {
 int CountGradientSums(const Graph& g) {
   int n = 0;
   for (const Node* node : g.nodes()) {
-    n += node->op() == "Eltwise" && absl::StrContains(node->name(), "grad_sum") ? 1 : 0;
+    n += node->kind() == OpKind::kEltwise && absl::StrContains(node->name(), "grad_sum") ? 1 : 0;
   }
   return n;
 }
@@ -389,7 +389,7 @@ TEST(FuseEltwiseReluTest, ResidualSumsTakeTheirRelus) {
   EXPECT_EQ(CountGradientSums(*g), 1) << dump;
   EXPECT_EQ(g->FindNode("res/grad_sum"), nullptr) << dump;
   for (const Node* n : g->nodes()) {
-    if (n->op() == "ActivationGradient" && n->num_inputs() > 2) {
+    if (n->kind() == OpKind::kActivationGradient && n->num_inputs() > 2) {
       EXPECT_EQ(n->num_inputs(), 3);
       EXPECT_EQ(n->input(0), (Value{const_cast<Node*>(res), 0}));
       EXPECT_EQ(n->GetString("saved"), "output");

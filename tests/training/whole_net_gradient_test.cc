@@ -15,16 +15,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/compiler.h"
-#include "runtime/executor.h"
-#include "training/backward.h"
+#include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/caffe_model.h"
 #include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 #include "passes/training_passes.h"
-#include "frontends/caffe/caffe_io.h"
-#include "frontends/caffe/caffe_model.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
+#include "training/backward.h"
 
 namespace kiln {
 namespace {
@@ -313,7 +313,8 @@ absl::Status Prepare(const char* text, uint64_t seed, CheckedNet& out, bool fuse
       return s;
     }
   }
-  for (Node* node : graph.nodes()) out.affine_batchnorms += node->op() == "AffineBatchNorm";
+  for (Node* node : graph.nodes())
+    out.affine_batchnorms += node->kind() == OpKind::kAffineBatchNorm;
   // Data: values in [-1, 1]; labels: fixed classes.
   std::mt19937 rng(static_cast<uint32_t>(seed));
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -334,9 +335,9 @@ absl::Status Prepare(const char* text, uint64_t seed, CheckedNet& out, bool fuse
   for (Node* node : graph.nodes()) {
     // A ReLU folded into an AffineBatchNorm is watched through the fused output, which is
     // positive exactly where the ReLU's input was.
-    const bool fused_relu = node->op() == "AffineBatchNorm" && node->GetBool("relu");
-    const bool relu = node->op() == "ReLU" || fused_relu;
-    const bool max_pool = node->op() == "Pooling" && node->GetString("mode") == "max";
+    const bool fused_relu = node->kind() == OpKind::kAffineBatchNorm && node->GetBool("relu");
+    const bool relu = node->kind() == OpKind::kReLU || fused_relu;
+    const bool max_pool = node->kind() == OpKind::kPooling && node->GetString("mode") == "max";
     if (!relu && !max_pool) continue;
     const std::string name = absl::StrCat("watch", watch++);
     const Value watched = fused_relu ? node->output(0) : node->input(0);
