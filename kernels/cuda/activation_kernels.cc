@@ -22,16 +22,8 @@ namespace {
 using cuda_graph::DescriptorOf;
 using cuda_graph::PreparedKernel;
 
-// The primitive descriptors refuse zero-sized dims, and an empty output needs no work: such a
-// node gets a kernel that does nothing.
-bool OutputIsEmpty(const Node& node) { return node.output_types()[0].num_elements() == 0; }
-
-PreparedKernel NothingToDo() {
-  PreparedKernel k;
-  k.run = [](dnn::Handle&, const KernelArgs&) { return absl::OkStatus(); };
-  k.description = "empty";
-  return k;
-}
+using cuda_graph::NothingToDo;
+using cuda_graph::OutputIsEmpty;
 
 // The activation of a forward node, or the one an ActivationGradient node differentiates.
 absl::StatusOr<dnn::ActivationDescriptor> ActivationOf(const Node& node) {

@@ -174,5 +174,22 @@ absl::StatusOr<const IdentityParams*> IdentityFor(const KernelArgs& a, int64_t c
       [count]() { return IdentityParams::Create(count); });
 }
 
+bool OutputIsEmpty(const Node& node) { return node.output_types()[0].num_elements() == 0; }
+
+PreparedKernel NothingToDo() {
+  PreparedKernel k;
+  k.run = [](dnn::Handle&, const KernelArgs&) { return absl::OkStatus(); };
+  k.description = "empty";
+  return k;
+}
+
+absl::StatusOr<dnn::TensorDescriptor> WithUnitDim(const dnn::TensorDescriptor& d, int at) {
+  std::vector<int64_t> dims = d.dims, strides = d.strides;
+  const int64_t stride = at < d.rank() ? d.strides[at] * d.dims[at] : 1;
+  dims.insert(dims.begin() + at, 1);
+  strides.insert(strides.begin() + at, stride);
+  return dnn::TensorDescriptor::Create(d.dtype, std::move(dims), std::move(strides));
+}
+
 }  // namespace cuda_graph
 }  // namespace kiln

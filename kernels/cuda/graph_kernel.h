@@ -13,9 +13,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "ir/graph.h"
 #include "dnn/cuda/dnn_handle.h"
 #include "dnn/descriptors.h"
+#include "ir/graph.h"
 #include "kernels/kernel.h"
 #include "kernels/kernel_registry.h"
 
@@ -41,6 +41,16 @@ struct PreparedKernel {
   std::string description;     // What was chosen at plan time, for plan dumps ("algo=fft").
   double measured_ms = -1;     // The choice's measured time (Kernel::MeasuredMs), or negative.
 };
+
+// The primitive descriptors refuse zero-sized dims, and an empty output needs no work: such a
+// node gets a kernel that does nothing.
+bool OutputIsEmpty(const Node& node);
+PreparedKernel NothingToDo();
+
+// `d` with a dim of size 1 inserted before dim `at`; its stride is the dense one (it is never
+// stepped along, but keeps the descriptor's strides ordered). How an adapter runs a problem of
+// lower rank on a primitive that wants more dims (1-d pooling as 2-d, LRN on [N, C]).
+absl::StatusOr<dnn::TensorDescriptor> WithUnitDim(const dnn::TensorDescriptor& d, int at);
 
 using CheckFn = std::function<absl::Status(const Node& node)>;
 using PrepareFn =

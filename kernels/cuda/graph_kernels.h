@@ -15,9 +15,11 @@ absl::Status RegisterCudaConvolutionKernels(KernelRegistry& registry);
 absl::Status RegisterCudaInnerProductKernels(KernelRegistry& registry);
 // ReLU, Sigmoid, TanH, ELU, ClippedReLU, Power, AbsVal, PReLU, Dropout, and their gradients.
 absl::Status RegisterCudaActivationKernels(KernelRegistry& registry);
-// Pooling and LRN, and their gradients.
+// Pooling and its gradient.
 absl::Status RegisterCudaPoolingKernels(KernelRegistry& registry);
 // BatchNorm, Scale, Bias; BatchNormGradient, BiasGradient, ScaleParamGradient.
+absl::Status RegisterCudaLrnKernels(KernelRegistry& registry);
+
 absl::Status RegisterCudaNormalizationKernels(KernelRegistry& registry);
 // AffineBatchNorm (training BatchNorm + Scale, fused) and AffineBatchNormGradient.
 absl::Status RegisterCudaAffineBatchNormKernels(KernelRegistry& registry);

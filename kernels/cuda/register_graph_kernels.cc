@@ -8,6 +8,7 @@ absl::Status RegisterCudaKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterCudaInnerProductKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaActivationKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaPoolingKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaLrnKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaNormalizationKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaAffineBatchNormKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaSoftmaxKernels(registry));

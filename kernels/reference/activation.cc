@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/dropout_mask.h"
 #include "base/status_macros.h"
 #include "kernels/reference/reference_kernel.h"
-#include "base/dropout_mask.h"
 #include "ops/shape_util.h"
 
 namespace kiln {

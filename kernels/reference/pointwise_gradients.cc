@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/dropout_mask.h"
 #include "base/status_macros.h"
 #include "dnn/activation_math.h"
 #include "kernels/reference/reference_kernel.h"
-#include "base/dropout_mask.h"
 #include "ops/shape_util.h"
 
 namespace kiln {

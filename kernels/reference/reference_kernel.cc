@@ -1,8 +1,8 @@
 #include "kernels/reference/reference_kernel.h"
 
 #include "absl/strings/str_cat.h"
-#include "ir/host_tensor.h"
 #include "base/status_macros.h"
+#include "ir/host_tensor.h"
 
 namespace kiln {
 
@@ -132,6 +132,7 @@ absl::Status RegisterReferenceKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReferenceConvGradients(registry));
   KILN_RETURN_IF_ERROR(RegisterReferencePointwiseGradients(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceWindowGradients(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceNormalizationGradients(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceLossGradients(registry));
   return absl::OkStatus();
 }

@@ -44,6 +44,7 @@ absl::Status RegisterReferenceLoss(KernelRegistry& registry);
 absl::Status RegisterReferenceConvGradients(KernelRegistry& registry);
 absl::Status RegisterReferencePointwiseGradients(KernelRegistry& registry);
 absl::Status RegisterReferenceWindowGradients(KernelRegistry& registry);
+absl::Status RegisterReferenceNormalizationGradients(KernelRegistry& registry);
 absl::Status RegisterReferenceLossGradients(KernelRegistry& registry);
 
 // All of the above.
