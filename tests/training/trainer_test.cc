@@ -14,12 +14,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "frontends/caffe/data/datum_db.h"
-#include "gtest/gtest.h"
 #include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/data/datum_db.h"
 #include "frontends/caffe/solver.h"
+#include "gtest/gtest.h"
 #include "tests/util/caffe_files.h"
 #include "tests/util/image_files.h"
+#include "training/memory_batch_source.h"
 
 namespace kiln {
 namespace {
@@ -51,8 +52,8 @@ absl::StatusOr<SolverConfig> WriteAndLoadSolver(const std::string& name, const s
 }
 
 absl::StatusOr<std::unique_ptr<SolverTrainer>> MakeTrainer(const SolverConfig& solver,
-                                                     double loss_scale = 1.0,
-                                                     bool optimize = false) {
+                                                           double loss_scale = 1.0,
+                                                           bool optimize = false) {
   TrainerOptions options;
   options.loss_scale = loss_scale;
   options.compile.optimize = optimize;
@@ -668,6 +669,72 @@ TEST(TrainerErrors, RestoringAnotherNetsStateIsInvalidArgument) {
   ASSERT_TRUE(adam.ok()) << adam.status();
   restored = (*adam)->Restore(paths->second);
   EXPECT_EQ(restored.code(), absl::StatusCode::kInvalidArgument) << restored;
+}
+
+// ---------------------------------------------------------------------------------------------
+// MemoryData: Caffe's layer for arrays the caller holds, fed through the training engine's
+// BatchSource (TrainerOptions::memory_data).
+
+constexpr char kMemoryNet[] = R"(
+name: "memory"
+layer { name: "data" type: "MemoryData" top: "data" top: "label"
+        memory_data_param { batch_size: 8 channels: 1 height: 2 width: 2 } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip"
+        inner_product_param { num_output: 3 weight_filler { type: "gaussian" std: 0.1 } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+
+constexpr char kMemorySolver[] = R"(
+base_lr: 0.5 lr_policy: "fixed" momentum: 0.9 max_iter: 40 type: "SGD" random_seed: 3
+)";
+
+// 48 examples of three classes: class c lights pixel c (plus a small offset per example).
+absl::StatusOr<std::unique_ptr<BatchSource>> ThreeClasses(int64_t batch) {
+  std::vector<float> x, y;
+  for (int i = 0; i < 48; ++i) {
+    const int c = i % 3;
+    for (int p = 0; p < 4; ++p) x.push_back(p == c ? 1.0f : 0.01f * static_cast<float>(i % 5));
+    y.push_back(static_cast<float>(c));
+  }
+  MemoryBatchOptions options;
+  options.batch_size = batch;
+  options.shuffle = true;
+  absl::StatusOr<std::unique_ptr<MemoryBatchSource>> source =
+      MemoryBatchSource::Create(std::move(x), {1, 2, 2}, std::move(y), options);
+  if (!source.ok()) return source.status();
+  return std::unique_ptr<BatchSource>(std::move(*source));
+}
+
+TEST(TrainerMemoryData, TrainsFromTheCallersArrays) {
+  absl::StatusOr<SolverConfig> solver =
+      WriteAndLoadSolver("memory_data", kMemoryNet, kMemorySolver);
+  ASSERT_TRUE(solver.ok()) << solver.status();
+  TrainerOptions options;
+  options.memory_data["data"] = [] { return ThreeClasses(8); };
+  absl::StatusOr<std::unique_ptr<SolverTrainer>> trainer = SolverTrainer::Create(*solver, options);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ASSERT_TRUE((*trainer)->Step().ok());
+  const double first = (*trainer)->last_loss();
+  for (int i = 0; i < 39; ++i) ASSERT_TRUE((*trainer)->Step().ok());
+  EXPECT_GT(first, 0.9);  // about log(3) at the start
+  EXPECT_LT((*trainer)->last_loss(), 0.1 * first);
+  EXPECT_EQ((*trainer)->images_per_iteration(), 8);
+}
+
+TEST(TrainerMemoryData, AMissingOrMisshapenSourceIsNamed) {
+  absl::StatusOr<SolverConfig> solver =
+      WriteAndLoadSolver("memory_data_errors", kMemoryNet, kMemorySolver);
+  ASSERT_TRUE(solver.ok()) << solver.status();
+  absl::StatusOr<std::unique_ptr<SolverTrainer>> none = SolverTrainer::Create(*solver, {});
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(none.status().message().find("MemoryData layer 'data'"), std::string::npos)
+      << none.status();
+  TrainerOptions wrong;
+  wrong.memory_data["data"] = [] { return ThreeClasses(4); };  // batches of 4, the layer says 8
+  absl::StatusOr<std::unique_ptr<SolverTrainer>> misshapen = SolverTrainer::Create(*solver, wrong);
+  EXPECT_EQ(misshapen.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(misshapen.status().message().find("declares batches of [8,1,2,2]"), std::string::npos)
+      << misshapen.status();
 }
 
 }  // namespace

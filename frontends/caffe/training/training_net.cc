@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "frontends/caffe/data/batch_source.h"
 #include "frontends/caffe/net_state.h"
@@ -24,7 +25,43 @@ std::string ResolveSource(const std::string& source, const std::string& solver_d
 }
 
 // The data layers the trainer feeds from a BatchSource.
-bool IsFedDataLayer(const std::string& type) { return type == "Data" || type == "ImageData"; }
+bool IsFedDataLayer(const std::string& type) {
+  return type == "Data" || type == "ImageData" || type == "MemoryData";
+}
+
+// A MemoryData layer's batches: the caller's source for it (TrainerOptions::memory_data), checked
+// against the shape the layer declares.
+absl::StatusOr<NetFeed> MemoryDataFeed(const caffe::LayerParameter& layer,
+                                       const TrainerOptions& options) {
+  auto make = options.memory_data.find(layer.name());
+  if (make == options.memory_data.end() || !make->second) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "training: MemoryData layer '", layer.name(),
+        "' has no arrays: give it a BatchSource through TrainerOptions::memory_data (the "
+        "library's way of feeding it; kiln train reads Data and ImageData layers)"));
+  }
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source, make->second());
+  if (source == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training: MemoryData layer '", layer.name(), "': no source was made"));
+  }
+  const caffe::MemoryDataParameter& p = layer.memory_data_param();
+  const std::vector<int64_t> data = {p.batch_size(), p.channels(), p.height(), p.width()};
+  const std::vector<std::vector<int64_t>> dims = source->BatchDims();
+  const bool labels = layer.top_size() > 1;
+  if (dims.empty() || dims[0] != data ||
+      (labels && (dims.size() < 2 || dims[1] != std::vector<int64_t>{p.batch_size()}))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training: MemoryData layer '", layer.name(), "' declares batches of [",
+                     absl::StrJoin(data, ","), "]", labels ? " with labels" : "",
+                     "; its source gives [", dims.empty() ? "" : absl::StrJoin(dims[0], ","), "]",
+                     dims.size() > 1 ? " with labels" : ""));
+  }
+  NetFeed feed;
+  feed.source = std::move(source);
+  for (int t = 0; t < layer.top_size() && t < 2; ++t) feed.inputs.push_back(layer.top(t));
+  return feed;
+}
 
 }  // namespace
 
@@ -50,13 +87,17 @@ absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(
   import.fill_seed = fill_seed;
   for (const caffe::LayerParameter& layer : filtered.layer()) {
     if (!IsFedDataLayer(layer.type())) {
-      if (layer.type() == "HDF5Data" || layer.type() == "MemoryData" ||
-          layer.type() == "WindowData") {
+      if (layer.type() == "HDF5Data" || layer.type() == "WindowData") {
         return absl::UnimplementedError(
             absl::StrCat("training: data layer '", layer.name(), "' of type ", layer.type(),
                          " (Kiln reads Data layers, LMDB or LevelDB of Datum records, and "
                          "ImageData layers, lists of JPEG/PNG files; see kiln convert)"));
       }
+      continue;
+    }
+    if (layer.type() == "MemoryData" && options.synthetic_data.empty()) {
+      KILN_ASSIGN_OR_RETURN(NetFeed feed, MemoryDataFeed(layer, options));
+      feeds.push_back(std::move(feed));
       continue;
     }
     std::unique_ptr<DatumBatchSource> source;

@@ -4,6 +4,7 @@
 #ifndef KILN_FRONTENDS_CAFFE_TRAINING_TRAINING_NET_H_
 #define KILN_FRONTENDS_CAFFE_TRAINING_TRAINING_NET_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +28,11 @@ struct TrainerOptions : TrainingOptions {
   // Benchmarking: the data layers' tops get these shapes and fixed random contents (images
   // N(0,1), labels in [0, 10)) instead of reading their databases.
   std::map<std::string, std::vector<int64_t>> synthetic_data;
+  // The batches of each MemoryData layer, by layer name: a function making its source (called
+  // once per net that has the layer, so a TRAIN and a TEST net each get their own). The source
+  // gives the layer's declared [batch_size, channels, height, width] and, with a second top,
+  // [batch_size] labels (a MemoryBatchSource over the caller's arrays, for instance).
+  std::map<std::string, std::function<absl::StatusOr<std::unique_ptr<BatchSource>>()>> memory_data;
 };
 
 // Imports, makes trainable (with backward when `backward`), compiles and sets up one net of a
