@@ -13,11 +13,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "frontends/caffe/training/data_parallel_trainer.h"
 #include "base/status_macros.h"
-#include "frontends/caffe/training/trainer.h"
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/solver.h"
+#include "frontends/caffe/training/data_parallel_trainer.h"
+#include "frontends/caffe/training/solver_trainer.h"
 #include "tools/caffe_commands.h"
 #include "tools/command_line.h"
 #include "tools/curve_svg.h"
@@ -389,7 +389,9 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
     std::vector<const SolverTrainer::StepTime*> slowest;
     for (const SolverTrainer::StepTime& s : steps) slowest.push_back(&s);
     std::sort(slowest.begin(), slowest.end(),
-              [](const SolverTrainer::StepTime* a, const SolverTrainer::StepTime* b) { return a->ms > b->ms; });
+              [](const SolverTrainer::StepTime* a, const SolverTrainer::StepTime* b) {
+                return a->ms > b->ms;
+              });
     std::fprintf(stderr, "slowest steps:\n");
     for (size_t i = 0; i < slowest.size() && i < 25; ++i) {
       const SolverTrainer::StepTime& s = *slowest[i];

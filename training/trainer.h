@@ -5,7 +5,7 @@
 // the update rule (dnn/solver_update.h) with the learning-rate schedule and the per-parameter
 // lr/decay multipliers; evaluation nets share its parameters. With a GradientSync
 // (training/gradient_sync.h) the gradients are summed over data-parallel ranks before each
-// update. Caffe's solver (frontends/caffe/training/trainer.h) is one frontend of it.
+// update. Caffe's solver (frontends/caffe/training/solver_trainer.h) is one frontend of it.
 #ifndef KILN_TRAINING_TRAINER_H_
 #define KILN_TRAINING_TRAINER_H_
 

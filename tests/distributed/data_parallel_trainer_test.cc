@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "distributed/fake_communicator.h"
-#include "gtest/gtest.h"
 #include "frontends/caffe/solver.h"
+#include "gtest/gtest.h"
 #include "tests/distributed/small_net.h"
 #include "tests/util/caffe_files.h"
 
@@ -218,7 +218,8 @@ TEST(DataParallelTrainerTest, BadSetupsAreStatuses) {
   TrainerOptions bad_shard = CpuOptions();
   bad_shard.data_shard = 2;
   bad_shard.data_shards = 2;
-  EXPECT_EQ(SolverTrainer::Create(solver, bad_shard).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SolverTrainer::Create(solver, bad_shard).status().code(),
+            absl::StatusCode::kInvalidArgument);
   // A Trainer that cannot be built is an error on every rank, not a hang.
   SolverConfig broken = solver;
   broken.param.set_type("NoSuchSolver");

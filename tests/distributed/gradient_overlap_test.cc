@@ -19,9 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "distributed/data_parallel_sync.h"
 #include "distributed/fake_communicator.h"
-#include "runtime/device.h"
-#include "frontends/caffe/training/trainer.h"
+#include "frontends/caffe/training/solver_trainer.h"
 #include "gtest/gtest.h"
+#include "runtime/device.h"
 #include "tests/distributed/small_net.h"
 
 namespace kiln {
@@ -201,7 +201,8 @@ std::unique_ptr<TwoRanks> TrainTwoRanks(const SolverConfig& solver,
 
 // One rank of batch `batch` trained `steps` steps: the parameters two ranks must reach.
 std::vector<float> TrainOneRank(const SolverConfig& solver, int steps) {
-  absl::StatusOr<std::unique_ptr<SolverTrainer>> single = SolverTrainer::Create(solver, CpuOptions());
+  absl::StatusOr<std::unique_ptr<SolverTrainer>> single =
+      SolverTrainer::Create(solver, CpuOptions());
   EXPECT_TRUE(single.ok()) << single.status();
   if (!single.ok()) return {};
   for (int i = 0; i < steps; ++i) EXPECT_TRUE((*single)->Step().ok());

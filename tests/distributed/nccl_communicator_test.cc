@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/device.h"
 #include "gtest/gtest.h"
+#include "runtime/device.h"
 
 namespace kiln {
 namespace {

@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/data/datum_db.h"
 #include "gtest/gtest.h"
-#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 
 namespace kiln {

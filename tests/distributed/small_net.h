@@ -12,8 +12,8 @@
 #include "absl/time/time.h"
 #include "distributed/communicator.h"
 #include "distributed/fake_communicator.h"
-#include "frontends/caffe/training/trainer.h"
 #include "frontends/caffe/solver.h"
+#include "frontends/caffe/training/solver_trainer.h"
 
 namespace kiln {
 namespace testing_dp {

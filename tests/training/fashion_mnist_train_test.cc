@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <string>
 
-#include "frontends/caffe/training/trainer.h"
-#include "gtest/gtest.h"
 #include "frontends/caffe/solver.h"
+#include "frontends/caffe/training/solver_trainer.h"
+#include "gtest/gtest.h"
 #include "tests/util/caffe_files.h"
 #include "tools/convert_command.h"
 

@@ -6,11 +6,11 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/compiler.h"
-#include "runtime/executor.h"
 #include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
 #include "tests/util/gradient_cases.h"
 
 namespace kiln {

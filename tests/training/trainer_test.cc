@@ -1,8 +1,6 @@
 // The Trainer on the CPU: snapshot and resume reproduce a straight run bit for bit (SGD and
 // Adam), the solver's rules (lr_mult, decay_mult, momentum, iter_size, clip_gradients) give the
 // update worked out by hand on a linear model, and the errors a user meets name what is wrong.
-#include "frontends/caffe/training/trainer.h"
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +15,7 @@
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/data/datum_db.h"
 #include "frontends/caffe/solver.h"
+#include "frontends/caffe/training/solver_trainer.h"
 #include "gtest/gtest.h"
 #include "tests/util/caffe_files.h"
 #include "tests/util/image_files.h"

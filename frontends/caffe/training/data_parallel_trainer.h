@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "distributed/communicator.h"
 #include "distributed/data_parallel_sync.h"
-#include "frontends/caffe/training/trainer.h"
+#include "frontends/caffe/training/solver_trainer.h"
 
 namespace kiln {
 

@@ -1,8 +1,8 @@
 // A Caffe net made trainable: the generic MakeTrainableGraph (training/trainable_graph.h) with
 // the parameters, losses, data inputs and propagate_down a Caffe net declares. The TEST net
 // shares the parameters by the same input names.
-#ifndef KILN_FRONTENDS_CAFFE_TRAINING_TRAINING_GRAPH_H_
-#define KILN_FRONTENDS_CAFFE_TRAINING_TRAINING_GRAPH_H_
+#ifndef KILN_FRONTENDS_CAFFE_TRAINING_TRAINABLE_CAFFE_NET_H_
+#define KILN_FRONTENDS_CAFFE_TRAINING_TRAINABLE_CAFFE_NET_H_
 
 #include <string>
 #include <vector>
@@ -27,4 +27,4 @@ absl::StatusOr<TrainableGraph> MakeTrainingGraph(CaffeModel& model, bool with_ba
 
 }  // namespace kiln
 
-#endif  // KILN_FRONTENDS_CAFFE_TRAINING_TRAINING_GRAPH_H_
+#endif  // KILN_FRONTENDS_CAFFE_TRAINING_TRAINABLE_CAFFE_NET_H_

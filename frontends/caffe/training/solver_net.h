@@ -1,8 +1,8 @@
 // One net of a Caffe solver (the TRAIN net or a TEST net) on the training engine: imported for
-// its phase, made trainable (training_graph.h), its Data and ImageData layers opened as batch
+// its phase, made trainable (trainable_caffe_net.h), its Data and ImageData layers opened as batch
 // sources, and compiled (training/training_net.h). `kiln test` uses one alone (TestNet).
-#ifndef KILN_FRONTENDS_CAFFE_TRAINING_TRAINING_NET_H_
-#define KILN_FRONTENDS_CAFFE_TRAINING_TRAINING_NET_H_
+#ifndef KILN_FRONTENDS_CAFFE_TRAINING_SOLVER_NET_H_
+#define KILN_FRONTENDS_CAFFE_TRAINING_SOLVER_NET_H_
 
 #include <functional>
 #include <map>
@@ -46,4 +46,4 @@ absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(
 
 }  // namespace kiln
 
-#endif  // KILN_FRONTENDS_CAFFE_TRAINING_TRAINING_NET_H_
+#endif  // KILN_FRONTENDS_CAFFE_TRAINING_SOLVER_NET_H_

@@ -1,4 +1,4 @@
-#include "frontends/caffe/training/training_graph.h"
+#include "frontends/caffe/training/trainable_caffe_net.h"
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"

@@ -1,4 +1,4 @@
-#include "frontends/caffe/training/trainer.h"
+#include "frontends/caffe/training/solver_trainer.h"
 
 #include <filesystem>
 

@@ -4,8 +4,8 @@
 // update rule and learning-rate schedule from the SolverParameter, and writes and reads
 // snapshots as a .caffemodel and a .solverstate in Caffe's formats (Restore continues from one
 // as Caffe's --snapshot does).
-#ifndef KILN_FRONTENDS_CAFFE_TRAINING_TRAINER_H_
-#define KILN_FRONTENDS_CAFFE_TRAINING_TRAINER_H_
+#ifndef KILN_FRONTENDS_CAFFE_TRAINING_SOLVER_TRAINER_H_
+#define KILN_FRONTENDS_CAFFE_TRAINING_SOLVER_TRAINER_H_
 
 #include <memory>
 #include <string>
@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "frontends/caffe/caffe_model.h"
 #include "frontends/caffe/solver.h"
-#include "frontends/caffe/training/training_net.h"
+#include "frontends/caffe/training/solver_net.h"
 #include "training/trainer.h"
 
 namespace kiln {
@@ -47,4 +47,4 @@ class SolverTrainer : public Trainer {
 
 }  // namespace kiln
 
-#endif  // KILN_FRONTENDS_CAFFE_TRAINING_TRAINER_H_
+#endif  // KILN_FRONTENDS_CAFFE_TRAINING_SOLVER_TRAINER_H_

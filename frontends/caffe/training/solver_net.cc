@@ -1,4 +1,4 @@
-#include "frontends/caffe/training/training_net.h"
+#include "frontends/caffe/training/solver_net.h"
 
 #include <filesystem>
 
@@ -7,7 +7,7 @@
 #include "base/status_macros.h"
 #include "frontends/caffe/data/batch_source.h"
 #include "frontends/caffe/net_state.h"
-#include "frontends/caffe/training/training_graph.h"
+#include "frontends/caffe/training/trainable_caffe_net.h"
 #include "frontends/caffe/upgrade.h"
 #include "ops/all_ops.h"
 
