@@ -7,15 +7,17 @@
 # the repeats (eight test binaries: 77 MB with the default dictionary, 16 MB with this one),
 # which keeps the carried folder far under the device tool's 64 MiB. One thread: a multi-threaded
 # xz cuts the stream into blocks and loses the repeats.
+# KILN_BAZEL_BIN names another bazel-bin (a build in its own --output_base).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bin="${KILN_BAZEL_BIN:-bazel-bin}"
 dest="$1"
 shift
 stage=$(mktemp -d /tmp/kiln-pack.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 for b in "$@"; do
   mkdir -p "$stage/$(dirname "$b")"
-  strip -o "$stage/$b" "bazel-bin/$b"
+  strip -o "$stage/$b" "$bin/$b"
 done
 mkdir -p "$dest"
 echo "packing $# binaries into $dest/bin.tar.xz (about a minute per binary)..."
