@@ -11,9 +11,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "kernels/kernel_registry.h"
 #include "runtime/device.h"
 #include "runtime/execution_plan.h"
-#include "kernels/kernel_registry.h"
 
 namespace kiln {
 
@@ -44,9 +44,8 @@ enum class AlgoChoice {
   kMeasure,    // every applicable algorithm timed (as cudnnFind), remembered in the tuning file
 };
 
-absl::StatusOr<Precision> ParsePrecision(absl::string_view name);        // fp32|tf32|fp16|bf16
-absl::StatusOr<LayoutChoice> ParseLayoutChoice(absl::string_view name);  // nchw|nhwc|auto
-absl::StatusOr<AlgoChoice> ParseAlgoChoice(absl::string_view name);      // heuristic|measure
+// The name a plan reports (ExecutionPlan::precision()): "fp32", ..., "as graph". The CLI's
+// spellings are parsed in tools/plan_flags.h.
 absl::string_view PrecisionName(Precision p);
 
 struct CompileOptions {

@@ -112,7 +112,7 @@ class ExecutionPlan {
   std::string ToString() const;
 
  private:
-  friend class PlanBuilder;
+  friend class PlanBuilder;  // the compiler's stages (runtime/plan_builder.h) fill it in
   Backend backend_ = Backend::kReference;
   std::string backend_reason_;
   std::string precision_ = "as graph", layout_ = "as graph";

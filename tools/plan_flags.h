@@ -7,11 +7,18 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "runtime/compiler.h"
 #include "runtime/executor.h"
 #include "tools/command_line.h"
 
 namespace kiln {
+
+// The values of --precision, --layout and --algo; InvalidArgument listing the accepted ones.
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name);        // fp32|tf32|fp16|bf16
+absl::StatusOr<LayoutChoice> ParseLayoutChoice(absl::string_view name);  // nchw|nhwc|auto
+absl::StatusOr<AlgoChoice> ParseAlgoChoice(absl::string_view name);      // heuristic|measure
 
 // The flag names, to add to a command's accepted set.
 const std::set<std::string>& PlanFlagNames();

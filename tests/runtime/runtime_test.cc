@@ -411,9 +411,6 @@ TEST(CompilerTest, CpuPlansSayThatPrecisionIsACudaOption) {
   EXPECT_NE((*plan)->backend_reason().find("precision and layout apply to CUDA plans"),
             std::string::npos);
   EXPECT_EQ((*plan)->precision(), "as graph");
-  EXPECT_TRUE(ParsePrecision("fp8").status().code() == absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(ParseLayoutChoice("nhwc").ok());
-  EXPECT_FALSE(ParseAlgoChoice("fastest").ok());
 }
 
 // A copy kernel with two algorithms, as a convolution has: a fast one that wants `kScratch`
@@ -527,6 +524,44 @@ TEST(CompilerTest, WorkspaceBudgetTradesMeasuredTimeForMemory) {
     ASSERT_TRUE(out.ok()) << out.status();
     for (int64_t i = 0; i < 256; ++i) EXPECT_EQ(out->at("z").GetFloat(i), input.GetFloat(i));
   }
+}
+
+// Each node's kernel is chosen once: the choice that settles the CUDA backend is the one the
+// step is created from, and the workspace budget prepares that same factory again. Planned for
+// an absent GPU, so it runs without one.
+TEST(CompilerTest, ChoosesEachKernelOnce) {
+  if (ProbeCuda().usable) GTEST_SKIP() << "cuda_target plans only where no GPU is present";
+  auto chosen = std::make_shared<int>(0);
+  auto created = std::make_shared<int>(0);
+  KernelRegistry registry;
+  KernelFactory copy;
+  copy.key = {"Power", Backend::kCuda, "any", "any", "test_counted"};
+  copy.can_implement = [chosen](const Node&) {
+    ++*chosen;
+    return absl::OkStatus();
+  };
+  copy.create = [created](const Node&,
+                          const KernelOptions& o) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    ++*created;
+    const size_t workspace = o.workspace_limit >= static_cast<int64_t>(kScratch) ? kScratch : 0;
+    return std::unique_ptr<Kernel>(new TwoAlgorithmCopy(workspace, -1));
+  };
+  ASSERT_TRUE(registry.Register(std::move(copy)).ok());
+  GraphBuilder b(&DefaultOpRegistry());
+  Value x = *b.Input("x", F32({256}));
+  Value y = (*b.Op("Power", {x}, {}, "first"))[0];
+  ASSERT_TRUE(b.Output("z", (*b.Op("Power", {y}, {}, "second"))[0]).ok());
+  auto graph = b.Finish();
+  CompileOptions options;
+  options.backend = BackendChoice::kCuda;
+  options.cuda_target = CudaDeviceInfo{0, "absent test GPU", 9, 0, int64_t{80} << 30, 132};
+  options.workspace_budget_max_slowdown = -1;  // every step re-prepared within the budget
+  auto plan = Compile(*graph, registry, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ((*plan)->backend(), Backend::kCuda);
+  EXPECT_EQ((*plan)->budget_rechosen_steps(), 2);
+  EXPECT_EQ(*chosen, 2);   // once per node
+  EXPECT_EQ(*created, 4);  // each step, then each again within the budget
 }
 
 // A copy kernel for the planner's dead-byte re-preparation (KernelOptions::input_dies_here):

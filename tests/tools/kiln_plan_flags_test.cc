@@ -74,6 +74,19 @@ TEST(PlanFlagsTest, BadValuesNameTheFlag) {
   }
 }
 
+// The value parsers on their own (moved here from the compiler with the CLI's spellings).
+TEST(PlanFlagsTest, ParsesPrecisionLayoutAndAlgoNames) {
+  EXPECT_EQ(ParsePrecision("tf32").value(), Precision::kTf32);
+  EXPECT_EQ(ParsePrecision("fp8").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParsePrecision("fp8").status().message(),
+            "precision 'fp8': use fp32, tf32, fp16 or bf16");
+  EXPECT_EQ(ParseLayoutChoice("nhwc").value(), LayoutChoice::kNhwc);
+  EXPECT_EQ(ParseLayoutChoice("nwhc").status().message(), "layout 'nwhc': use nchw, nhwc or auto");
+  EXPECT_EQ(ParseAlgoChoice("measure").value(), AlgoChoice::kMeasure);
+  EXPECT_EQ(ParseAlgoChoice("fastest").status().message(),
+            "algo 'fastest': use heuristic or measure");
+}
+
 TEST(TimeCommandTest, TimesLenetOnTheCpuAsJson) {
   std::vector<std::string> args = {"kiln",     "time", "--model",      CaffeFile("lenet.prototxt"),
                                    "--batch",  "3",    "--iterations", "2",
