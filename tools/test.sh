@@ -14,13 +14,26 @@ if [ "$free_gb" -lt 6 ]; then
 fi
 
 status=0
+# The source tree's structure: includes only point down the layers (docs/ARCHITECTURE.md), no
+# source file over 800 lines, no function in runtime/ over 120. Each check counts as one test.
+structure_passed=0
+structure_failed=0
+for check in tools/layers/check_layers.py tools/layers/check_sizes.py; do
+  if python3 "$check" .; then
+    structure_passed=$((structure_passed + 1))
+  else
+    structure_failed=$((structure_failed + 1))
+    status=1
+  fi
+done
+
 bazel test $cache $jobs //... 2>&1 | tee /tmp/kiln-test.log || status=1
 bazel test $cache $jobs --config=asan //... 2>&1 | tee /tmp/kiln-test-asan.log || status=1
 
 # Count the GoogleTest cases of the plain run from the XML reports.
 # (GPU tests skip without a GPU and are counted as skipped.)
-passed=0
-failed=0
+passed=$structure_passed
+failed=$structure_failed
 skipped=0
 for xml in $(find -L bazel-testlogs/ -name test.xml 2>/dev/null); do
   t=$(grep -o 'tests="[0-9]*"' "$xml" | head -1 | tr -dc 0-9)
