@@ -10,10 +10,10 @@ namespace kiln {
 
 namespace {
 
-// The random streams of data/batch_source.cc, so both give the same permutations: SplitMix64's
-// finalizer separates (seed, stream), a seed_seq of its two halves seeds a 64-bit Mersenne
-// Twister, and Fisher-Yates takes the generator's output modulo i+1 (std::shuffle's algorithm is
-// unspecified, this is the same with every standard library).
+// The random streams of frontends/caffe/data/datum_batch_source.cc, so both give the same
+// permutations: SplitMix64's finalizer separates (seed, stream), a seed_seq of its two halves seeds
+// a 64-bit Mersenne Twister, and Fisher-Yates takes the generator's output modulo i+1
+// (std::shuffle's algorithm is unspecified, this is the same with every standard library).
 uint64_t Mix(uint64_t seed, uint64_t stream) {
   uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (stream + 1);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

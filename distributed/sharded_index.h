@@ -19,9 +19,9 @@
 //     batch W*B reads (positions [s*W*B, (s+1)*W*B)), only split among the ranks: the reason
 //     data-parallel training matches single-GPU training with the larger batch.
 //
-// data/batch_source.cc implements the same stream (its shard/num_shards options, with the same
-// seeded permutation and rand_skip start); tests/distributed/sharded_index_test.cc checks that
-// the two agree record for record.
+// frontends/caffe/data/datum_batch_source.cc implements the same stream (its shard/num_shards
+// options, with the same seeded permutation and rand_skip start);
+// tests/distributed/sharded_index_test.cc checks that the two agree record for record.
 #ifndef KILN_DISTRIBUTED_SHARDED_INDEX_H_
 #define KILN_DISTRIBUTED_SHARDED_INDEX_H_
 
@@ -45,8 +45,8 @@ struct ShardingOptions {
   int64_t start = 0;
 };
 
-// The start position data/batch_source.cc draws for a Data layer's rand_skip (0 when rand_skip
-// is 0): uniform in [0, rand_skip) from `seed`, the same on every rank.
+// The start position frontends/caffe/data/datum_batch_source.cc draws for a Data layer's rand_skip
+// (0 when rand_skip is 0): uniform in [0, rand_skip) from `seed`, the same on every rank.
 int64_t RandSkipStart(uint64_t seed, int rand_skip);
 
 class ShardedIndex {

@@ -1,15 +1,16 @@
-// Caffe's ImageData layer through DatumBatchSource: image lists, labels, shapes, BGR planes, resize,
-// gray, crops, seeded shuffling per epoch, rand_skip, and errors naming the list or the image.
+// Caffe's ImageData layer through DatumBatchSource: image lists, labels, shapes, BGR planes,
+// resize, gray, crops, seeded shuffling per epoch, rand_skip, and errors naming the list or the
+// image.
 #include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "frontends/caffe/data/batch_source.h"
+#include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/data/datum_batch_source.h"
 #include "frontends/caffe/data/image_list.h"
 #include "gtest/gtest.h"
-#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 #include "tests/util/image_files.h"
 
@@ -52,7 +53,7 @@ caffe::LayerParameter ImageLayer(const std::string& list, int batch, const std::
 }
 
 std::unique_ptr<DatumBatchSource> Open(const caffe::LayerParameter& layer, uint64_t seed = 1,
-                                  caffe::Phase phase = caffe::TRAIN) {
+                                       caffe::Phase phase = caffe::TRAIN) {
   auto source = DatumBatchSource::OpenDataLayer(layer, phase, BaseDir(), seed);
   EXPECT_TRUE(source.ok()) << source.status();
   return source.ok() ? std::move(source).value() : nullptr;
@@ -195,7 +196,8 @@ TEST(ImageDataTest, ErrorsNameTheLayerTheListAndTheImage) {
 
   // The first image missing fails at setup.
   ASSERT_TRUE(WriteBytes(ScratchFile("ghost.txt"), "ghost.png 1\n"));
-  auto ghost = DatumBatchSource::OpenDataLayer(ImageLayer("ghost.txt", 1), caffe::TRAIN, BaseDir(), 1);
+  auto ghost =
+      DatumBatchSource::OpenDataLayer(ImageLayer("ghost.txt", 1), caffe::TRAIN, BaseDir(), 1);
   EXPECT_EQ(ghost.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(ghost.status().message().find("ghost.png"), std::string::npos) << ghost.status();
 
@@ -214,9 +216,9 @@ TEST(ImageDataTest, ErrorsNameTheLayerTheListAndTheImage) {
             std::string::npos)
       << nolabel.status();
 
-  auto half =
-      DatumBatchSource::OpenDataLayer(ImageLayer("broken.txt", 1, "root_folder: 'broken' new_height: 8"),
-                                 caffe::TRAIN, BaseDir(), 1);
+  auto half = DatumBatchSource::OpenDataLayer(
+      ImageLayer("broken.txt", 1, "root_folder: 'broken' new_height: 8"), caffe::TRAIN, BaseDir(),
+      1);
   EXPECT_EQ(half.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(half.status().message().find("new_width 0"), std::string::npos) << half.status();
 

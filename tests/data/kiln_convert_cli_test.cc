@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "frontends/caffe/data/batch_source.h"
-#include "frontends/caffe/data/datum_db.h"
 #include "data/idx_file.h"
+#include "frontends/caffe/data/datum_batch_source.h"
+#include "frontends/caffe/data/datum_db.h"
 #include "gtest/gtest.h"
 #include "tests/util/caffe_files.h"
 #include "tools/convert_command.h"

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "frontends/caffe/data/batch_source.h"
+#include "data/image_resize.h"
+#include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/data/datum_batch_source.h"
 #include "frontends/caffe/data/datum_db.h"
 #include "frontends/caffe/data/image_datum.h"
-#include "data/image_resize.h"
 #include "gtest/gtest.h"
-#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 #include "tests/util/image_files.h"
 #include "tools/convert_command.h"

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/data/image_datum.h"
 #include "gtest/gtest.h"
-#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 #include "tests/util/image_files.h"
 

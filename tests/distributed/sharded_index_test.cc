@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "frontends/caffe/data/batch_source.h"
+#include "frontends/caffe/data/datum_batch_source.h"
 #include "frontends/caffe/data/datum_db.h"
 #include "gtest/gtest.h"
 #include "tests/util/caffe_files.h"

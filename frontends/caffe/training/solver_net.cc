@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
-#include "frontends/caffe/data/batch_source.h"
+#include "frontends/caffe/data/datum_batch_source.h"
 #include "frontends/caffe/net_state.h"
 #include "frontends/caffe/training/trainable_caffe_net.h"
 #include "frontends/caffe/upgrade.h"

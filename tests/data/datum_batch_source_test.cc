@@ -1,15 +1,15 @@
 // DatumBatchSource on small databases the test writes: shapes, order, wrap-around, shuffle, shards,
 // errors from setup and from the prefetch thread.
-#include "frontends/caffe/data/batch_source.h"
+#include "frontends/caffe/data/datum_batch_source.h"
 
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/data/datum_db.h"
 #include "gtest/gtest.h"
-#include "frontends/caffe/caffe_io.h"
 #include "tests/util/caffe_files.h"
 
 namespace kiln {
@@ -72,7 +72,7 @@ std::vector<float> Labels(DatumBatchSource& source, int batches) {
 TEST(BatchSourceTest, ShapesLabelsInKeyOrderAndWrapAround) {
   const std::string db = MakeDb("ten_lmdb", 10);
   auto source = DatumBatchSource::OpenDataLayer(DataLayer(db, 4, "transform_param { scale: 0.5 }"),
-                                           caffe::TRAIN, BaseDir(), 1);
+                                                caffe::TRAIN, BaseDir(), 1);
   ASSERT_TRUE(source.ok()) << source.status();
   EXPECT_EQ((*source)->data_dims(), (std::vector<int64_t>{4, 1, 3, 4}));
   EXPECT_EQ((*source)->dataset_size(), 10);
@@ -122,8 +122,8 @@ TEST(BatchSourceTest, ShardsAreDisjointAndCoverTheData) {
   for (bool shuffle : {false, true}) {
     std::vector<std::unique_ptr<DatumBatchSource>> shards;
     for (int k = 0; k < 3; ++k) {
-      auto s =
-          DatumBatchSource::OpenDataLayer(DataLayer(db, 2), caffe::TRAIN, BaseDir(), 5, shuffle, k, 3);
+      auto s = DatumBatchSource::OpenDataLayer(DataLayer(db, 2), caffe::TRAIN, BaseDir(), 5,
+                                               shuffle, k, 3);
       ASSERT_TRUE(s.ok()) << s.status();
       shards.push_back(std::move(s).value());
     }
@@ -135,7 +135,8 @@ TEST(BatchSourceTest, ShardsAreDisjointAndCoverTheData) {
     for (int i = 0; i < 12; ++i) expected.insert(i);
     EXPECT_EQ(all, expected) << "shuffle " << shuffle;
   }
-  auto bad = DatumBatchSource::OpenDataLayer(DataLayer(db, 2), caffe::TRAIN, BaseDir(), 5, false, 3, 3);
+  auto bad =
+      DatumBatchSource::OpenDataLayer(DataLayer(db, 2), caffe::TRAIN, BaseDir(), 5, false, 3, 3);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
@@ -191,7 +192,8 @@ TEST(BatchSourceTest, SeededCropAndMirrorRepeat) {
 }
 
 TEST(BatchSourceTest, SetupErrorsNameTheLayerAndTheSource) {
-  auto missing = DatumBatchSource::OpenDataLayer(DataLayer("x_lmdb", 4), caffe::TRAIN, BaseDir(), 1);
+  auto missing =
+      DatumBatchSource::OpenDataLayer(DataLayer("x_lmdb", 4), caffe::TRAIN, BaseDir(), 1);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message().rfind("data layer 'mnist': source 'x_lmdb': ", 0), 0u)
       << missing.status();
@@ -200,11 +202,11 @@ TEST(BatchSourceTest, SetupErrorsNameTheLayerAndTheSource) {
   auto zero = DatumBatchSource::OpenDataLayer(DataLayer(db, 0), caffe::TRAIN, BaseDir(), 1);
   EXPECT_NE(zero.status().message().find("batch_size 0"), std::string::npos);
   auto crop = DatumBatchSource::OpenDataLayer(DataLayer(db, 1, "transform_param { crop_size: 9 }"),
-                                         caffe::TRAIN, BaseDir(), 1);
+                                              caffe::TRAIN, BaseDir(), 1);
   EXPECT_NE(crop.status().message().find("record '00000000': crop_size 9"), std::string::npos)
       << crop.status();
-  auto type =
-      DatumBatchSource::OpenDataLayer(Layer("name: 'h5' type: 'HDF5Data'"), caffe::TRAIN, BaseDir(), 1);
+  auto type = DatumBatchSource::OpenDataLayer(Layer("name: 'h5' type: 'HDF5Data'"), caffe::TRAIN,
+                                              BaseDir(), 1);
   EXPECT_EQ(type.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(type.status().message().find("'HDF5Data'"), std::string::npos) << type.status();
   auto no_source =

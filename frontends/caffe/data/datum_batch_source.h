@@ -1,8 +1,8 @@
 // The object a Trainer pulls training batches from: one Caffe data layer's records (a Data
 // layer's database, an ImageData layer's image files), read in a background thread, transformed,
 // and batched ahead of need.
-#ifndef KILN_FRONTENDS_CAFFE_DATA_BATCH_SOURCE_H_
-#define KILN_FRONTENDS_CAFFE_DATA_BATCH_SOURCE_H_
+#ifndef KILN_FRONTENDS_CAFFE_DATA_DATUM_BATCH_SOURCE_H_
+#define KILN_FRONTENDS_CAFFE_DATA_DATUM_BATCH_SOURCE_H_
 
 #include <condition_variable>
 #include <cstdint>
@@ -158,4 +158,4 @@ class DatumBatchSource : public BatchSource {
 
 }  // namespace kiln
 
-#endif  // KILN_FRONTENDS_CAFFE_DATA_BATCH_SOURCE_H_
+#endif  // KILN_FRONTENDS_CAFFE_DATA_DATUM_BATCH_SOURCE_H_

@@ -1,4 +1,4 @@
-#include "frontends/caffe/data/batch_source.h"
+#include "frontends/caffe/data/datum_batch_source.h"
 
 #include <utility>
 
