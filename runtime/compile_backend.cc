@@ -51,7 +51,7 @@ absl::StatusOr<std::vector<Node*>> ComputeNodes(const Graph& g) {
   KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, g.TopologicalOrder());
   std::vector<Node*> compute;
   for (Node* n : order) {
-    if (n->op() != "Parameter" && n->op() != "Constant") compute.push_back(n);
+    if (n->kind() != OpKind::kParameter && n->kind() != OpKind::kConstant) compute.push_back(n);
   }
   return compute;
 }

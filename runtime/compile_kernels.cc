@@ -9,7 +9,9 @@
 namespace kiln {
 
 namespace {
-bool IsGraphNode(const Node& n) { return n.op() == "Parameter" || n.op() == "Constant"; }
+bool IsGraphNode(const Node& n) {
+  return n.kind() == OpKind::kParameter || n.kind() == OpKind::kConstant;
+}
 }  // namespace
 
 absl::Status PlanBuilder::CreateKernels(CompileState& state) {
@@ -46,12 +48,14 @@ absl::Status PlanBuilder::CreateKernels(CompileState& state) {
   };
   for (Node* n : state.order) {
     for (int i = 0; i < n->num_outputs(); ++i) {
-      add_buffer(n->output(i), n->op() == "Constant" ? Arena::kWeights : Arena::kActivations);
+      add_buffer(n->output(i),
+                 n->kind() == OpKind::kConstant ? Arena::kWeights : Arena::kActivations);
     }
   }
   for (Node* n : state.order) {
-    if (n->op() == "Constant") plan.weights_.emplace_back(n, state.buffer_of[n->output(0)]);
-    if (n->op() == "Parameter") plan.inputs_[n->name()] = state.buffer_of[n->output(0)];
+    if (n->kind() == OpKind::kConstant)
+      plan.weights_.emplace_back(n, state.buffer_of[n->output(0)]);
+    if (n->kind() == OpKind::kParameter) plan.inputs_[n->name()] = state.buffer_of[n->output(0)];
   }
   for (const GraphOutput& o : plan.graph_->outputs()) {
     plan.outputs_[o.name] = state.buffer_of[o.value];

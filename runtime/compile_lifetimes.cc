@@ -102,7 +102,7 @@ void PlanBuilder::PlaceConcatInputs(ExecutionPlan& plan) {
     if (!step.is_view) written.insert(step.outputs.begin(), step.outputs.end());
   }
   for (PlanStep& step : plan.steps_) {
-    if (step.is_view || step.node->op() != "Concat") continue;
+    if (step.is_view || step.node->kind() != OpKind::kConcat) continue;
     const BufferAssignment& out = plan.buffers_[step.outputs[0]];
     const int axis = static_cast<int>(step.node->GetInt("axis")) < 0
                          ? static_cast<int>(step.node->GetInt("axis")) + out.type.rank()
