@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "data/idx_file.h"
@@ -192,13 +193,19 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     auto value = [&](const char* flag) { return arg.substr(std::strlen(flag)); };
     if (arg.rfind("--iterations=", 0) == 0) {
-      o.iterations = std::atoi(value("--iterations=").c_str());
+      if (!absl::SimpleAtoi(value("--iterations="), &o.iterations) || o.iterations < 1) {
+        std::fprintf(stderr, "error: --iterations must be a positive number\n");
+        return 2;
+      }
     } else if (arg.rfind("--backend=", 0) == 0) {
       o.backend = value("--backend=");
     } else if (arg.rfind("--data=", 0) == 0) {
       o.data = value("--data=");
     } else if (arg.rfind("--min-accuracy=", 0) == 0) {
-      o.min_accuracy = std::atof(value("--min-accuracy=").c_str());
+      if (!absl::SimpleAtod(value("--min-accuracy="), &o.min_accuracy)) {
+        std::fprintf(stderr, "error: --min-accuracy must be a number\n");
+        return 2;
+      }
     } else {
       std::fprintf(stderr,
                    "usage: %s [--iterations=N] [--backend=auto|cpu|cuda] [--data=DIR] "
@@ -206,10 +213,6 @@ int main(int argc, char** argv) {
                    argv[0]);
       return 2;
     }
-  }
-  if (o.iterations < 1) {
-    std::fprintf(stderr, "error: --iterations must be a positive number\n");
-    return 2;
   }
   absl::Status s = Main(o);
   if (!s.ok()) {

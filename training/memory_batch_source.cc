@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace kiln {
 
@@ -15,6 +16,12 @@ absl::StatusOr<std::unique_ptr<MemoryBatchSource>> MemoryBatchSource::Create(
     if (d <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("memory batches: example dimension ", d, " is not positive"));
+    }
+    // The values are already in memory, so a true size fits; a larger product is a wrong shape.
+    if (example_size > static_cast<int64_t>(examples.size()) / d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("memory batches: examples of shape [", absl::StrJoin(example_dims, ","),
+                       "] are larger than the ", examples.size(), " values given"));
     }
     example_size *= d;
   }

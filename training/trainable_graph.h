@@ -3,8 +3,8 @@
 // the BatchNorm also outputs updated, training Dropouts read a per-pass seed, and, with
 // backward, every loss's backward is added (training/backward.h) with one output per
 // parameter gradient. It knows nothing of where the graph came from: the C++ builder and the
-// Caffe frontend (frontends/caffe/training/trainable_caffe_net.h) both describe their parameters and
-// losses with the specs below.
+// Caffe frontend (frontends/caffe/training/trainable_caffe_net.h) both describe their parameters
+// and losses with the specs below.
 #ifndef KILN_TRAINING_TRAINABLE_GRAPH_H_
 #define KILN_TRAINING_TRAINABLE_GRAPH_H_
 

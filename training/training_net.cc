@@ -26,6 +26,7 @@ absl::Status AllocateFeeds(TrainingNet& net, uint64_t synthetic_seed) {
             absl::StrCat("training: data input '", name, "' is ", t.ToString()));
       }
       KILN_ASSIGN_OR_RETURN(net.data_buffers[name], device.Allocate(BytesOf(t)));
+      net.data_elements[name] = t.num_elements();
       if (feed.source != nullptr) continue;
       // Synthetic: values N(0, 1) for the first input, labels 0..9 for the others.
       std::mt19937 rng(static_cast<uint32_t>(synthetic_seed));
@@ -65,6 +66,13 @@ absl::Status TrainingNet::Feed() {
     for (size_t k = 0; k < feed.inputs.size() && k < batch.size(); ++k) {
       auto buffer = data_buffers.find(feed.inputs[k]);
       if (buffer == data_buffers.end()) continue;
+      // A source is the caller's code: a batch of another size would write past the buffer.
+      const int64_t want = data_elements.at(feed.inputs[k]);
+      if (static_cast<int64_t>(batch[k].size()) != want) {
+        return absl::InvalidArgumentError(absl::StrCat("training: the batch source gave ",
+                                                       batch[k].size(), " values for input '",
+                                                       feed.inputs[k], "', which holds ", want));
+      }
       KILN_RETURN_IF_ERROR(ctx->device().CopyToDevice(buffer->second, batch[k].data(),
                                                       batch[k].size() * sizeof(float)));
     }

@@ -38,8 +38,9 @@ struct TrainingNet {
   std::unique_ptr<ExecutionPlan> plan;
   std::unique_ptr<ExecutionContext> ctx;
   std::vector<NetFeed> feeds;
-  std::map<std::string, void*> data_buffers;    // graph input -> device buffer
-  std::map<std::string, void*> output_buffers;  // graph output -> device buffer (no gradients)
+  std::map<std::string, void*> data_buffers;     // graph input -> device buffer
+  std::map<std::string, int64_t> data_elements;  // fed graph input -> f32 values it holds
+  std::map<std::string, void*> output_buffers;   // graph output -> device buffer (no gradients)
   // One float, the pass number, for training Dropouts (also in data_buffers, which owns it).
   void* dropout_seed = nullptr;
   float* seed_staging = nullptr;
