@@ -1,6 +1,9 @@
-// The kernel interface. A KernelFactory says whether it can implement a node (and why not) and
-// creates a Kernel for it at plan time; the Kernel reports its workspace need and runs on
-// pre-bound buffers. Run never allocates, synchronizes or copies between host and device.
+// The kernel interface. A KernelFactory says whether it can implement a node (and why not),
+// chooses how it would run it under given options (the algorithm, and the workspace that
+// needs) without building anything, and builds the Kernel for a choice. The planner weighs
+// choices against its memory budget and builds each step's kernel once, from the choice it
+// keeps (CUTLASS's get_workspace_size-before-initialize contract). A Kernel runs on pre-bound
+// buffers: Run never allocates, synchronizes or copies between host and device.
 #ifndef KILN_KERNELS_KERNEL_H_
 #define KILN_KERNELS_KERNEL_H_
 
@@ -130,16 +133,47 @@ struct KernelKey {
   std::string Name() const;
 };
 
+// What a factory decided for one node under some KernelOptions, before any kernel exists.
+struct KernelChoice {
+  size_t workspace_bytes = 0;  // The built kernel's WorkspaceBytes().
+  int aliased_input = -1;      // Its AliasedInput().
+  int in_place_input = -1;     // Its InPlaceInput().
+  std::string description;     // Its Describe().
+  double measured_ms = -1;     // Its MeasuredMs().
+  // The factory's own record of the decision (the algorithm, the prepared launch), handed back
+  // to build; opaque to the planner. Null for kernels that decide nothing at plan time.
+  std::shared_ptr<const void> decision;
+};
+
+// The choice of a kernel that decides nothing at plan time: what it needs follows from the
+// node's types alone.
+KernelChoice FixedChoice(size_t workspace_bytes = 0, int in_place_input = -1,
+                         int aliased_input = -1);
+
 struct KernelFactory {
   KernelKey key;
   // OK when this kernel can run `node`, else a status whose message says why not.
   std::function<absl::Status(const Node& node)> can_implement;
+  // How this kernel would run `node` under `options`: the algorithm (measured, or taken from
+  // options.tuning) and the workspace it needs. Builds nothing; the planner may ask again with
+  // other options (a smaller workspace_limit, input_dies_here) and keep any one answer.
+  std::function<absl::StatusOr<KernelChoice>(const Node& node, const KernelOptions& options)>
+      choose;
+  // The kernel for a choice `choose` made for `node`.
   std::function<absl::StatusOr<std::unique_ptr<Kernel>>(const Node& node,
-                                                        const KernelOptions& options)>
-      create;
+                                                        const KernelChoice& choice)>
+      build;
   // Higher wins when several kernels of one backend can implement a node.
   int priority = 0;
 };
+
+// factory.build, with the kernel checked against the choice it was built from: a kernel that
+// needs other workspace than its factory said is an Internal error, not a buffer overrun.
+absl::StatusOr<std::unique_ptr<Kernel>> BuildChosen(const KernelFactory& factory, const Node& node,
+                                                    const KernelChoice& choice);
+// Choose, then build.
+absl::StatusOr<std::unique_ptr<Kernel>> CreateKernel(const KernelFactory& factory, const Node& node,
+                                                     const KernelOptions& options);
 
 // OK when every input and output of `node` is dense row-major f32 (the contract of the CPU GEMM
 // kernels and of the first CUDA kernels); Unimplemented naming the offending type otherwise.

@@ -41,7 +41,7 @@ absl::Status RequireDenseF32(const Node& node) {
 
 absl::Status KernelRegistry::Register(KernelFactory factory) {
   std::string name = factory.key.Name();
-  if (!factory.can_implement || !factory.create) {
+  if (!factory.can_implement || !factory.choose || !factory.build) {
     return absl::InvalidArgumentError(absl::StrCat("kernel ", name, " is incomplete"));
   }
   if (by_name_.count(name)) {

@@ -1,5 +1,5 @@
 // Compile stage: the kernels. One buffer per value a step or the caller touches, and one step
-// per compute node with its kernel prepared.
+// per compute node with its kernel chosen; after the memory stage, each chosen kernel built.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -14,7 +14,7 @@ bool IsGraphNode(const Node& n) {
 }
 }  // namespace
 
-absl::Status PlanBuilder::CreateKernels(CompileState& state) {
+absl::Status PlanBuilder::ChooseKernels(CompileState& state) {
   const CompileOptions& options = state.options;
   ExecutionPlan& plan = *state.plan;
   KILN_ASSIGN_OR_RETURN(state.order, plan.graph_->TopologicalOrder());
@@ -68,33 +68,36 @@ absl::Status PlanBuilder::CreateKernels(CompileState& state) {
 absl::Status PlanBuilder::AddStep(CompileState& state, Node* n) {
   ExecutionPlan& plan = *state.plan;
   // A CUDA plan's kernels were chosen with its backend (ChooseBackend); the others' now.
-  auto chosen = state.cuda_factories.find(n);
+  auto picked = state.cuda_factories.find(n);
   absl::StatusOr<const KernelFactory*> factory =
-      chosen != state.cuda_factories.end() ? absl::StatusOr<const KernelFactory*>(chosen->second)
+      picked != state.cuda_factories.end() ? absl::StatusOr<const KernelFactory*>(picked->second)
                                            : state.kernels.Select(*n, state.backend);
-  state.step_factories.push_back(factory.ok() ? *factory : nullptr);
+  StepChoice chosen;
+  chosen.may_choose_again = factory.ok();
   if (!factory.ok() && state.backend == Backend::kCpu) {
     factory = state.kernels.Select(*n, Backend::kReference);
   }
   if (!factory.ok()) return Annotate(factory.status(), "compile: kernel selection");
-  auto kernel = (*factory)->create(*n, state.kernel_options);
-  if (!kernel.ok()) {
-    return Annotate(kernel.status(), absl::StrCat("compile: preparing ", (*factory)->key.Name(),
+  chosen.factory = *factory;
+  absl::StatusOr<KernelChoice> choice = (*factory)->choose(*n, state.kernel_options);
+  if (!choice.ok()) {
+    return Annotate(choice.status(), absl::StrCat("compile: preparing ", (*factory)->key.Name(),
                                                   " for node '", n->name(), "'"));
   }
+  chosen.choice = *std::move(choice);
   PlanStep step;
   step.node = n;
   step.kernel_name = (*factory)->key.Name();
-  step.workspace_bytes = (*kernel)->WorkspaceBytes();
+  step.workspace_bytes = chosen.choice.workspace_bytes;
   if (static_cast<int64_t>(step.workspace_bytes) > state.options.workspace_limit) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "compile: node '", n->name(), "' (", step.kernel_name, ") needs ", step.workspace_bytes,
         " workspace bytes, over the limit of ", state.options.workspace_limit));
   }
-  step.description = (*kernel)->Describe();
-  step.in_place_input = (*kernel)->InPlaceInput();
-  const int aliased = (*kernel)->AliasedInput();
-  step.kernel = *std::move(kernel);
+  step.description = chosen.choice.description;
+  step.in_place_input = chosen.choice.in_place_input;
+  const int aliased = chosen.choice.aliased_input;
+  state.step_choices.push_back(std::move(chosen));
   for (const Value& v : n->inputs()) step.inputs.push_back(state.buffer_of[v]);
   for (int i = 0; i < n->num_outputs(); ++i) step.outputs.push_back(state.buffer_of[n->output(i)]);
   if (aliased >= 0) {
@@ -107,6 +110,21 @@ absl::Status PlanBuilder::AddStep(CompileState& state, Node* n) {
   plan.workspace_bytes_ =
       std::max<int64_t>(plan.workspace_bytes_, static_cast<int64_t>(step.workspace_bytes));
   plan.steps_.push_back(std::move(step));
+  return absl::OkStatus();
+}
+
+absl::Status PlanBuilder::BuildKernels(CompileState& state) {
+  std::vector<PlanStep>& steps = state.plan->steps_;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const StepChoice& chosen = state.step_choices[s];
+    absl::StatusOr<std::unique_ptr<Kernel>> kernel =
+        BuildChosen(*chosen.factory, *steps[s].node, chosen.choice);
+    if (!kernel.ok()) {
+      return Annotate(kernel.status(), absl::StrCat("compile: building ", steps[s].kernel_name,
+                                                    " for node '", steps[s].node->name(), "'"));
+    }
+    steps[s].kernel = *std::move(kernel);
+  }
   return absl::OkStatus();
 }
 

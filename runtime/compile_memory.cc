@@ -1,4 +1,4 @@
-// Compile stage: memory. The workspace budget (kernels prepared again with less workspace), the
+// Compile stage: memory. The workspace budget (kernels chosen again with less workspace), the
 // offsets of the activation arena (with each step's workspace in it), the tuning file written
 // back, and the weights arena.
 #include <algorithm>
@@ -27,7 +27,7 @@ absl::Status PlanBuilder::PlanArenas(CompileState& state) {
           plan.planned_activation_bytes_ +
           static_cast<int64_t>(options.workspace_peak_slack * plan.planned_activation_bytes_);
       FitWorkspaces(plan, requests, budget, options.workspace_budget_max_slowdown,
-                    state.step_factories, state.kernel_options);
+                    state.step_choices, state.kernel_options);
     }
     for (int s = 0; s < end; ++s) {
       const PlanStep& step = plan.steps_[s];
@@ -74,15 +74,14 @@ void PlanBuilder::AssignOffsets(CompileState& state) {
 }
 
 // A step whose workspace would raise the arena above `budget` (CompileOptions::
-// workspace_peak_slack) gets its kernel prepared again with the bytes the budget leaves free
-// while it runs as its workspace limit: an algorithm within them, measured when measuring.
-// Kept when one fits and, with max_slowdown >= 0, when the measured time it adds keeps the
-// added total within max_slowdown of the plan's measured time. The description names what
-// the unbounded choice was. `factories` are the steps' (CompileState::step_factories): a step
-// without one is left as it is.
+// workspace_peak_slack) asks its factory again, with the bytes the budget leaves free while it
+// runs as its workspace limit: an algorithm within them, measured when measuring. The new choice
+// is kept when it fits and, with max_slowdown >= 0, when the measured time it adds keeps the
+// added total within max_slowdown of the plan's measured time. The description names what the
+// unbounded choice was. Only choices change here; kernels are built afterwards (BuildKernels).
 void PlanBuilder::FitWorkspaces(ExecutionPlan& plan, const std::vector<BufferRequest>& requests,
                                 int64_t budget, double max_slowdown,
-                                const std::vector<const KernelFactory*>& factories,
+                                std::vector<StepChoice>& choices,
                                 const KernelOptions& kernel_options) {
   const int steps = static_cast<int>(plan.steps_.size());
   std::vector<int64_t> live(steps + 1, 0);
@@ -90,8 +89,9 @@ void PlanBuilder::FitWorkspaces(ExecutionPlan& plan, const std::vector<BufferReq
     for (int s = r.first_step; s <= r.last_step && s <= steps; ++s) live[s] += r.bytes;
   }
   double measured = 0;
-  for (const PlanStep& step : plan.steps_) {
-    if (!step.is_view && step.kernel->MeasuredMs() > 0) measured += step.kernel->MeasuredMs();
+  for (int s = 0; s < steps; ++s) {
+    const double ms = choices[s].choice.measured_ms;
+    if (!plan.steps_[s].is_view && ms > 0) measured += ms;
   }
   const double allowance = max_slowdown * measured;
   double added = 0;
@@ -102,18 +102,19 @@ void PlanBuilder::FitWorkspaces(ExecutionPlan& plan, const std::vector<BufferReq
   const std::vector<bool> input_dies = InputDiesAt(plan);
   for (int s = 0; s < steps; ++s) {
     PlanStep& step = plan.steps_[s];
-    TryDeadBytes(plan, s, input_dies[s], live[s], factories[s], kernel_options);
+    StepChoice& chosen = choices[s];
+    TryDeadBytes(plan, s, input_dies[s], live[s], chosen, kernel_options);
     const int64_t free_bytes = std::max<int64_t>(0, budget - live[s]);
-    const double before = step.is_view ? -1 : step.kernel->MeasuredMs();
+    const double before = step.is_view ? -1 : chosen.choice.measured_ms;
     if (!step.is_view && static_cast<int64_t>(step.workspace_bytes) > free_bytes &&
-        (max_slowdown < 0 || before >= 0) && factories[s] != nullptr) {
+        (max_slowdown < 0 || before >= 0) && chosen.may_choose_again) {
       KernelOptions bounded = kernel_options;
       bounded.workspace_limit = std::min(kernel_options.workspace_limit, free_bytes);
       bounded.save_tuning = false;
-      absl::StatusOr<std::unique_ptr<Kernel>> kernel = factories[s]->create(*step.node, bounded);
-      bool keep = kernel.ok() && static_cast<int64_t>((*kernel)->WorkspaceBytes()) <= free_bytes &&
-                  (*kernel)->InPlaceInput() == step.in_place_input && (*kernel)->AliasedInput() < 0;
-      const double after = kernel.ok() ? (*kernel)->MeasuredMs() : -1;
+      absl::StatusOr<KernelChoice> choice = chosen.factory->choose(*step.node, bounded);
+      bool keep = choice.ok() && static_cast<int64_t>(choice->workspace_bytes) <= free_bytes &&
+                  choice->in_place_input == step.in_place_input && choice->aliased_input < 0;
+      const double after = choice.ok() ? choice->measured_ms : -1;
       const bool timed = before >= 0 && after >= 0;
       const double cost = timed ? std::max(0.0, after - before) : 0;
       if (keep && max_slowdown >= 0) keep = timed && added + cost <= allowance;
@@ -122,11 +123,11 @@ void PlanBuilder::FitWorkspaces(ExecutionPlan& plan, const std::vector<BufferReq
         ++plan.budget_rechosen_steps_;
         if (!timed) untimed = true;
         step.description =
-            absl::StrCat((*kernel)->Describe(), " (within the ", free_bytes,
+            absl::StrCat(choice->description, " (within the ", free_bytes,
                          " bytes the memory budget leaves; unbounded: ", step.description, " with ",
                          step.workspace_bytes, " workspace bytes)");
-        step.workspace_bytes = (*kernel)->WorkspaceBytes();
-        step.kernel = *std::move(kernel);
+        step.workspace_bytes = choice->workspace_bytes;
+        chosen.choice = *std::move(choice);
       }
     }
     plan.workspace_bytes_ =
@@ -136,34 +137,33 @@ void PlanBuilder::FitWorkspaces(ExecutionPlan& plan, const std::vector<BufferReq
 }
 
 // A step whose workspace lifts the arena above the activations' own peak and whose input 0
-// dies there (InputDiesAt) is prepared again with KernelOptions::input_dies_here: a kernel
-// that can keep its scratch in that input's bytes and in its output's unwritten ones (the
-// CUDA convolution, in two parts of the batch) then needs less workspace for the same
-// algorithm. Kept only when it needs less and, measured, takes no longer (within the 5%
-// that measurements wander); the workspace budget then sees the smaller need. This is what
-// took FCN-8s's unfused fp32 plan under PyTorch eager's memory (conv1_2's 108 MiB Winograd
+// dies there (InputDiesAt) asks its factory again with KernelOptions::input_dies_here: a
+// kernel that can keep its scratch in that input's bytes and in its output's unwritten ones
+// (the CUDA convolution, in two parts of the batch) then needs less workspace for the same
+// algorithm. Kept only when it needs less and, measured, takes no longer (within the 5% that
+// measurements wander); the workspace budget then sees the smaller need. This is what took
+// FCN-8s's unfused fp32 plan under PyTorch eager's memory (conv1_2's 108 MiB Winograd
 // workspace at the step where conv1_1's and its own 476 MiB outputs peak).
 void PlanBuilder::TryDeadBytes(ExecutionPlan& plan, int s, bool input_dies, int64_t live,
-                               const KernelFactory* factory, const KernelOptions& kernel_options) {
+                               StepChoice& chosen, const KernelOptions& kernel_options) {
   PlanStep& step = plan.steps_[s];
-  if (!input_dies || step.workspace_bytes == 0 ||
+  if (!input_dies || step.workspace_bytes == 0 || !chosen.may_choose_again ||
       live + static_cast<int64_t>(step.workspace_bytes) <= plan.planned_activation_bytes_) {
     return;
   }
-  if (factory == nullptr) return;
   KernelOptions dying = kernel_options;
   dying.input_dies_here = true;
   dying.save_tuning = false;
-  absl::StatusOr<std::unique_ptr<Kernel>> kernel = factory->create(*step.node, dying);
-  if (!kernel.ok() || (*kernel)->WorkspaceBytes() >= step.workspace_bytes ||
-      (*kernel)->InPlaceInput() != step.in_place_input || (*kernel)->AliasedInput() >= 0) {
+  absl::StatusOr<KernelChoice> choice = chosen.factory->choose(*step.node, dying);
+  if (!choice.ok() || choice->workspace_bytes >= step.workspace_bytes ||
+      choice->in_place_input != step.in_place_input || choice->aliased_input >= 0) {
     return;
   }
-  const double before = step.kernel->MeasuredMs(), after = (*kernel)->MeasuredMs();
+  const double before = chosen.choice.measured_ms, after = choice->measured_ms;
   if ((before >= 0) != (after >= 0) || (before >= 0 && after > 1.05 * before)) return;
-  step.description = (*kernel)->Describe();
-  step.workspace_bytes = (*kernel)->WorkspaceBytes();
-  step.kernel = *std::move(kernel);
+  step.description = choice->description;
+  step.workspace_bytes = choice->workspace_bytes;
+  chosen.choice = *std::move(choice);
 }
 
 }  // namespace kiln

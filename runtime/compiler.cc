@@ -38,9 +38,10 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> PlanBuilder::Build(const Graph& u
   KILN_RETURN_IF_ERROR(ProbeDevice(state));
   KILN_RETURN_IF_ERROR(PrepareCudaGraph(state));
   KILN_RETURN_IF_ERROR(ChooseBackend(state));
-  KILN_RETURN_IF_ERROR(CreateKernels(state));
+  KILN_RETURN_IF_ERROR(ChooseKernels(state));
   PlanLifetimes(state);
   KILN_RETURN_IF_ERROR(PlanArenas(state));
+  KILN_RETURN_IF_ERROR(BuildKernels(state));
   return std::move(state.plan);
 }
 

@@ -31,6 +31,16 @@ namespace kiln {
 
 // What the stages hand on to each other. Lives on Compile's stack for the whole compile
 // (kernel_options.tuning points into it).
+// The kernel choice of one plan step (KernelFactory::choose).
+struct StepChoice {
+  const KernelFactory* factory = nullptr;
+  KernelChoice choice;
+  // The factory is the one KernelRegistry::Select picks for the plan's backend, so the memory
+  // stage may ask it again under a smaller workspace; false for a CPU plan's step that fell
+  // back to a reference kernel, which the budget leaves alone.
+  bool may_choose_again = false;
+};
+
 struct CompileState {
   CompileState(const Graph& graph, const KernelRegistry& registry, const CompileOptions& opts)
       : user_graph(graph), kernels(registry), options(opts) {}
@@ -61,10 +71,9 @@ struct CompileState {
   KernelOptions kernel_options;
   TuningCache tuning;
   std::map<Value, int> buffer_of;
-  // Per step: its factory when it is the one KernelRegistry::Select picks for the plan's
-  // backend (what the workspace budget prepares again); null for a CPU plan's step that fell
-  // back to a reference kernel, which the budget leaves alone.
-  std::vector<const KernelFactory*> step_factories;
+  // Per step: what was chosen for it, built into the step's kernel by BuildKernels once the
+  // memory stage has settled every choice.
+  std::vector<StepChoice> step_choices;
 
   // Lifetimes: one request per activation buffer with bytes of its own, in buffer order, and
   // the buffer each request is for.
@@ -96,9 +105,12 @@ class PlanBuilder {
   static absl::Status ChooseBackend(CompileState& state);
 
   // compile_kernels.cc
-  // The kernel options, one buffer per value, and one step per compute node with its kernel.
-  static absl::Status CreateKernels(CompileState& state);
+  // The kernel options, one buffer per value, and one step per compute node with its kernel
+  // chosen (not built yet).
+  static absl::Status ChooseKernels(CompileState& state);
   static absl::Status AddStep(CompileState& state, Node* n);
+  // Each step's kernel, built from the choice the memory stage kept.
+  static absl::Status BuildKernels(CompileState& state);
 
   // compile_lifetimes.cc
   // Concat placement and in-place outputs (with memory reuse), then each activation buffer's
@@ -113,11 +125,10 @@ class PlanBuilder {
   // The workspace budget, the activation arena's offsets, the tuning file, the weights arena.
   static absl::Status PlanArenas(CompileState& state);
   static void FitWorkspaces(ExecutionPlan& plan, const std::vector<BufferRequest>& requests,
-                            int64_t budget, double max_slowdown,
-                            const std::vector<const KernelFactory*>& factories,
+                            int64_t budget, double max_slowdown, std::vector<StepChoice>& choices,
                             const KernelOptions& kernel_options);
   static void TryDeadBytes(ExecutionPlan& plan, int s, bool input_dies, int64_t live,
-                           const KernelFactory* factory, const KernelOptions& kernel_options);
+                           StepChoice& chosen, const KernelOptions& kernel_options);
   static void AssignOffsets(CompileState& state);
 };
 

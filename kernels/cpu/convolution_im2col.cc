@@ -16,6 +16,18 @@ namespace kiln {
 
 namespace {
 
+// The patch matrix of one image's group: [C/g·R·S, P·Q] floats.
+size_t PatchBytes(int64_t c, int64_t group, int64_t r, int64_t s, int64_t p, int64_t q) {
+  return static_cast<size_t>(c / group * r * s * p * q) * sizeof(float);
+}
+
+size_t WorkspaceOf(const Node& node) {
+  const TensorType& w = node.input(1).type();
+  const TensorType& y = node.output_types()[0];
+  return PatchBytes(node.input(0).type().dim(1), node.GetInt("group"), w.dim(2), w.dim(3), y.dim(2),
+                    y.dim(3));
+}
+
 class Im2colConvolution : public Kernel {
  public:
   explicit Im2colConvolution(const Node& node) {
@@ -38,9 +50,7 @@ class Im2colConvolution : public Kernel {
     slope_ = static_cast<float>(node.GetFloat("negative_slope"));
   }
 
-  size_t WorkspaceBytes() const override {
-    return static_cast<size_t>(c_ / params_.group * r_ * s_ * p_ * q_) * sizeof(float);
-  }
+  size_t WorkspaceBytes() const override { return PatchBytes(c_, params_.group, r_, s_, p_, q_); }
 
   absl::Status Run(const KernelArgs& args) const override {
     const float* x = static_cast<const float*>(args.inputs[0].data);
@@ -101,7 +111,10 @@ absl::Status RegisterCpuConvolution(KernelRegistry& registry) {
     }
     return RequireDenseF32(node);
   };
-  f.create = [](const Node& node, const KernelOptions&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+  f.choose = [](const Node& node, const KernelOptions&) -> absl::StatusOr<KernelChoice> {
+    return FixedChoice(WorkspaceOf(node));
+  };
+  f.build = [](const Node& node, const KernelChoice&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new Im2colConvolution(node));
   };
   return registry.Register(std::move(f));

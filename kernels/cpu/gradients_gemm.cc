@@ -43,14 +43,25 @@ struct ConvShape {
   int64_t rows() const { return c / group() * r * s; }  // of the patch matrix
   int64_t cols() const { return p * q; }
   Im2colShape patches() const { return Im2colShape::Of(params, c / group(), h, w, r, s, p, q); }
+  // The patch matrix of one image's group: both convolution gradients' workspace.
+  size_t patch_bytes() const { return static_cast<size_t>(rows() * cols()) * sizeof(float); }
 };
+
+// dx [N,C,H,W] from dy [N,K,P,Q] (input 0) and the filter (input 1).
+ConvShape DataGradientShape(const Node& node) {
+  return ConvShape::Of(node, node.output_types()[0].dims(), node.input(1).type().dims(),
+                       node.input(0).type().dims());
+}
+// dW from x (input 0) and dy (input 1).
+ConvShape FilterGradientShape(const Node& node) {
+  return ConvShape::Of(node, node.input(0).type().dims(), node.output_types()[0].dims(),
+                       node.input(1).type().dims());
+}
 
 class ConvBackwardData : public Kernel {
  public:
   explicit ConvBackwardData(const ConvShape& g) : g_(g) {}
-  size_t WorkspaceBytes() const override {
-    return static_cast<size_t>(g_.rows() * g_.cols()) * sizeof(float);
-  }
+  size_t WorkspaceBytes() const override { return g_.patch_bytes(); }
   absl::Status Run(const KernelArgs& args) const override {
     const float* dy = static_cast<const float*>(args.inputs[0].data);
     const float* w = static_cast<const float*>(args.inputs[1].data);
@@ -77,9 +88,7 @@ class ConvBackwardData : public Kernel {
 class ConvBackwardFilter : public Kernel {
  public:
   explicit ConvBackwardFilter(const ConvShape& g) : g_(g) {}
-  size_t WorkspaceBytes() const override {
-    return static_cast<size_t>(g_.rows() * g_.cols()) * sizeof(float);
-  }
+  size_t WorkspaceBytes() const override { return g_.patch_bytes(); }
   absl::Status Run(const KernelArgs& args) const override {
     const float* x = static_cast<const float*>(args.inputs[0].data);
     const float* dy = static_cast<const float*>(args.inputs[1].data);
@@ -166,15 +175,20 @@ absl::Status Conv2dCrossCorrelation(const Node& node) {
   return RequireDenseF32(node);
 }
 
+// `workspace` (null: none) says what `make`'s kernel will need, before it is made.
 absl::Status Register(KernelRegistry& registry, const char* op, const char* layout,
                       const char* algorithm, std::function<absl::Status(const Node&)> check,
-                      std::function<Kernel*(const Node&)> make) {
+                      std::function<Kernel*(const Node&)> make,
+                      std::function<size_t(const Node&)> workspace = nullptr) {
   KernelFactory f;
   f.key = {op, Backend::kCpu, "f32", layout, algorithm};
   f.priority = 10;
   f.can_implement = std::move(check);
-  f.create = [make](const Node& node,
-                    const KernelOptions&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+  f.choose = [workspace](const Node& node, const KernelOptions&) -> absl::StatusOr<KernelChoice> {
+    return FixedChoice(workspace ? workspace(node) : 0);
+  };
+  f.build = [make](const Node& node,
+                   const KernelChoice&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(make(node));
   };
   return registry.Register(std::move(f));
@@ -183,18 +197,14 @@ absl::Status Register(KernelRegistry& registry, const char* op, const char* layo
 }  // namespace
 
 absl::Status RegisterCpuGradients(KernelRegistry& registry) {
-  KILN_RETURN_IF_ERROR(Register(registry, "ConvolutionBackwardData", "nchw", "col2im_gemm",
-                                Conv2dCrossCorrelation, [](const Node& node) -> Kernel* {
-                                  return new ConvBackwardData(ConvShape::Of(
-                                      node, node.output_types()[0].dims(),
-                                      node.input(1).type().dims(), node.input(0).type().dims()));
-                                }));
-  KILN_RETURN_IF_ERROR(Register(registry, "ConvolutionBackwardFilter", "nchw", "im2col_gemm",
-                                Conv2dCrossCorrelation, [](const Node& node) -> Kernel* {
-                                  return new ConvBackwardFilter(ConvShape::Of(
-                                      node, node.input(0).type().dims(),
-                                      node.output_types()[0].dims(), node.input(1).type().dims()));
-                                }));
+  KILN_RETURN_IF_ERROR(Register(
+      registry, "ConvolutionBackwardData", "nchw", "col2im_gemm", Conv2dCrossCorrelation,
+      [](const Node& node) -> Kernel* { return new ConvBackwardData(DataGradientShape(node)); },
+      [](const Node& node) { return DataGradientShape(node).patch_bytes(); }));
+  KILN_RETURN_IF_ERROR(Register(
+      registry, "ConvolutionBackwardFilter", "nchw", "im2col_gemm", Conv2dCrossCorrelation,
+      [](const Node& node) -> Kernel* { return new ConvBackwardFilter(FilterGradientShape(node)); },
+      [](const Node& node) { return FilterGradientShape(node).patch_bytes(); }));
   KILN_RETURN_IF_ERROR(Register(registry, "InnerProductBackwardData", "any", "gemm",
                                 RequireDenseF32, [](const Node& node) -> Kernel* {
                                   return new IpBackwardData(

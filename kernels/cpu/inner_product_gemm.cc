@@ -52,7 +52,10 @@ absl::Status RegisterCpuInnerProduct(KernelRegistry& registry) {
   f.key = {"InnerProduct", Backend::kCpu, "f32", "any", "gemm"};
   f.priority = 10;
   f.can_implement = RequireDenseF32;
-  f.create = [](const Node& node, const KernelOptions&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+  f.choose = [](const Node&, const KernelOptions&) -> absl::StatusOr<KernelChoice> {
+    return FixedChoice();
+  };
+  f.build = [](const Node& node, const KernelChoice&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new GemmInnerProduct(node));
   };
   return registry.Register(std::move(f));

@@ -47,10 +47,11 @@ struct Pool2d {
   Window At(int64_t i, int64_t j) const {
     const int64_t hs = i * sh - ph, ws = j * sw - pw;
     const int64_t he = std::min(hs + kh, h + ph), we = std::min(ws + kw, w + pw);
-    Window win{std::max<int64_t>(hs, 0), std::min(he, h), std::max<int64_t>(ws, 0),
-               std::min(we, w), 1.0f};
+    Window win{std::max<int64_t>(hs, 0), std::min(he, h), std::max<int64_t>(ws, 0), std::min(we, w),
+               1.0f};
     const int64_t padded = (he - hs) * (we - ws);
-    const int64_t inside = std::max<int64_t>(win.h1 - win.h0, 0) * std::max<int64_t>(win.w1 - win.w0, 0);
+    const int64_t inside =
+        std::max<int64_t>(win.h1 - win.h0, 0) * std::max<int64_t>(win.w1 - win.w0, 0);
     win.divisor = static_cast<float>(mode == PoolingMode::kAverageIncludePad ? padded : inside);
     return win;
   }
@@ -171,8 +172,12 @@ absl::Status Register(KernelRegistry& registry, const char* op, const char* layo
   f.key = {op, Backend::kCpu, "f32", layout, "direct"};
   f.priority = 10;
   f.can_implement = std::move(check);
-  f.create = [make](const Node& node,
-                    const KernelOptions&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+  // The window kernels need no workspace; their parameters are checked when they are built.
+  f.choose = [](const Node&, const KernelOptions&) -> absl::StatusOr<KernelChoice> {
+    return FixedChoice();
+  };
+  f.build = [make](const Node& node,
+                   const KernelChoice&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
     KILN_ASSIGN_OR_RETURN(Kernel * k, make(node));
     return std::unique_ptr<Kernel>(k);
   };
@@ -182,11 +187,11 @@ absl::Status Register(KernelRegistry& registry, const char* op, const char* layo
 }  // namespace
 
 absl::Status RegisterCpuPooling(KernelRegistry& registry) {
-  KILN_RETURN_IF_ERROR(
-      Register(registry, "Pooling", "nchw", CheckPool2d, [](const Node& n) -> absl::StatusOr<Kernel*> {
-        KILN_ASSIGN_OR_RETURN(Pool2d g, Pool2d::Of(n));
-        return new PoolingForward(g);
-      }));
+  KILN_RETURN_IF_ERROR(Register(registry, "Pooling", "nchw", CheckPool2d,
+                                [](const Node& n) -> absl::StatusOr<Kernel*> {
+                                  KILN_ASSIGN_OR_RETURN(Pool2d g, Pool2d::Of(n));
+                                  return new PoolingForward(g);
+                                }));
   KILN_RETURN_IF_ERROR(Register(registry, "PoolingGradient", "nchw", CheckPool2d,
                                 [](const Node& n) -> absl::StatusOr<Kernel*> {
                                   KILN_ASSIGN_OR_RETURN(Pool2d g, Pool2d::Of(n));

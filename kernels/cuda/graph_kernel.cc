@@ -104,14 +104,30 @@ absl::Status RegisterGraphKernel(KernelRegistry& registry, const std::string& op
     return check ? check(node) : absl::OkStatus();
   };
   const std::string name = f.key.Name();
-  f.create = [prepare, name](
-                 const Node& node,
-                 const KernelOptions& options) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+  // Preparing is the choice: it picks the algorithm, sizes the workspace and captures the
+  // launch, all on the host. The kernel built from it only holds the prepared launch.
+  f.choose = [prepare, name](const Node& node,
+                             const KernelOptions& options) -> absl::StatusOr<KernelChoice> {
     KILN_ASSIGN_OR_RETURN(PreparedKernel prepared, prepare(node, options));
     if (!prepared.run && prepared.aliased_input < 0) {
       return absl::InternalError(absl::StrCat(name, ": prepared without a run function"));
     }
-    return std::unique_ptr<Kernel>(new PrimitiveKernel(name, std::move(prepared)));
+    KernelChoice choice;
+    choice.workspace_bytes = prepared.workspace_bytes;
+    choice.aliased_input = prepared.aliased_input;
+    choice.in_place_input = prepared.in_place_input;
+    choice.description = prepared.description;
+    choice.measured_ms = prepared.measured_ms;
+    choice.decision = std::make_shared<const PreparedKernel>(std::move(prepared));
+    return choice;
+  };
+  f.build = [name](const Node&,
+                   const KernelChoice& choice) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    const auto* prepared = static_cast<const PreparedKernel*>(choice.decision.get());
+    if (prepared == nullptr) {
+      return absl::InternalError(absl::StrCat(name, ": built from a choice it did not make"));
+    }
+    return std::unique_ptr<Kernel>(new PrimitiveKernel(name, *prepared));
   };
   return registry.Register(std::move(f));
 }

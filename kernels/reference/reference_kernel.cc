@@ -33,28 +33,40 @@ void ForEachOffset(const TensorType& type, Fn fn) {
   }
 }
 
+// Every input and output as dense f32, one after another: the reference kernel's workspace.
+size_t DenseWorkspaceBytes(const Node& node) {
+  size_t bytes = 0;
+  for (const Value& v : node.inputs()) bytes += DenseBytes(v.type());
+  for (const TensorType& t : node.output_types()) bytes += DenseBytes(t);
+  return bytes;
+}
+
+// Inputs are copied into the workspace before anything is computed, so a single output of
+// input 0's dims may take input 0's bytes.
+int InPlaceInputOf(const Node& node) {
+  return node.num_inputs() > 0 && node.num_outputs() == 1 &&
+                 node.input(0).type().dims() == node.output_types()[0].dims()
+             ? 0
+             : -1;
+}
+
 class ReferenceKernel : public Kernel {
  public:
-  ReferenceKernel(const Node& node, DenseComputeFn compute) : node_(node), compute_(compute) {
+  ReferenceKernel(const Node& node, DenseComputeFn compute)
+      : node_(node),
+        compute_(compute),
+        workspace_(DenseWorkspaceBytes(node)),
+        in_place_input_(InPlaceInputOf(node)) {
     for (const Value& v : node.inputs()) {
       in_types_.push_back(*TensorType::Create(DataType::kF32, v.type().dims()));
-      workspace_ += DenseBytes(v.type());
     }
     for (const TensorType& t : node.output_types()) {
       out_types_.push_back(*TensorType::Create(DataType::kF32, t.dims()));
-      workspace_ += DenseBytes(t);
     }
   }
 
   size_t WorkspaceBytes() const override { return workspace_; }
-  // Inputs are copied into the workspace before anything is computed, so any same-shape output
-  // may take input 0's bytes.
-  int InPlaceInput() const override {
-    return !in_types_.empty() && out_types_.size() == 1 &&
-                   in_types_[0].dims() == out_types_[0].dims()
-               ? 0
-               : -1;
-  }
+  int InPlaceInput() const override { return in_place_input_; }
 
   absl::Status Run(const KernelArgs& args) const override {
     if (args.inputs.size() != in_types_.size() || args.outputs.size() != out_types_.size() ||
@@ -94,7 +106,8 @@ class ReferenceKernel : public Kernel {
   const Node& node_;
   DenseComputeFn compute_;
   std::vector<TensorType> in_types_, out_types_;
-  size_t workspace_ = 0;
+  size_t workspace_;
+  int in_place_input_;
 };
 
 }  // namespace
@@ -111,8 +124,11 @@ absl::Status RegisterReference(KernelRegistry& registry, const std::string& op,
     }
     return absl::OkStatus();
   };
-  f.create = [compute](const Node& node,
-                       const KernelOptions&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+  f.choose = [](const Node& node, const KernelOptions&) -> absl::StatusOr<KernelChoice> {
+    return FixedChoice(DenseWorkspaceBytes(node), InPlaceInputOf(node));
+  };
+  f.build = [compute](const Node& node,
+                      const KernelChoice&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new ReferenceKernel(node, compute));
   };
   return registry.Register(std::move(f));

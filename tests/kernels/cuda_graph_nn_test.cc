@@ -19,13 +19,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "ir/graph_builder.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
 #include "runtime/compiler.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
-#include "gtest/gtest.h"
-#include "kernels/all_kernels.h"
-#include "ops/all_ops.h"
 #include "tests/util/cuda_graph_cases.h"
 #include "tests/util/op_test_util.h"
 
@@ -502,7 +502,7 @@ TEST(CudaGraphNnTest, EveryVariantIsSelectedAndPreparedWithoutADevice) {
         auto factory = DefaultKernelRegistry().Select(*node, Backend::kCuda);
         ASSERT_TRUE(factory.ok()) << where << ": " << factory.status();
         EXPECT_TRUE(absl::StartsWith((*factory)->key.Name(), "cuda.")) << where;
-        auto kernel = (*factory)->create(*node, KernelOptions());
+        auto kernel = CreateKernel(**factory, *node, KernelOptions());
         ASSERT_TRUE(kernel.ok()) << where << ": " << kernel.status();
         ++planned;
       }
@@ -522,7 +522,7 @@ TEST(CudaGraphNnTest, InferenceDropoutIsAViewOnlyWhenTheTypesMatch) {
     ASSERT_NE(graph, nullptr) << error;
     auto factory = DefaultKernelRegistry().Select(*node, Backend::kCuda);
     ASSERT_TRUE(factory.ok()) << factory.status();
-    auto kernel = (*factory)->create(*node, KernelOptions());
+    auto kernel = CreateKernel(**factory, *node, KernelOptions());
     ASSERT_TRUE(kernel.ok()) << kernel.status();
     const bool same = node->input(0).type() == node->output_types()[0];
     EXPECT_EQ(same, v != Variant::kSubRegion) << VariantName(v);
@@ -561,7 +561,7 @@ TEST(CudaGraphNnTest, BatchNormOverConstantStatisticsFixesItsCoefficientsAtPlanT
         auto graph = b.Finish();
         auto factory = DefaultKernelRegistry().Select(*bn, Backend::kCuda);
         ASSERT_TRUE(factory.ok()) << where << ": " << factory.status();
-        auto kernel = (*factory)->create(*bn, KernelOptions());
+        auto kernel = CreateKernel(**factory, *bn, KernelOptions());
         ASSERT_TRUE(kernel.ok()) << where << ": " << kernel.status();
         EXPECT_TRUE(absl::StrContains((*kernel)->Describe(), "coefficients fixed at plan time"))
             << where << ": " << (*kernel)->Describe();

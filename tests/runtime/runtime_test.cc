@@ -1,16 +1,18 @@
 // Compiler, memory planner and executor.
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "ir/graph_builder.h"
-#include "runtime/compiler.h"
-#include "runtime/executor.h"
-#include "runtime/memory_planner.h"
 #include "gtest/gtest.h"
+#include "ir/graph_builder.h"
 #include "kernels/all_kernels.h"
 #include "kernels/reference/reference_kernel.h"
 #include "ops/all_ops.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
+#include "runtime/memory_planner.h"
 #include "tests/util/op_test_util.h"
 
 namespace kiln {
@@ -18,6 +20,32 @@ namespace {
 
 using testing::F32;
 using testing::RandomTensor;
+
+// Test kernels whose properties follow from the options they are prepared with: choose reads
+// them off a kernel made for those options (counting in `chosen`), build makes the kernel again
+// from the options of the choice (counting in `built`).
+using MakeKernelFn = std::function<std::unique_ptr<Kernel>(const KernelOptions& options)>;
+void SetChooseAndBuild(KernelFactory& f, MakeKernelFn make,
+                       std::shared_ptr<int> chosen = std::make_shared<int>(0),
+                       std::shared_ptr<int> built = std::make_shared<int>(0)) {
+  f.choose = [make, chosen](const Node&, const KernelOptions& o) -> absl::StatusOr<KernelChoice> {
+    ++*chosen;
+    std::unique_ptr<Kernel> k = make(o);
+    KernelChoice c;
+    c.workspace_bytes = k->WorkspaceBytes();
+    c.aliased_input = k->AliasedInput();
+    c.in_place_input = k->InPlaceInput();
+    c.description = k->Describe();
+    c.measured_ms = k->MeasuredMs();
+    c.decision = std::make_shared<const KernelOptions>(o);
+    return c;
+  };
+  f.build = [make, built](const Node&,
+                          const KernelChoice& c) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    ++*built;
+    return make(*static_cast<const KernelOptions*>(c.decision.get()));
+  };
+}
 
 TEST(MemoryPlannerTest, DisjointLifetimesShareMemory) {
   MemoryPlan plan = PlanMemory({{1000, 0, 1}, {1000, 2, 3}});
@@ -354,9 +382,7 @@ TEST(CompilerTest, ViewsShareTheirInputsBytesAndNeverRun) {
   KernelFactory view;
   view.key = {"Flatten", Backend::kCpu, "any", "any", "test_view"};
   view.can_implement = [](const Node&) { return absl::OkStatus(); };
-  view.create = [](const Node&, const KernelOptions&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    return std::unique_ptr<Kernel>(new ViewKernel());
-  };
+  SetChooseAndBuild(view, [](const KernelOptions&) { return std::make_unique<ViewKernel>(); });
   ASSERT_TRUE(registry.Register(std::move(view)).ok());
 
   GraphBuilder b(&DefaultOpRegistry());
@@ -444,13 +470,11 @@ std::unique_ptr<ExecutionPlan> CompileTwoCopies(double fast_ms, double slow_ms, 
   copy.key = {"Power", Backend::kCpu, "any", "any", "test_two_algorithms"};
   copy.priority = 100;
   copy.can_implement = [](const Node&) { return absl::OkStatus(); };
-  copy.create = [=](const Node&,
-                    const KernelOptions& o) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    if (o.workspace_limit >= static_cast<int64_t>(kScratch)) {
-      return std::unique_ptr<Kernel>(new TwoAlgorithmCopy(kScratch, fast_ms));
-    }
-    return std::unique_ptr<Kernel>(new TwoAlgorithmCopy(0, slow_ms));
-  };
+  SetChooseAndBuild(copy, [=](const KernelOptions& o) {
+    return o.workspace_limit >= static_cast<int64_t>(kScratch)
+               ? std::make_unique<TwoAlgorithmCopy>(kScratch, fast_ms)
+               : std::make_unique<TwoAlgorithmCopy>(0, slow_ms);
+  });
   EXPECT_TRUE(registry.Register(std::move(copy)).ok());
   GraphBuilder b(&DefaultOpRegistry());
   Value x = *b.Input("x", F32({256}));
@@ -526,26 +550,28 @@ TEST(CompilerTest, WorkspaceBudgetTradesMeasuredTimeForMemory) {
   }
 }
 
-// Each node's kernel is chosen once: the choice that settles the CUDA backend is the one the
-// step is created from, and the workspace budget prepares that same factory again. Planned for
-// an absent GPU, so it runs without one.
-TEST(CompilerTest, ChoosesEachKernelOnce) {
+// Each node's factory is selected once (the selection that settles the CUDA backend is the one
+// the step uses); the workspace budget asks that factory for another choice, and each step's
+// kernel is built once, from the choice kept. Planned for an absent GPU, so it runs without one.
+TEST(CompilerTest, SelectsEachFactoryOnceAndBuildsEachKernelOnce) {
   if (ProbeCuda().usable) GTEST_SKIP() << "cuda_target plans only where no GPU is present";
+  auto selected = std::make_shared<int>(0);
   auto chosen = std::make_shared<int>(0);
-  auto created = std::make_shared<int>(0);
+  auto built = std::make_shared<int>(0);
   KernelRegistry registry;
   KernelFactory copy;
   copy.key = {"Power", Backend::kCuda, "any", "any", "test_counted"};
-  copy.can_implement = [chosen](const Node&) {
-    ++*chosen;
+  copy.can_implement = [selected](const Node&) {
+    ++*selected;
     return absl::OkStatus();
   };
-  copy.create = [created](const Node&,
-                          const KernelOptions& o) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    ++*created;
-    const size_t workspace = o.workspace_limit >= static_cast<int64_t>(kScratch) ? kScratch : 0;
-    return std::unique_ptr<Kernel>(new TwoAlgorithmCopy(workspace, -1));
-  };
+  SetChooseAndBuild(
+      copy,
+      [](const KernelOptions& o) {
+        const size_t workspace = o.workspace_limit >= static_cast<int64_t>(kScratch) ? kScratch : 0;
+        return std::make_unique<TwoAlgorithmCopy>(workspace, -1);
+      },
+      chosen, built);
   ASSERT_TRUE(registry.Register(std::move(copy)).ok());
   GraphBuilder b(&DefaultOpRegistry());
   Value x = *b.Input("x", F32({256}));
@@ -560,8 +586,10 @@ TEST(CompilerTest, ChoosesEachKernelOnce) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ((*plan)->backend(), Backend::kCuda);
   EXPECT_EQ((*plan)->budget_rechosen_steps(), 2);
-  EXPECT_EQ(*chosen, 2);   // once per node
-  EXPECT_EQ(*created, 4);  // each step, then each again within the budget
+  EXPECT_EQ(*selected, 2);  // Select once per node
+  EXPECT_EQ(*chosen, 4);    // each step, then each again within the budget
+  EXPECT_EQ(*built, 2);     // each step's kernel built once, from the choice kept
+  for (const PlanStep& step : (*plan)->steps()) EXPECT_EQ(step.kernel->WorkspaceBytes(), 0u);
 }
 
 // A copy kernel for the planner's dead-byte re-preparation (KernelOptions::input_dies_here):
@@ -597,11 +625,9 @@ std::unique_ptr<ExecutionPlan> CompileScribblingCopies(double dead_ms) {
   copy.key = {"Power", Backend::kCpu, "any", "any", "test_scribbling_copy"};
   copy.priority = 100;
   copy.can_implement = [](const Node&) { return absl::OkStatus(); };
-  copy.create = [=](const Node&,
-                    const KernelOptions& o) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    return std::unique_ptr<Kernel>(
-        new ScribblingCopy(o.input_dies_here, o.input_dies_here ? dead_ms : 1.0));
-  };
+  SetChooseAndBuild(copy, [=](const KernelOptions& o) {
+    return std::make_unique<ScribblingCopy>(o.input_dies_here, o.input_dies_here ? dead_ms : 1.0);
+  });
   EXPECT_TRUE(registry.Register(std::move(copy)).ok());
   GraphBuilder b(&DefaultOpRegistry());
   Value x = *b.Input("x", F32({256}));
