@@ -19,13 +19,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "ir/graph_builder.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
 #include "runtime/compiler.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
-#include "gtest/gtest.h"
-#include "kernels/all_kernels.h"
-#include "ops/all_ops.h"
 #include "tests/util/cuda_graph_cases.h"
 #include "tests/util/op_test_util.h"
 

@@ -3,10 +3,10 @@
 // cases skip without a device; the registry test runs everywhere.
 #include <cstdio>
 
-#include "runtime/device.h"
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
+#include "runtime/device.h"
 #include "tests/util/cuda_graph_cases.h"
 
 namespace kiln {

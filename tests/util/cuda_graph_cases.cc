@@ -3,9 +3,9 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/compiler.h"
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
+#include "runtime/compiler.h"
 #include "tests/util/op_test_util.h"
 
 namespace kiln {

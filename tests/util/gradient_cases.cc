@@ -5,8 +5,8 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "ir/graph_builder.h"
 #include "base/status_macros.h"
+#include "ir/graph_builder.h"
 #include "ops/all_ops.h"
 #include "ops/gradients/gradient_request.h"
 
