@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "gtest/gtest.h"
+#include "dnn/conv_reference.h"
 #include "dnn/cuda/conv/conv_algorithm_cache.h"
 #include "dnn/cuda/conv/conv_fft.h"
 #include "dnn/cuda/conv/conv_small_channels_launch.h"
 #include "dnn/cuda/conv/conv_wgmma_launch.h"
 #include "dnn/cuda/conv/conv_winograd_passes.h"
 #include "dnn/cuda/conv/convolution.h"
-#include "dnn/conv_reference.h"
+#include "gtest/gtest.h"
 #include "tests/util/conv_cases.h"
 
 namespace kiln {

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "dnn/conv_gemm_views.h"
 #include "dnn/conv_reference.h"
+#include "gtest/gtest.h"
 #include "tests/util/conv_cases.h"
 
 namespace kiln {

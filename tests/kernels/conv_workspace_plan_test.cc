@@ -4,13 +4,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "gtest/gtest.h"
+#include "dnn/conv_problem.h"
 #include "dnn/cuda/conv/conv_fft.h"
 #include "dnn/cuda/conv/conv_winograd_passes.h"
 #include "dnn/cuda/conv/convolution.h"
 #include "dnn/cuda/dnn_handle.h"
-#include "dnn/conv_problem.h"
 #include "dnn/descriptors.h"
+#include "gtest/gtest.h"
 
 namespace kiln {
 namespace {

@@ -43,6 +43,7 @@
 #include "runtime/compiler.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
+#include "tests/util/all_gradient_cases.h"
 #include "tests/util/gradient_cases.h"
 #include "tests/util/op_test_util.h"
 

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "gtest/gtest.h"
 #include "dnn/cuda/normalization.h"
 #include "dnn/primitive_reference.h"
+#include "gtest/gtest.h"
 #include "tests/kernels/primitives_cuda_fixture.h"
 
 namespace kiln {

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "gtest/gtest.h"
 #include "dnn/cuda/normalization.h"
 #include "dnn/cuda/pooling.h"
 #include "dnn/primitive_checks.h"
 #include "dnn/primitive_reference.h"
+#include "gtest/gtest.h"
 #include "tests/kernels/primitives_cuda_fixture.h"
 
 namespace kiln {

@@ -16,7 +16,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "gtest/gtest.h"
 #include "dnn/cuda/activation.h"
 #include "dnn/cuda/inner_product.h"
 #include "dnn/cuda/normalization.h"
@@ -25,6 +24,7 @@
 #include "dnn/cuda/tensor_ops.h"
 #include "dnn/primitive_checks.h"
 #include "dnn/primitive_reference.h"
+#include "gtest/gtest.h"
 #include "tests/kernels/primitives_cuda_fixture.h"
 #include "tests/util/primitive_test_util.h"
 

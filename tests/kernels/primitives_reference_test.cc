@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "gtest/gtest.h"
+#include "base/dropout_mask.h"
 #include "dnn/primitive_checks.h"
 #include "dnn/primitive_reference.h"
-#include "base/dropout_mask.h"
+#include "gtest/gtest.h"
 #include "tests/util/primitive_test_util.h"
 
 namespace kiln {

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "gtest/gtest.h"
 #include "dnn/cuda/solver_update.h"
 #include "dnn/solver_update.h"
+#include "gtest/gtest.h"
 
 namespace kiln {
 namespace dnn {

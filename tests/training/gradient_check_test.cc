@@ -11,6 +11,7 @@
 #include "kernels/all_kernels.h"
 #include "runtime/compiler.h"
 #include "runtime/executor.h"
+#include "tests/util/all_gradient_cases.h"
 #include "tests/util/gradient_cases.h"
 
 namespace kiln {

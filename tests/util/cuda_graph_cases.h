@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ir/attribute.h"
+#include "ir/graph.h"
 #include "ir/host_tensor.h"
 
 namespace kiln {
@@ -27,9 +29,10 @@ struct CaseInput {
 };
 
 // Shorthands for the case tables.
-CaseInput DataInput(std::vector<int64_t> dims, float lo = -1, float hi = 1);
-CaseInput ParameterInput(std::vector<int64_t> dims, float lo = -1, float hi = 1);
-CaseInput LabelInput(std::vector<int64_t> dims, int64_t classes, int64_t ignored = -1);
+CaseInput Data(std::vector<int64_t> dims, float lo = -1, float hi = 1);
+CaseInput Param(std::vector<int64_t> dims, float lo = -1, float hi = 1);
+CaseInput Labels(std::vector<int64_t> dims, int64_t classes, int64_t ignored = -1);
+AttrValue Str(const char* s);
 
 struct GraphKernelCase {
   std::string label;
@@ -40,6 +43,45 @@ struct GraphKernelCase {
   // Looser tolerances for reductions over many 16-bit terms (a loss), as a multiple.
   double tolerance_scale = 1.0;
 };
+
+// Each op family's cases, in tests/ops/<family>/<family>_cuda_graph_test.cc. The neural-network
+// families' run in //tests/kernels:cuda_graph_nn_test, in this order (each case's seed follows
+// it), the others' in //tests/kernels:cuda_graph_tensor_test.
+std::vector<GraphKernelCase> ActivationGraphCases();
+std::vector<GraphKernelCase> DropoutGraphCases();
+std::vector<GraphKernelCase> PoolingGraphCases();
+std::vector<GraphKernelCase> LrnGraphCases();
+std::vector<GraphKernelCase> BatchNormGraphCases();
+std::vector<GraphKernelCase> ScaleBiasGraphCases();
+std::vector<GraphKernelCase> ConvolutionGraphCases();
+std::vector<GraphKernelCase> InnerProductGraphCases();
+std::vector<GraphKernelCase> SoftmaxGraphCases();
+std::vector<GraphKernelCase> TensorGraphCases();
+std::vector<GraphKernelCase> EltwiseGraphCases();
+std::vector<GraphKernelCase> LossGraphCases();
+
+// The tables above concatenated, in that order.
+std::vector<GraphKernelCase> Concatenated(const std::vector<std::vector<GraphKernelCase>>& tables);
+
+// The dtypes every case runs in, and the tolerance of each: worst |cuda - reference| /
+// (atol + rtol |reference|) must be <= 1.
+constexpr DataType kGraphDtypes[] = {DataType::kF32, DataType::kF16, DataType::kBF16};
+struct GraphTolerance {
+  double atol, rtol;
+};
+GraphTolerance GraphToleranceFor(DataType t);
+
+// How input 0 (the data) is laid out in a variant; parameters stay f32 row-major and other data
+// inputs follow the dtype (dense).
+enum class Variant { kNchw, kNhwc, kSubRegion };
+const char* VariantName(Variant v);
+bool IsSpatial(const CaseInput& in);
+TensorType InputType(const CaseInput& in, int index, DataType dtype, Variant v);
+
+// A one-node graph over Parameter inputs of `types`; `node` is the op's node. Null (with
+// `error`) when the op refuses them.
+std::unique_ptr<Graph> OneNodeGraph(const GraphKernelCase& c, const std::vector<TensorType>& types,
+                                    const Node** node, std::string* error);
 
 // True when the default registry has a CUDA kernel for `op`.
 bool HasCudaKernel(const std::string& op);

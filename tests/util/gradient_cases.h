@@ -1,4 +1,5 @@
-// The gradient cases every backend is checked on: one forward op with small odd-sized inputs,
+// The gradient cases every backend is checked on (each op family's in
+// tests/ops/<family>/<family>_gradient_cases.cc): one forward op with small odd-sized inputs,
 // its gradient built by the op's own gradient builder (ops/gradients/) against output gradients
 // fed as inputs. The reference backend is checked against finite differences
 // (tests/training/gradient_check_test.cc); the CUDA backend against the reference in every
@@ -36,8 +37,40 @@ struct GradientCase {
   int gradient_outputs = -1;
 };
 
-// Every gradient case (every differentiable op, several attribute forms each).
-std::vector<GradientCase> AllGradientCases();
+namespace gradient_cases {
+
+// Each op family's cases, in tests/ops/<family>/<family>_gradient_cases.cc; all of them, in this
+// order, are AllGradientCases() (tests/util/all_gradient_cases.h).
+std::vector<GradientCase> ConvolutionGradientCases();
+std::vector<GradientCase> InnerProductGradientCases();
+std::vector<GradientCase> PoolingGradientCases();
+std::vector<GradientCase> LrnGradientCases();
+std::vector<GradientCase> SoftmaxGradientCases();
+std::vector<GradientCase> BatchNormGradientCases();
+std::vector<GradientCase> ScaleBiasGradientCases();
+std::vector<GradientCase> ActivationGradientCases();
+std::vector<GradientCase> DropoutGradientCases();
+std::vector<GradientCase> EltwiseGradientCases();
+std::vector<GradientCase> TensorGradientCases();
+std::vector<GradientCase> LossGradientCases();
+
+// Shorthands for the tables.
+using Ints = std::vector<int64_t>;
+AttrValue I(int64_t v);
+AttrValue Is(Ints v);
+AttrValue F(double v);
+AttrValue S(const char* v);
+AttrValue B(bool v);
+GradientCase Case(std::string name, std::string op, std::vector<Ints> dims, AttrMap attrs = {});
+
+// Fills of fixed inputs. Integer class labels in [0, classes), one per element; every
+// `ignore_every`-th set to `ignore` when ignore_every > 0.
+std::function<void(HostTensor&)> Labels(int64_t classes, int ignore_every = 0, int ignore = -1);
+std::function<void(HostTensor&)> Constant(float value);
+// Uniform in [lo, hi), seeded by the element count (fixed inputs need no case seed).
+std::function<void(HostTensor&)> Uniform(float lo, float hi);
+
+}  // namespace gradient_cases
 
 // The inputs of a case (seeded), and random output gradients for each forward output that
 // gets one (the case's gradient_outputs).

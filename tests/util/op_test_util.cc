@@ -5,11 +5,11 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "ir/graph_builder.h"
-#include "runtime/executor.h"
 #include "base/status_macros.h"
+#include "ir/graph_builder.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
+#include "runtime/executor.h"
 
 namespace kiln {
 namespace testing {
