@@ -167,7 +167,12 @@ absl::Status Train(const CommandLine& line) {
   const bool root = dist.rank == 0;
   const int64_t world = dist.world_size;
   // Every rank restores from the same files, so they start equal again (as after a broadcast).
-  if (line.Has("snapshot")) KILN_RETURN_IF_ERROR(trainer->Restore(line.Get("snapshot")));
+  if (line.Has("snapshot")) {
+    KILN_RETURN_IF_ERROR(trainer->Restore(line.Get("snapshot")));
+    if (root && !trainer->restore_note().empty()) {
+      std::fprintf(stderr, "kiln train: note: %s\n", trainer->restore_note().c_str());
+    }
+  }
   const caffe::SolverParameter& p = solver.param;
   std::printf(
       "kiln train: %s%s, solver %s, %lld iterations of %lld images%s, backend %s\n",

@@ -23,6 +23,20 @@ class BatchSource {
   // Fills `values` with the next batch: one vector per BatchDims entry, of exactly that many
   // elements. The vectors passed in may be reused as buffers.
   virtual absl::Status NextBatch(std::vector<std::vector<float>>& values) = 0;
+
+  // Where the source stands: the batches it has handed out since it opened, counting those a
+  // Seek passed over. A snapshot records it so that a resumed run continues the data where the
+  // interrupted one stood. Negative for a source that does not keep count (the default); such
+  // a source cannot be resumed exactly, and the trainer says so.
+  virtual int64_t BatchesServed() const { return -1; }
+
+  // Puts the source where it stood after `served` batches from its start: the next batch is the
+  // one it would then have handed out, with the same order and the same random transforms.
+  // Unimplemented for a source that cannot (the default).
+  virtual absl::Status Seek(int64_t served) {
+    (void)served;
+    return absl::UnimplementedError("this batch source cannot be repositioned");
+  }
 };
 
 }  // namespace kiln

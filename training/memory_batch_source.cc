@@ -1,6 +1,7 @@
 #include "training/memory_batch_source.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -81,6 +82,28 @@ absl::Status MemoryBatchSource::NextBatch(std::vector<std::vector<float>>& value
                 values[0].begin() + static_cast<int64_t>(i) * example_size_);
     if (!labels_.empty()) values[1][i] = labels_[static_cast<size_t>(e)];
   }
+  ++served_;
+  return absl::OkStatus();
+}
+
+absl::Status MemoryBatchSource::Seek(int64_t served) {
+  if (served < 0 || served > std::numeric_limits<int64_t>::max() / options_.batch_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("memory batches: cannot seek to batch ", served));
+  }
+  // The state NextBatch reaches after `served` batches: the permutation of each epoch passed
+  // is drawn (the generator advances the same way), then the cursor set inside the last one.
+  const int64_t examples = served * options_.batch_size;
+  rng_.seed(options_.seed);
+  epoch_ = 0;
+  Reorder();
+  cursor_ = examples;
+  while (cursor_ > count_) {  // an epoch boundary is crossed when the cursor passes the end
+    cursor_ -= count_;
+    ++epoch_;
+    Reorder();
+  }
+  served_ = served;
   return absl::OkStatus();
 }
 

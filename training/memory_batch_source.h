@@ -30,6 +30,9 @@ class MemoryBatchSource : public BatchSource {
 
   std::vector<std::vector<int64_t>> BatchDims() const override;
   absl::Status NextBatch(std::vector<std::vector<float>>& values) override;
+  int64_t BatchesServed() const override { return served_; }
+  // Draws the epochs' permutations again from the seed up to the one `served` falls in.
+  absl::Status Seek(int64_t served) override;
 
   int64_t size() const { return count_; }
   int64_t epoch() const { return epoch_; }
@@ -44,6 +47,7 @@ class MemoryBatchSource : public BatchSource {
   MemoryBatchOptions options_;
   std::vector<int64_t> order_;
   int64_t cursor_ = 0, epoch_ = 0;
+  int64_t served_ = 0;
   std::mt19937_64 rng_;
 };
 

@@ -344,6 +344,62 @@ TrainerMemory Trainer::Memory() const {
   return m;
 }
 
+namespace {
+
+NetProgress ProgressOf(const TrainingNet& net) {
+  NetProgress p;
+  p.passes = net.passes;
+  for (const NetFeed& feed : net.feeds) {
+    p.batches_served.push_back(feed.source != nullptr ? feed.source->BatchesServed() : -1);
+  }
+  return p;
+}
+
+absl::Status Restore(TrainingNet& net, const NetProgress& p, const std::string& what) {
+  if (p.batches_served.size() != net.feeds.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("restore: the progress of ", what, " has ", p.batches_served.size(),
+                     " batch sources, the net has ", net.feeds.size()));
+  }
+  if (p.passes < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("restore: ", what, " has a negative pass count (", p.passes, ")"));
+  }
+  for (size_t f = 0; f < net.feeds.size(); ++f) {
+    BatchSource* source = net.feeds[f].source.get();
+    if (source == nullptr || p.batches_served[f] < 0) continue;
+    absl::Status s = source->Seek(p.batches_served[f]);
+    if (!s.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("restore: ", what, ", batch source ", f, ": ", s.message()));
+    }
+  }
+  net.passes = p.passes;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+TrainingProgress Trainer::Progress() const {
+  TrainingProgress progress;
+  progress.nets.push_back(ProgressOf(*train_));
+  for (const auto& net : tests_) progress.nets.push_back(ProgressOf(*net));
+  return progress;
+}
+
+absl::Status Trainer::RestoreProgress(const TrainingProgress& progress) {
+  if (progress.nets.size() != tests_.size() + 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("restore: the progress is for ", progress.nets.size(), " nets, this run has ",
+                     tests_.size() + 1, " (the trained net and ", tests_.size(), " test nets)"));
+  }
+  KILN_RETURN_IF_ERROR(Restore(*train_, progress.nets[0], "the trained net"));
+  for (size_t t = 0; t < tests_.size(); ++t) {
+    KILN_RETURN_IF_ERROR(Restore(*tests_[t], progress.nets[t + 1], absl::StrCat("test net ", t)));
+  }
+  return absl::OkStatus();
+}
+
 double Trainer::smoothed_loss() const {
   if (recent_losses_.empty()) return 0;
   return std::accumulate(recent_losses_.begin(), recent_losses_.end(), 0.0) /

@@ -18,6 +18,7 @@
 #include "ir/host_tensor.h"
 #include "runtime/compiler.h"
 #include "training/optimizer.h"
+#include "training/progress.h"
 #include "training/training_net.h"
 
 namespace kiln {
@@ -91,6 +92,13 @@ class Trainer {
   absl::StatusOr<std::map<std::string, HostTensor>> ReadWeights() const;
 
   int64_t iter() const { return iter_; }
+  // Where the run stands beyond the parameters and histories (training/progress.h).
+  TrainingProgress Progress() const;
+  // Puts every net's pass count and every source where `progress` says (the iteration is set
+  // apart, with the histories). FailedPrecondition naming the net and feed when the progress
+  // is for other nets or feeds, or a source cannot be repositioned; a feed recorded as -1 (no
+  // count kept) is left where it is.
+  absl::Status RestoreProgress(const TrainingProgress& progress);
   // The weighted loss of the last iteration, and the smoothed loss (average_loss iterations).
   double last_loss() const { return last_loss_; }
   double smoothed_loss() const;

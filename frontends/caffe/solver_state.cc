@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
-#include "google/protobuf/unknown_field_set.h"
 #include "frontends/caffe/caffe_io.h"
+#include "google/protobuf/unknown_field_set.h"
 
 namespace kiln {
 namespace {
@@ -87,6 +87,14 @@ absl::StatusOr<caffe::SolverState> SolverStateToProto(const SolverStateData& sta
     for (int64_t d : dims) shape->add_dim(d);
     blob->mutable_data()->Add(state.history[i].begin(), state.history[i].end());
   }
+  if (state.progress.has_value()) {
+    caffe::KilnProgress* progress = proto.mutable_kiln_progress();
+    for (const NetProgress& net : state.progress->nets) {
+      caffe::KilnProgress::Net* n = progress->add_net();
+      n->set_passes(net.passes);
+      for (int64_t b : net.batches_served) n->add_batches_served(b);
+    }
+  }
   return proto;
 }
 
@@ -139,6 +147,27 @@ absl::StatusOr<SolverStateData> SolverStateFromProto(const caffe::SolverState& p
       state.history.emplace_back(blob.data().begin(), blob.data().end());
     }
     state.history_shapes.push_back(std::move(dims));
+  }
+  if (proto.has_kiln_progress()) {
+    TrainingProgress progress;
+    for (int i = 0; i < proto.kiln_progress().net_size(); ++i) {
+      const caffe::KilnProgress::Net& n = proto.kiln_progress().net(i);
+      if (n.passes() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(origin, ": kiln_progress net ", i, ": passes ", n.passes(), " < 0"));
+      }
+      NetProgress net;
+      net.passes = n.passes();
+      for (int64_t b : n.batches_served()) {
+        if (b < -1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(origin, ": kiln_progress net ", i, ": batches_served ", b, " < -1"));
+        }
+        net.batches_served.push_back(b);
+      }
+      progress.nets.push_back(std::move(net));
+    }
+    state.progress = std::move(progress);
   }
   return state;
 }

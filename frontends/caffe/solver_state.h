@@ -1,7 +1,8 @@
 // Caffe's .solverstate files (message SolverState in proto/caffe.proto) as plain data: the
 // iteration, the snapshot's weights file, the learning-rate schedule's step and the solver's
 // history blobs. What we write is byte for byte what Caffe's snapshot writes for the same state
-// (BlobShape dims and packed f32 data, fields in number order), so Caffe can resume from our
+// (BlobShape dims and packed f32 data, fields in number order), followed by Kiln's own field
+// with the data position when there is one, which Caffe skips: Caffe can resume from our
 // snapshots; we read Caffe's, including the legacy 4-d blobs of old Caffe versions.
 //
 // History order is Caffe's: one blob per learnable parameter in net order, and for AdaDelta and
@@ -11,6 +12,7 @@
 #define KILN_FRONTENDS_CAFFE_SOLVER_STATE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "frontends/caffe/caffe.pb.h"
+#include "training/progress.h"
 
 namespace kiln {
 
@@ -29,6 +32,9 @@ struct SolverStateData {
   int current_step = 0;     // the "multistep" lr policy's position
   std::vector<std::vector<float>> history;
   std::vector<std::vector<int64_t>> history_shapes;
+  // Kiln's addition (SolverState.kiln_progress): absent in Caffe's snapshots, whose resumes
+  // restart the data at its first record.
+  std::optional<TrainingProgress> progress;
 };
 
 // The index in SolverStateData::history of history `which` (0 or 1) of learnable parameter

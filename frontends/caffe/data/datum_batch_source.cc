@@ -1,5 +1,6 @@
 #include "frontends/caffe/data/datum_batch_source.h"
 
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -191,12 +192,16 @@ absl::Status DatumBatchSource::Start(const DatumBatchOptions& options,
     skip = static_cast<int64_t>(Generator(Mix(options.seed, 0))() %
                                 static_cast<uint64_t>(options.rand_skip));
   }
-  position_ = skip + options.shard;
+  start_position_ = skip + options.shard;
+  position_ = start_position_;
+  transform_seed_ = Mix(options.seed, 2 + static_cast<uint64_t>(options.shard));
   thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
 }
 
-DatumBatchSource::~DatumBatchSource() {
+DatumBatchSource::~DatumBatchSource() { StopReading(); }
+
+void DatumBatchSource::StopReading() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -205,7 +210,34 @@ DatumBatchSource::~DatumBatchSource() {
   if (thread_.joinable()) thread_.join();
 }
 
-absl::Status DatumBatchSource::NextRecord(caffe::Datum* datum, std::string* label) {
+int64_t DatumBatchSource::BatchesServed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return served_;
+}
+
+absl::Status DatumBatchSource::Seek(int64_t served) {
+  const int64_t per_batch = static_cast<int64_t>(batch_size_) * num_shards_;
+  if (served < 0 || served > (std::numeric_limits<int64_t>::max() - start_position_) / per_batch) {
+    return absl::InvalidArgumentError(absl::StrCat(where_, ": cannot seek to batch ", served));
+  }
+  StopReading();
+  // Only this thread runs now: the stream state is set without the lock's help, then the
+  // read-ahead starts again from it.
+  while (!ready_.empty()) {
+    free_.push_back(std::move(ready_.front()));
+    ready_.pop_front();
+  }
+  error_ = absl::OkStatus();
+  stop_ = false;
+  position_ = start_position_ + served * per_batch;
+  permutation_epoch_ = -1;
+  served_ = served;
+  thread_ = std::thread([this] { Run(); });
+  return absl::OkStatus();
+}
+
+absl::Status DatumBatchSource::NextRecord(caffe::Datum* datum, std::string* label, int64_t* at) {
+  *at = position_;
   int64_t index = position_ % dataset_size_;
   if (shuffle_) {
     const int64_t epoch = position_ / dataset_size_;
@@ -235,7 +267,8 @@ absl::Status DatumBatchSource::Fill(Batch* batch) {
   caffe::Datum datum, decoded;
   std::string record;
   for (int i = 0; i < batch_size_; ++i) {
-    KILN_RETURN_IF_ERROR(NextRecord(&datum, &record));
+    int64_t at = 0;
+    KILN_RETURN_IF_ERROR(NextRecord(&datum, &record, &at));
     // Decoded once here; the transformer then sees a raw record.
     absl::StatusOr<const caffe::Datum*> raw = transformer_->DecodeIfEncoded(datum, &decoded);
     if (!raw.ok()) return Annotate(raw.status(), record);
@@ -247,6 +280,7 @@ absl::Status DatumBatchSource::Fill(Batch* batch) {
           data_dims_[1], "x", data_dims_[2], "x", data_dims_[3],
           " (a data layer's top has one size: resize or crop the images to one)"));
     }
+    transformer_->Reseed(Mix(transform_seed_, static_cast<uint64_t>(at)));
     KILN_RETURN_IF_ERROR(
         Annotate(transformer_->Transform(**raw, &batch->data[i * sample]), record));
     batch->labels[i] = static_cast<float>((*raw)->label());
@@ -287,6 +321,7 @@ absl::Status DatumBatchSource::Next(Batch* batch) {
   std::swap(*batch, ready_.front());
   free_.push_back(std::move(ready_.front()));
   ready_.pop_front();
+  ++served_;
   lock.unlock();
   space_cv_.notify_one();
   return absl::OkStatus();

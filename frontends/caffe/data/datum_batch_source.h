@@ -111,6 +111,10 @@ class DatumBatchSource : public BatchSource {
   // The training engine's view (training/batch_source.h): the data, then the labels.
   std::vector<std::vector<int64_t>> BatchDims() const override;
   absl::Status NextBatch(std::vector<std::vector<float>>& values) override;
+  int64_t BatchesServed() const override;
+  // Stops the read-ahead, drops the batches read ahead (and an error met there), and starts
+  // again at the record the stream would have reached after `served` batches.
+  absl::Status Seek(int64_t served) override;
 
   // Records in the source (all shards together).
   int64_t dataset_size() const { return dataset_size_; }
@@ -128,7 +132,9 @@ class DatumBatchSource : public BatchSource {
   absl::Status Start(const DatumBatchOptions& options, std::unique_ptr<RecordReader> records);
   void Run();
   absl::Status Fill(Batch* batch);
-  absl::Status NextRecord(caffe::Datum* datum, std::string* label);
+  // Reads the record at position_ into `datum` and advances; `at` is the position it had.
+  absl::Status NextRecord(caffe::Datum* datum, std::string* label, int64_t* at);
+  void StopReading();
 
   std::string where_;  // "data layer 'x': source 'y'"
   std::unique_ptr<RecordReader> reader_;
@@ -139,14 +145,17 @@ class DatumBatchSource : public BatchSource {
   int prefetch_ = 4;
 
   // The record stream: positions start at the skip plus the shard and advance by num_shards.
+  int64_t start_position_ = 0;
   int64_t position_ = 0;
+  int64_t served_ = 0;  // batches the consumer took (under mu_)
   int num_shards_ = 1;
   bool shuffle_ = false;
   uint64_t seed_ = 0;
+  uint64_t transform_seed_ = 0;       // each record's transform is seeded from it and the position
   std::vector<int64_t> permutation_;  // shuffle only: this epoch's order
   int64_t permutation_epoch_ = -1;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable ready_cv_;  // a batch or an error arrived
   std::condition_variable space_cv_;  // the consumer took a batch, or stop
   std::deque<Batch> ready_;

@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "frontends/caffe/data/image_datum.h"
 #include "base/status_macros.h"
 #include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/data/image_datum.h"
 
 namespace kiln {
 namespace {
@@ -74,6 +74,11 @@ absl::StatusOr<DatumTransformer> DatumTransformer::Create(
     }
   }
   return t;
+}
+
+void DatumTransformer::Reseed(uint64_t seed) {
+  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
+  rng_.seed(seq);
 }
 
 int DatumTransformer::Rand(int n) { return static_cast<int>(rng_() % static_cast<uint32_t>(n)); }

@@ -56,6 +56,12 @@ class DatumTransformer {
 
   const caffe::TransformationParameter& param() const { return param_; }
 
+  // Starts the random choices (mirror, crop offsets) from `seed`. The batch source seeds each
+  // record from its position in the stream, so a record's transform does not depend on the
+  // records before it: a resumed run (DatumBatchSource::Seek) draws what an uninterrupted one
+  // would have.
+  void Reseed(uint64_t seed);
+
  private:
   DatumTransformer() = default;
   // A number in [0, n): the generator's output modulo n (the small bias is irrelevant for crop

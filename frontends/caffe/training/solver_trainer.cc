@@ -111,6 +111,7 @@ absl::StatusOr<std::pair<std::string, std::string>> SolverTrainer::Snapshot(
       state.history_shapes.push_back(train_->tg.params[i].caffe_shape);
     }
   }
+  state.progress = Progress();
   KILN_RETURN_IF_ERROR(WriteSolverState(state_path, state));
   return std::make_pair(model_path, state_path);
 }
@@ -175,6 +176,16 @@ absl::Status SolverTrainer::Restore(const std::string& solverstate_path,
         load(r.layer, r.index, r.caffe_shape, r.initial, stats_[i].value, stats_[i].count));
   }
   iter_ = state.iter;
+  restore_note_.clear();
+  if (state.progress.has_value()) {
+    KILN_RETURN_IF_ERROR(Annotate(RestoreProgress(*state.progress), solverstate_path));
+  } else {
+    restore_note_ = absl::StrCat(
+        solverstate_path,
+        " records no data position (a Caffe snapshot): the data layers start again at their "
+        "first record and the dropout masks at their first pass, as Caffe's resume does, so the "
+        "run does not continue exactly as an uninterrupted one would");
+  }
   if (sync_ != nullptr) KILN_RETURN_IF_ERROR(ShareParameters());
   return absl::OkStatus();
 }

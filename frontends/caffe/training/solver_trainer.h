@@ -34,7 +34,12 @@ class SolverTrainer : public Trainer {
   absl::StatusOr<std::pair<std::string, std::string>> Snapshot(const std::string& prefix);
   // Continues from a .solverstate (and the .caffemodel it names, unless `weights_path` is given).
   // With a GradientSync every rank must call it (the parameters are then shared from rank 0).
+  // A state with Kiln's data position (SolverStateData::progress) continues the data layers and
+  // the dropout masks where they stood, so the run goes on exactly as if it had not stopped.
   absl::Status Restore(const std::string& solverstate_path, const std::string& weights_path = "");
+  // After Restore: what the user should know about it ("" when nothing), e.g. that a Caffe
+  // snapshot carries no data position.
+  const std::string& restore_note() const { return restore_note_; }
   // The current parameters as a Caffe net of the TRAIN net's layers (for --weights elsewhere).
   absl::StatusOr<caffe::NetParameter> WeightsAsNet() const;
 
@@ -43,6 +48,7 @@ class SolverTrainer : public Trainer {
 
   SolverConfig solver_;
   CaffeModel train_model_;  // the TRAIN net's layers and blobs (its graph is the plan's)
+  std::string restore_note_;
 };
 
 }  // namespace kiln

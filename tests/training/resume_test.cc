@@ -1,0 +1,231 @@
+// Snapshot and resume: a run interrupted at any iteration and resumed from its snapshot ends with
+// the same parameters, to the bit, as one that never stopped. The snapshot records the
+// optimizer's histories, the iteration and (SolverState.kiln_progress) where every data source and
+// the dropout masks stood; the sources seek there, drawing the same shuffles and random
+// transforms.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "frontends/caffe/data/datum_batch_source.h"
+#include "frontends/caffe/solver_state.h"
+#include "gtest/gtest.h"
+#include "tests/training/trainer_fixtures.h"
+#include "tests/util/caffe_files.h"
+#include "training/memory_batch_source.h"
+
+namespace kiln {
+namespace {
+
+// ResumeNet with random crops and mirrors in its data layer and a Dropout after the pooling:
+// every random stream a training run draws from.
+std::string RandomizedNet() {
+  std::string net = absl::StrReplaceAll(
+      ResumeNet(ResumeDb()), {{"transform_param { scale: 0.00390625 }",
+                               "transform_param { scale: 0.00390625 mirror: true crop_size: 6 }"}});
+  const std::string ip = "layer {\n      name: \"ip\"";
+  const size_t at = net.find(ip);
+  EXPECT_NE(at, std::string::npos);
+  net.insert(at,
+             "layer { name: \"drop\" type: \"Dropout\" bottom: \"pool\" top: \"pool\" "
+             "dropout_param { dropout_ratio: 0.3 } }\n    ");
+  return net;
+}
+
+// The learnable layers' blobs of two WeightsAsNet results, compared byte for byte; also checks
+// that the parameters moved between `mid` and `want` (the comparison is not vacuous).
+void ExpectSameBits(const caffe::NetParameter& want, const caffe::NetParameter& have,
+                    const caffe::NetParameter& mid) {
+  for (const char* layer : {"conv", "ip"}) {
+    const auto w = Blobs(want, layer), h = Blobs(have, layer), m = Blobs(mid, layer);
+    ASSERT_EQ(w.size(), 2u) << layer;
+    ASSERT_EQ(h.size(), 2u) << layer;
+    for (size_t b = 0; b < w.size(); ++b) {
+      ASSERT_EQ(w[b].size(), h[b].size());
+      int differing = 0;
+      for (size_t k = 0; k < w[b].size(); ++k) {
+        differing += std::memcmp(&w[b][k], &h[b][k], sizeof(float)) != 0;
+      }
+      EXPECT_EQ(differing, 0) << layer << " blob " << b << " (of " << w[b].size() << ")";
+      EXPECT_NE(w[b], m[b]) << layer << " blob " << b;
+    }
+  }
+}
+
+// Trains `total` iterations straight, and `stop` + snapshot + restore into a new Trainer + the
+// rest; the final parameters must be identical to the bit.
+void CheckResumeIsExact(const std::string& name, const std::string& net,
+                        const std::string& solver_fields, int stop, int total) {
+  const std::string solver =
+      absl::StrCat(solver_fields, "max_iter: ", total, "\nrandom_seed: 5\nweight_decay: 0.001\n",
+                   "snapshot_prefix: \"", ScratchFile(name), "\"\n");
+  auto config = WriteAndLoadSolver(name, net, solver);
+  ASSERT_TRUE(config.ok()) << config.status();
+
+  auto straight = MakeTrainer(*config);
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  for (int i = 0; i < total; ++i) ASSERT_TRUE((*straight)->Step().ok());
+  auto expected = (*straight)->WeightsAsNet();
+  ASSERT_TRUE(expected.ok());
+
+  std::string state_path;
+  caffe::NetParameter at_stop;
+  {
+    auto first = MakeTrainer(*config);
+    ASSERT_TRUE(first.ok()) << first.status();
+    for (int i = 0; i < stop; ++i) ASSERT_TRUE((*first)->Step().ok());
+    auto paths = (*first)->Snapshot(ScratchFile(name));
+    ASSERT_TRUE(paths.ok()) << paths.status();
+    EXPECT_EQ(paths->second, absl::StrCat(ScratchFile(name), "_iter_", stop, ".solverstate"));
+    state_path = paths->second;
+    at_stop = *(*first)->WeightsAsNet();
+  }
+  auto resumed = MakeTrainer(*config);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  absl::Status restored = (*resumed)->Restore(state_path);
+  ASSERT_TRUE(restored.ok()) << restored;
+  EXPECT_EQ((*resumed)->restore_note(), "");
+  EXPECT_EQ((*resumed)->iter(), stop);
+  for (int i = stop; i < total; ++i) ASSERT_TRUE((*resumed)->Step().ok());
+  auto got = (*resumed)->WeightsAsNet();
+  ASSERT_TRUE(got.ok());
+  ExpectSameBits(*expected, *got, at_stop);
+}
+
+TEST(TrainerResume, SgdWithMomentumAndStepScheduleResumesExactly) {
+  // The step schedule changes the rate at 7 and 14: the restored iteration must drive it.
+  CheckResumeIsExact("resume_sgd", ResumeNet(ResumeDb()),
+                     "type: \"SGD\"\nbase_lr: 0.05\nmomentum: 0.9\nlr_policy: \"step\"\n"
+                     "stepsize: 7\ngamma: 0.5\n",
+                     10, 20);
+}
+
+TEST(TrainerResume, AdamResumesExactly) {
+  // Adam keeps two histories, and its bias correction depends on the restored iteration.
+  CheckResumeIsExact("resume_adam", ResumeNet(ResumeDb()),
+                     "type: \"Adam\"\nbase_lr: 0.01\nmomentum: 0.9\nmomentum2: 0.999\n"
+                     "delta: 1e-8\nlr_policy: \"fixed\"\n",
+                     10, 20);
+}
+
+TEST(TrainerResume, MidEpochWithDropoutCropsAndMirrorsResumesExactly) {
+  // Stopped at 7 of the database's 10 batches and run across two epoch ends: the data must go on
+  // at batch 7, with the crops, mirrors and dropout masks the straight run drew.
+  CheckResumeIsExact("resume_random", RandomizedNet(),
+                     "type: \"SGD\"\nbase_lr: 0.05\nmomentum: 0.9\nlr_policy: \"fixed\"\n", 7, 23);
+}
+
+TEST(TrainerResume, TheSolverStateRecordsWhereTheDataStood) {
+  auto config = WriteAndLoadSolver(
+      "resume_progress", RandomizedNet(),
+      absl::StrCat("type: \"SGD\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 3\n",
+                   "snapshot_prefix: \"", ScratchFile("resume_progress"), "\"\n"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto trainer = MakeTrainer(*config);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*trainer)->Step().ok());
+  auto paths = (*trainer)->Snapshot(ScratchFile("resume_progress"));
+  ASSERT_TRUE(paths.ok()) << paths.status();
+  auto state = ReadSolverStateData(paths->second);
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_TRUE(state->progress.has_value());
+  ASSERT_GE(state->progress->nets.size(), 1u);
+  const NetProgress& train = state->progress->nets[0];
+  EXPECT_EQ(train.passes, 3);
+  ASSERT_EQ(train.batches_served.size(), 1u);
+  EXPECT_EQ(train.batches_served[0], 3);
+}
+
+TEST(TrainerResume, ACaffeSnapshotResumesWithANote) {
+  // Caffe's .solverstate has no data position: the resume works, and says the data restarts.
+  auto config = WriteAndLoadSolver(
+      "resume_caffe_state", ResumeNet(ResumeDb()),
+      absl::StrCat("type: \"SGD\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 4\n",
+                   "snapshot_prefix: \"", ScratchFile("resume_caffe_state"), "\"\n"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto first = MakeTrainer(*config);
+  ASSERT_TRUE(first.ok()) << first.status();
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*first)->Step().ok());
+  auto paths = (*first)->Snapshot(ScratchFile("resume_caffe_state"));
+  ASSERT_TRUE(paths.ok()) << paths.status();
+  auto state = ReadSolverStateData(paths->second);
+  ASSERT_TRUE(state.ok()) << state.status();
+  state->progress.reset();
+  const std::string caffe_state = ScratchFile("resume_caffe_state_as_caffe.solverstate");
+  ASSERT_TRUE(WriteSolverState(caffe_state, *state).ok());
+  auto resumed = MakeTrainer(*config);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  absl::Status restored = (*resumed)->Restore(caffe_state, paths->first);
+  ASSERT_TRUE(restored.ok()) << restored;
+  EXPECT_NE((*resumed)->restore_note().find("records no data position"), std::string::npos)
+      << (*resumed)->restore_note();
+  EXPECT_TRUE((*resumed)->Step().ok());
+}
+
+// The batches a fresh MemoryBatchSource hands out after Seek(k) are batches k, k+1, ... of an
+// uninterrupted one, across epoch ends and reshuffles.
+TEST(BatchSourceSeek, MemorySourceContinuesTheShuffledStream) {
+  std::vector<float> examples(10 * 2), labels(10);
+  for (int i = 0; i < 20; ++i) examples[i] = static_cast<float>(i);
+  for (int i = 0; i < 10; ++i) labels[i] = static_cast<float>(i);
+  MemoryBatchOptions options;
+  options.batch_size = 3;
+  options.shuffle = true;
+  options.seed = 11;
+  auto straight = MemoryBatchSource::Create(examples, {2}, labels, options);
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  std::vector<std::vector<std::vector<float>>> stream(16);
+  for (auto& batch : stream) ASSERT_TRUE((*straight)->NextBatch(batch).ok());
+  EXPECT_EQ((*straight)->BatchesServed(), 16);
+  for (int k = 0; k < 12; ++k) {
+    auto source = MemoryBatchSource::Create(examples, {2}, labels, options);
+    ASSERT_TRUE(source.ok());
+    ASSERT_TRUE((*source)->Seek(k).ok());
+    for (int b = k; b < 16; ++b) {
+      std::vector<std::vector<float>> batch;
+      ASSERT_TRUE((*source)->NextBatch(batch).ok());
+      EXPECT_EQ(batch, stream[b]) << "seek " << k << ", batch " << b;
+    }
+  }
+  auto source = MemoryBatchSource::Create(examples, {2}, labels, options);
+  ASSERT_TRUE(source.ok());
+  EXPECT_EQ((*source)->Seek(-1).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The same for a database source with shuffled order, random crops and mirrors, read ahead on
+// its thread: Seek drops what was read ahead and starts again where it is told.
+TEST(BatchSourceSeek, DatumSourceContinuesWithTheSameCropsAndMirrors) {
+  DatumBatchOptions options;
+  options.name = "data";
+  options.source = ResumeDb();
+  options.backend = DbBackend::kLmdb;
+  options.batch_size = 7;  // does not divide the 320 records: epochs end mid-batch
+  options.shuffle = true;
+  options.seed = 3;
+  options.transform.set_mirror(true);
+  options.transform.set_crop_size(5);
+  auto straight = DatumBatchSource::Open(options);
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  std::vector<Batch> stream(100);
+  for (Batch& batch : stream) ASSERT_TRUE((*straight)->Next(&batch).ok());
+  for (int k : {0, 1, 45, 46, 47, 90}) {
+    auto source = DatumBatchSource::Open(options);
+    ASSERT_TRUE(source.ok());
+    Batch ignored;
+    ASSERT_TRUE((*source)->Next(&ignored).ok());  // read ahead, then moved away from
+    ASSERT_TRUE((*source)->Seek(k).ok());
+    EXPECT_EQ((*source)->BatchesServed(), k);
+    for (int b = k; b < 100; ++b) {
+      Batch batch;
+      ASSERT_TRUE((*source)->Next(&batch).ok());
+      EXPECT_EQ(batch.data, stream[b].data) << "seek " << k << ", batch " << b;
+      EXPECT_EQ(batch.labels, stream[b].labels) << "seek " << k << ", batch " << b;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln

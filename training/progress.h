@@ -1,0 +1,25 @@
+// Where a training run stands beyond its parameters and the optimizer's histories: the pass
+// count of each net (which seeds the dropout masks) and the position of each batch source. A
+// snapshot that keeps it lets a resumed run go on exactly as one that never stopped.
+#ifndef KILN_TRAINING_PROGRESS_H_
+#define KILN_TRAINING_PROGRESS_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln {
+
+struct NetProgress {
+  int64_t passes = 0;  // forward passes run (TrainingNet::passes)
+  // Per feed of the net, in order: BatchSource::BatchesServed(), or -1 where the feed keeps no
+  // count (a synthetic feed, or a source that cannot say).
+  std::vector<int64_t> batches_served;
+};
+
+struct TrainingProgress {
+  std::vector<NetProgress> nets;  // the trained net, then each evaluation net
+};
+
+}  // namespace kiln
+
+#endif  // KILN_TRAINING_PROGRESS_H_
