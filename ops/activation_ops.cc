@@ -20,7 +20,8 @@ namespace {
 
 absl::StatusOr<std::vector<TensorType>> InferSameAsInput(const InferContext& ctx) {
   KILN_RETURN_IF_ERROR(RequireFloat(ctx.input(0), "input"));
-  return std::vector<TensorType>{OutputLike(ctx.input(0), ctx.input(0).dims())};
+  KILN_ASSIGN_OR_RETURN(TensorType result, OutputLike(ctx.input(0), ctx.input(0).dims()));
+  return std::vector<TensorType>{result};
 }
 
 absl::StatusOr<std::vector<TensorType>> InferPRelu(const InferContext& ctx) {
@@ -29,7 +30,8 @@ absl::StatusOr<std::vector<TensorType>> InferPRelu(const InferContext& ctx) {
   if (x.rank() < 2) return absl::InvalidArgumentError("PReLU input needs a channel dim");
   const int64_t expected = ctx.GetBool("channel_shared") ? 1 : x.dim(1);
   KILN_RETURN_IF_ERROR(RequireDims(ctx.input(1), {expected}, "slope"));
-  return std::vector<TensorType>{OutputLike(x, x.dims())};
+  KILN_ASSIGN_OR_RETURN(TensorType result, OutputLike(x, x.dims()));
+  return std::vector<TensorType>{result};
 }
 
 absl::StatusOr<std::vector<TensorType>> InferClippedRelu(const InferContext& ctx) {

@@ -7,6 +7,7 @@
 // mode "cross_correlation" (what Caffe and cuDNN's default compute) or "convolution" (the
 // filter flipped in every spatial dim).
 #include "absl/strings/str_cat.h"
+#include "base/checked_int.h"
 #include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/convolution_params.h"
@@ -122,8 +123,18 @@ absl::StatusOr<std::vector<TensorType>> InferConvolution(const InferContext& ctx
   KILN_RETURN_IF_ERROR(CheckBias(ctx, k));
   std::vector<int64_t> out = {x.dim(0), k};
   for (int i = 0; i < ns; ++i) {
-    const int64_t extent = p.dilation[i] * (w.dim(2 + i) - 1) + 1;
-    const int64_t padded = x.dim(2 + i) + p.pad[i] + p.pad_end[i];
+    // Checked: pads and dilations come from the user's file.
+    const std::optional<int64_t> dilated = CheckedMul(p.dilation[i], w.dim(2 + i) - 1);
+    const std::optional<int64_t> padded_begin = CheckedAdd(x.dim(2 + i), p.pad[i]);
+    const std::optional<int64_t> padded_both =
+        padded_begin ? CheckedAdd(*padded_begin, p.pad_end[i]) : std::nullopt;
+    if (!dilated || !padded_both) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spatial dim ", i, ": input ", x.dim(2 + i), ", pads ", p.pad[i], " and ",
+                       p.pad_end[i], ", dilation ", p.dilation[i], " overflow 64-bit sizes"));
+    }
+    const int64_t extent = *dilated + 1;
+    const int64_t padded = *padded_both;
     if (padded < extent) {
       return absl::InvalidArgumentError(absl::StrCat("spatial dim ", i, ": padded input ", padded,
                                                      " is smaller than the dilated filter ", extent,
@@ -131,7 +142,7 @@ absl::StatusOr<std::vector<TensorType>> InferConvolution(const InferContext& ctx
     }
     out.push_back((padded - extent) / p.stride[i] + 1);
   }
-  TensorType y = OutputLike(x, out);
+  KILN_ASSIGN_OR_RETURN(TensorType y, OutputLike(x, out));
   KILN_RETURN_IF_ERROR(CheckEpilogue(ctx, y));
   return std::vector<TensorType>{y};
 }
@@ -154,15 +165,28 @@ absl::StatusOr<std::vector<TensorType>> InferDeconvolution(const InferContext& c
   KILN_RETURN_IF_ERROR(CheckBias(ctx, k));
   std::vector<int64_t> out = {x.dim(0), k};
   for (int i = 0; i < ns; ++i) {
-    const int64_t extent = p.dilation[i] * (w.dim(2 + i) - 1) + 1;
-    const int64_t o = p.stride[i] * (x.dim(2 + i) - 1) + extent - 2 * p.pad[i];
+    // Checked: strides, pads and dilations come from the user's file.
+    const std::optional<int64_t> dilated = CheckedMul(p.dilation[i], w.dim(2 + i) - 1);
+    const std::optional<int64_t> strided = CheckedMul(p.stride[i], x.dim(2 + i) - 1);
+    const std::optional<int64_t> spanned =
+        dilated && strided ? CheckedAdd(*strided, *dilated + 1) : std::nullopt;
+    const std::optional<int64_t> two_pads = CheckedMul(2, p.pad[i]);
+    const std::optional<int64_t> sized =
+        spanned && two_pads ? CheckedSub(*spanned, *two_pads) : std::nullopt;
+    if (!sized) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spatial dim ", i, ": input ", x.dim(2 + i), ", stride ", p.stride[i],
+                       ", pad ", p.pad[i], ", dilation ", p.dilation[i], " overflow 64-bit sizes"));
+    }
+    const int64_t o = *sized;
     if (o < 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("spatial dim ", i, ": output size ", o, " is not positive"));
     }
     out.push_back(o);
   }
-  return std::vector<TensorType>{OutputLike(x, out)};
+  KILN_ASSIGN_OR_RETURN(TensorType result, OutputLike(x, out));
+  return std::vector<TensorType>{result};
 }
 
 }  // namespace

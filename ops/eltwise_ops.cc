@@ -40,7 +40,8 @@ absl::StatusOr<std::vector<TensorType>> InferEltwise(const InferContext& ctx) {
     return absl::InvalidArgumentError(absl::StrCat("a fused ReLU needs negative_slope >= 0, got ",
                                                    ctx.GetFloat("negative_slope")));
   }
-  return std::vector<TensorType>{OutputLike(x, x.dims())};
+  KILN_ASSIGN_OR_RETURN(TensorType result, OutputLike(x, x.dims()));
+  return std::vector<TensorType>{result};
 }
 }  // namespace
 

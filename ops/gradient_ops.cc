@@ -49,7 +49,8 @@ absl::StatusOr<Types> DenseLike(const TensorType& like, const std::vector<int64_
     if (d < 0)
       return absl::InvalidArgumentError(absl::StrCat("negative dim in ", DimsToString(dims)));
   }
-  return Types{OutputLike(like, dims)};
+  KILN_ASSIGN_OR_RETURN(TensorType result, OutputLike(like, dims));
+  return Types{result};
 }
 
 absl::StatusOr<Types> InferConvBackwardData(const InferContext& ctx) {
@@ -128,7 +129,8 @@ InferTypesFn LikeInput(std::vector<int> like) {
     Types out;
     for (int i : like) {
       KILN_RETURN_IF_ERROR(RequireFloat(ctx.input(i), "gradient input"));
-      out.push_back(OutputLike(ctx.input(i), ctx.input(i).dims()));
+      KILN_ASSIGN_OR_RETURN(TensorType t, OutputLike(ctx.input(i), ctx.input(i).dims()));
+      out.push_back(t);
     }
     return out;
   };
@@ -176,8 +178,9 @@ absl::StatusOr<Types> InferPReluGradient(const InferContext& ctx) {
   if (ctx.input(0).dims() != ctx.input(2).dims()) {
     return absl::InvalidArgumentError("x and dy differ in shape");
   }
-  return Types{OutputLike(ctx.input(2), ctx.input(0).dims()),
-               OutputLike(ctx.input(1), ctx.input(1).dims())};
+  KILN_ASSIGN_OR_RETURN(TensorType dx, OutputLike(ctx.input(2), ctx.input(0).dims()));
+  KILN_ASSIGN_OR_RETURN(TensorType dslope, OutputLike(ctx.input(1), ctx.input(1).dims()));
+  return Types{dx, dslope};
 }
 
 absl::StatusOr<Types> InferPoolingGradient(const InferContext& ctx) {
@@ -251,7 +254,8 @@ absl::StatusOr<Types> InferLossGradient(const InferContext& ctx) {
   for (int i : {0, 1}) {
     if (i == 1 && ctx.num_inputs() < 3) break;  // Only ContrastiveLoss has two gradients.
     KILN_RETURN_IF_ERROR(RequireFloat(ctx.input(i), "input"));
-    out.push_back(OutputLike(ctx.input(i), ctx.input(i).dims()));
+    KILN_ASSIGN_OR_RETURN(TensorType t, OutputLike(ctx.input(i), ctx.input(i).dims()));
+    out.push_back(t);
   }
   return out;
 }

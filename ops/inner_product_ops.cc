@@ -37,7 +37,8 @@ absl::StatusOr<std::vector<TensorType>> InferInnerProduct(const InferContext& ct
   }
   std::vector<int64_t> out(x.dims().begin(), x.dims().begin() + axis);
   out.push_back(n);
-  return std::vector<TensorType>{OutputLike(x, out)};
+  KILN_ASSIGN_OR_RETURN(TensorType result, OutputLike(x, out));
+  return std::vector<TensorType>{result};
 }
 }  // namespace
 

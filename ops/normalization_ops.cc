@@ -52,7 +52,8 @@ absl::StatusOr<std::vector<TensorType>> InferLrn(const InferContext& ctx) {
     return absl::InvalidArgumentError(absl::StrCat(
         "region must be \"across_channels\" or \"within_channel\", got \"", region, "\""));
   }
-  return std::vector<TensorType>{OutputLike(x, x.dims())};
+  KILN_ASSIGN_OR_RETURN(TensorType result, OutputLike(x, x.dims()));
+  return std::vector<TensorType>{result};
 }
 
 absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) {
@@ -81,7 +82,8 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) 
         mode == "spatial" ? x.num_elements() / std::max<int64_t>(x.dim(1), 1) : x.dim(0);
     if (m < 1) return absl::InvalidArgumentError("batch statistics need at least one element");
   }
-  std::vector<TensorType> out = {OutputLike(x, x.dims())};
+  KILN_ASSIGN_OR_RETURN(TensorType y, OutputLike(x, x.dims()));
+  std::vector<TensorType> out = {y};
   if (ctx.GetBool("update_running_stats")) {
     // Training: the running statistics after this batch, as Caffe updates its three blobs.
     if (ctx.GetBool("use_global_stats") || ctx.num_inputs() != 4) {
@@ -114,7 +116,8 @@ absl::StatusOr<std::vector<TensorType>> InferAffineBatchNorm(const InferContext&
   if (x.num_elements() / std::max<int64_t>(x.dim(1), 1) < 1) {
     return absl::InvalidArgumentError("batch statistics need at least one element");
   }
-  std::vector<TensorType> out = {OutputLike(x, x.dims())};
+  KILN_ASSIGN_OR_RETURN(TensorType y, OutputLike(x, x.dims()));
+  std::vector<TensorType> out = {y};
   if (ctx.GetBool("update_running_stats")) {
     for (int i = 1; i < 4; ++i) out.push_back(ctx.input(i).Contiguous());
   }

@@ -1,6 +1,7 @@
 // Pooling: max, average including padding (Caffe AVE), average excluding padding, and global
 // pooling, over 1 to 3 spatial dims, with Caffe's ceil rounding or floor rounding.
 #include "absl/strings/str_cat.h"
+#include "base/checked_int.h"
 #include "base/status_macros.h"
 #include "ops/all_ops.h"
 #include "ops/pooling_params.h"
@@ -8,11 +9,20 @@
 
 namespace kiln {
 
-int64_t PooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad, bool ceil_rounding,
-                   bool any_pad) {
-  const int64_t span = in + 2 * pad - kernel;
-  int64_t out = (ceil_rounding ? (span + stride - 1) / stride : span / stride) + 1;
-  if (any_pad && (out - 1) * stride >= in + pad) --out;
+absl::StatusOr<int64_t> PooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                                   bool ceil_rounding, bool any_pad) {
+  // Checked: kernel, stride and pad come from the user's file. With in + 2 pad >= kernel (the
+  // caller's check), span >= 0 and every later value is at most span + stride.
+  const std::optional<int64_t> padded = CheckedAdd(in, pad);
+  const std::optional<int64_t> span = padded ? CheckedSub(*padded - kernel, -pad) : std::nullopt;
+  const std::optional<int64_t> rounded = span ? CheckedAdd(*span, stride - 1) : std::nullopt;
+  if (!rounded) {
+    return absl::InvalidArgumentError(absl::StrCat("input ", in, " with pad ", pad, ", kernel ",
+                                                   kernel, " and stride ", stride,
+                                                   " overflows 64-bit sizes"));
+  }
+  int64_t out = (ceil_rounding ? *rounded / stride : *span / stride) + 1;
+  if (any_pad && (out - 1) * stride >= *padded) --out;
   return out;
 }
 
@@ -67,13 +77,18 @@ absl::StatusOr<PoolingParams> PoolingParams::Create(const AttrMap& attrs, const 
                                                      " (spatial dim ", i, ")"));
     }
     const int64_t in = input.dim(2 + i);
-    if (in + 2 * p.pad[i] < p.kernel[i]) {
-      return absl::InvalidArgumentError(absl::StrCat("spatial dim ", i, ": padded input ",
-                                                     in + 2 * p.pad[i], " is smaller than kernel ",
+    // in + 2 pad < kernel, without forming the sum: pad < kernel, so kernel - 2 pad fits.
+    if (in < (p.kernel[i] - p.pad[i]) - p.pad[i]) {
+      return absl::InvalidArgumentError(absl::StrCat("spatial dim ", i, ": input ", in,
+                                                     " padded by ", p.pad[i],
+                                                     " on each side is "
+                                                     "smaller than kernel ",
                                                      p.kernel[i]));
     }
-    p.output.push_back(
-        PooledSize(in, p.kernel[i], p.stride[i], p.pad[i], rounding == "ceil", any_pad));
+    absl::StatusOr<int64_t> size =
+        PooledSize(in, p.kernel[i], p.stride[i], p.pad[i], rounding == "ceil", any_pad);
+    if (!size.ok()) return Annotate(size.status(), absl::StrCat("spatial dim ", i));
+    p.output.push_back(*size);
   }
   return p;
 }
@@ -90,7 +105,8 @@ absl::StatusOr<std::vector<TensorType>> InferPooling(const InferContext& ctx) {
   KILN_ASSIGN_OR_RETURN(PoolingParams p, PoolingParams::Create(ctx.attrs(), x));
   std::vector<int64_t> out = {x.dim(0), x.dim(1)};
   out.insert(out.end(), p.output.begin(), p.output.end());
-  return std::vector<TensorType>{OutputLike(x, out)};
+  KILN_ASSIGN_OR_RETURN(TensorType result, OutputLike(x, out));
+  return std::vector<TensorType>{result};
 }
 
 }  // namespace

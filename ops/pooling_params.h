@@ -31,9 +31,10 @@ struct PoolingParams {
 };
 
 // Output size of one pooled dim: Caffe's ceil or floor rounding, then Caffe's clip rule (when any
-// pad is non-zero, a last window starting inside the padding is dropped).
-int64_t PooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad, bool ceil_rounding,
-                   bool any_pad);
+// pad is non-zero, a last window starting inside the padding is dropped). Needs
+// in + 2 pad >= kernel; InvalidArgument when the sizes overflow int64.
+absl::StatusOr<int64_t> PooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                                   bool ceil_rounding, bool any_pad);
 
 }  // namespace kiln
 

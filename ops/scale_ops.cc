@@ -56,7 +56,8 @@ absl::StatusOr<std::vector<TensorType>> InferScaleLike(const InferContext& ctx) 
     return absl::InvalidArgumentError("scale and bias must have the same shape");
   }
   KILN_RETURN_IF_ERROR(CheckFusedActivation(ctx));
-  return std::vector<TensorType>{OutputLike(x, x.dims())};
+  KILN_ASSIGN_OR_RETURN(TensorType result, OutputLike(x, x.dims()));
+  return std::vector<TensorType>{result};
 }
 
 }  // namespace

@@ -12,12 +12,6 @@ absl::StatusOr<std::vector<int64_t>> ExpandSpatial(const std::vector<int64_t>& v
       what, " has ", values.size(), " values; give 1 or one per spatial dim (", num_spatial, ")"));
 }
 
-std::vector<int64_t> ExpandSpatialOrDie(const std::vector<int64_t>& values, int num_spatial) {
-  auto v = ExpandSpatial(values, num_spatial, "attribute");
-  if (!v.ok()) ABSL_RAW_LOG(FATAL, "%s", std::string(v.status().message()).c_str());
-  return *v;
-}
-
 absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank, const std::string& what) {
   const int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank) {
@@ -27,7 +21,7 @@ absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank, const std::string& wha
   return static_cast<int>(a);
 }
 
-TensorType OutputLike(const TensorType& like, const std::vector<int64_t>& dims) {
+absl::StatusOr<TensorType> OutputLike(const TensorType& like, const std::vector<int64_t>& dims) {
   // Channels-last when `like` keeps its channels innermost: packed NHWC, or a channel range of
   // a larger NHWC buffer (a Concat's producers write into one).
   const bool channels_minor = (like.rank() == 4 || like.rank() == 5) && like.dim(1) > 1 &&
@@ -36,9 +30,8 @@ TensorType OutputLike(const TensorType& like, const std::vector<int64_t>& dims) 
                                 dims.size() == static_cast<size_t>(like.rank())
                             ? Layout::kChannelsLast
                             : Layout::kRowMajor;
-  auto t = TensorType::CreateWithLayout(like.dtype(), dims, layout);
-  if (!t.ok()) ABSL_RAW_LOG(FATAL, "OutputLike: %s", std::string(t.status().message()).c_str());
-  return *t;
+  // Dims computed from attributes (a pad of 2e9) may not make a tensor: an error, not an abort.
+  return TensorType::CreateWithLayout(like.dtype(), dims, layout);
 }
 
 absl::Status CheckFusedActivation(const InferContext& ctx) {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ir/tensor_type.h"
 #include "ir/op_def.h"
+#include "ir/tensor_type.h"
 
 namespace kiln {
 
@@ -18,16 +18,14 @@ namespace kiln {
 absl::StatusOr<std::vector<int64_t>> ExpandSpatial(const std::vector<int64_t>& values,
                                                    int num_spatial, const std::string& what);
 
-// Same expansion for callers that already validated the attribute (kernels).
-std::vector<int64_t> ExpandSpatialOrDie(const std::vector<int64_t>& values, int num_spatial);
-
 // Maps a Python-style axis (negative counts from the end) into [0, rank); InvalidArgument when
 // out of range.
 absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank, const std::string& what);
 
 // A dense output with `dims`, in the same layout family as `like` (channels-last stays
-// channels-last, everything else is row-major), with `like`'s dtype.
-TensorType OutputLike(const TensorType& like, const std::vector<int64_t>& dims);
+// channels-last, everything else is row-major), with `like`'s dtype. InvalidArgument when the
+// dims make no tensor (negative, or more elements or bytes than int64 holds).
+absl::StatusOr<TensorType> OutputLike(const TensorType& like, const std::vector<int64_t>& dims);
 
 // InvalidArgument unless `t` is f32, f16 or bf16.
 // The fused-activation attributes a pass may give an op ("activation": "none" or "relu",

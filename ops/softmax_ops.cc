@@ -10,7 +10,8 @@ absl::StatusOr<std::vector<TensorType>> InferSoftmax(const InferContext& ctx) {
   const TensorType& x = ctx.input(0);
   KILN_RETURN_IF_ERROR(RequireFloat(x, "input"));
   KILN_RETURN_IF_ERROR(NormalizeAxis(ctx.GetInt("axis"), x.rank(), "axis").status());
-  return std::vector<TensorType>{OutputLike(x, x.dims())};
+  KILN_ASSIGN_OR_RETURN(TensorType result, OutputLike(x, x.dims()));
+  return std::vector<TensorType>{result};
 }
 }  // namespace
 

@@ -37,7 +37,8 @@ absl::StatusOr<std::vector<TensorType>> InferConcat(const InferContext& ctx) {
     }
     out[axis] += t.dim(axis);
   }
-  return std::vector<TensorType>{OutputLike(x, out)};
+  KILN_ASSIGN_OR_RETURN(TensorType result, OutputLike(x, out));
+  return std::vector<TensorType>{result};
 }
 
 absl::StatusOr<std::vector<TensorType>> InferSlice(const InferContext& ctx) {
@@ -77,7 +78,8 @@ absl::StatusOr<std::vector<TensorType>> InferSlice(const InferContext& ctx) {
   for (int64_t s : sizes) {
     std::vector<int64_t> dims = x.dims();
     dims[axis] = s;
-    out.push_back(OutputLike(x, dims));
+    KILN_ASSIGN_OR_RETURN(TensorType t, OutputLike(x, dims));
+    out.push_back(t);
   }
   return out;
 }
@@ -85,7 +87,8 @@ absl::StatusOr<std::vector<TensorType>> InferSlice(const InferContext& ctx) {
 absl::StatusOr<std::vector<TensorType>> InferSplit(const InferContext& ctx) {
   const int64_t n = ctx.GetInt("num_outputs");
   if (n < 1) return absl::InvalidArgumentError("num_outputs must be >= 1");
-  return std::vector<TensorType>(n, OutputLike(ctx.input(0), ctx.input(0).dims()));
+  KILN_ASSIGN_OR_RETURN(TensorType t, OutputLike(ctx.input(0), ctx.input(0).dims()));
+  return std::vector<TensorType>(n, t);
 }
 
 absl::StatusOr<std::vector<TensorType>> InferFlatten(const InferContext& ctx) {
@@ -176,7 +179,7 @@ absl::StatusOr<std::vector<TensorType>> InferCrop(const InferContext& ctx) {
     }
     out[d] = ref.dim(d);
   }
-  const TensorType like = OutputLike(x, out);
+  KILN_ASSIGN_OR_RETURN(const TensorType like, OutputLike(x, out));
   if (ctx.GetString("dtype").empty()) return std::vector<TensorType>{like};
   KILN_ASSIGN_OR_RETURN(DataType dtype, ParseDataType(ctx.GetString("dtype")));
   if (!IsFloatingPoint(dtype)) {

@@ -133,7 +133,9 @@ class SplitRowsForMemoryPass : public Pass {
     for (int64_t a = 0; a < pooled_rows; a += s.pooled_rows_per_band) {
       const int64_t b = std::min(pooled_rows, a + s.pooled_rows_per_band);
       const int64_t rows = ConvRowsEnd(b, kernel, stride, y.dim(2)) - a * stride;
-      if (rows < kernel || PooledSize(rows, kernel, stride, 0, ceil, any_pad) != b - a) {
+      if (rows < kernel) return absl::StrCat("pooled rows ", a, "-", b, " have too few conv rows");
+      const absl::StatusOr<int64_t> pooled = PooledSize(rows, kernel, stride, 0, ceil, any_pad);
+      if (!pooled.ok() || *pooled != b - a) {
         return absl::StrCat("pooled rows ", a, "-", b, " are not the pooling of their band");
       }
     }

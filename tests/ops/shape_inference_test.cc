@@ -1,5 +1,6 @@
 // Shape inference of every op, table-driven: each row is an op, its input shapes, attributes,
 // and either the expected output shapes or a fragment of the expected error.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -235,6 +236,21 @@ const ShapeCase kCases[] = {
     {"ContrastiveLoss", "ContrastiveLoss", {{8, 2}, {8, 2}, {8}}, {}, {{}}},
     {"ContrastiveLossShapes", "ContrastiveLoss", {{8, 2}, {8, 3}, {8}}, {}, {}, "differ in shape"},
     {"ContrastiveLossSimilar", "ContrastiveLoss", {{8, 2}, {8, 2}, {7}}, {}, {}, "one entry per row"},
+    // Sizes from a hostile file: errors, never an abort or a wrapped value.
+    {"ConvHugePadIsAnError", "Convolution", {{1, 1, 10, 10}, {1, 1, 3, 3}},
+     {{"pad", Ints{2000000000}}}, {}, "overflow"},
+    {"ConvHugeDilationIsAnError", "Convolution", {{1, 1, 10, 10}, {1, 1, 3, 3}},
+     {{"dilation", Ints{int64_t{1} << 62}}}, {}, "overflow 64-bit sizes"},
+    {"ConvHugeAsymmetricPadIsAnError", "Convolution", {{1, 1, 10, 10}, {1, 1, 3, 3}},
+     {{"pad", Ints{INT64_MAX}}, {"pad_end", Ints{INT64_MAX}}}, {}, "overflow 64-bit sizes"},
+    {"DeconvHugeStrideIsAnError", "Deconvolution", {{1, 1, 227, 227}, {1, 1, 3, 3}},
+     {{"stride", Ints{4000000000}}}, {}, "overflow"},
+    {"DeconvStrideOverflowIsAnError", "Deconvolution", {{1, 1, 10, 10}, {1, 1, 3, 3}},
+     {{"stride", Ints{int64_t{1} << 61}}}, {}, "overflow 64-bit sizes"},
+    {"PoolHugeKernelAndPadIsAnError", "Pooling", {{1, 1, 5, 5}},
+     Pool({INT64_MAX}, {1}, {INT64_MAX - 1}), {}, "overflows 64-bit sizes"},
+    {"PoolHugeStrideIsAnError", "Pooling", {{1, 1, 5, 5}}, Pool({3}, {INT64_MAX}, {1}), {},
+     "overflows 64-bit sizes"},
 };
 // clang-format on
 
@@ -251,8 +267,8 @@ TEST(PooledSizeTest, MatchesCaffeFormulaExhaustively) {
           int64_t ceil_out = static_cast<int64_t>(std::ceil(exact)) + 1;
           if (p > 0 && (ceil_out - 1) * s >= in + p) --ceil_out;
           const int64_t floor_out = static_cast<int64_t>(std::floor(exact)) + 1;
-          EXPECT_EQ(PooledSize(in, k, s, p, true, p > 0), ceil_out);
-          EXPECT_EQ(PooledSize(in, k, s, p, false, p > 0), floor_out);
+          EXPECT_EQ(*PooledSize(in, k, s, p, true, p > 0), ceil_out);
+          EXPECT_EQ(*PooledSize(in, k, s, p, false, p > 0), floor_out);
         }
       }
     }
