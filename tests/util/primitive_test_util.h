@@ -12,6 +12,7 @@
 
 #include "dnn/descriptors.h"
 #include "dnn/primitive_descriptors.h"
+#include "dnn/primitive_reference.h"
 
 namespace kiln {
 namespace testing {
@@ -54,6 +55,20 @@ int64_t ExpectGradient(const std::string& what, const GradientCheck& check, std:
                        const std::vector<double>& dy, const std::vector<double>& analytic);
 
 }  // namespace testing
+
+// The names the primitive tests (tests/ops/<family>/<family>_primitive_*_test.cc) use
+// unqualified, and the layouts they all run.
+namespace primitives_test {
+
+namespace ref = dnn::reference;
+using dnn::TensorDescriptor;
+using testing::LaidOut;
+using testing::Layout;
+using Vec = std::vector<double>;
+
+inline constexpr Layout kLayouts[] = {Layout::kPacked, Layout::kChannelsLast, Layout::kStrided};
+
+}  // namespace primitives_test
 }  // namespace kiln
 
 #endif  // KILN_TESTS_UTIL_PRIMITIVE_TEST_UTIL_H_

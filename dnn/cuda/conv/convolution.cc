@@ -159,7 +159,7 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
   if (!p.PaddingIsSymmetric()) {
     // Asymmetric padding (a band of a convolution's output): the paths below that index every
     // output pixel from `out` and bound every input read serve it; those checked by the tests
-    // (tests/kernels/conv_cases). The FFT and the 1x1 GEMM size their work from the padded
+    // (tests/ops/convolution/conv_cases). The FFT and the 1x1 GEMM size their work from the padded
     // input, and the backward directions assume symmetric windows.
     if (direction != ConvDirection::kForward) return no("serves symmetric padding only");
     if (algo == ConvAlgo::kFft || algo == ConvAlgo::kGemm1x1) {

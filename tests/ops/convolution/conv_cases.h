@@ -2,8 +2,8 @@
 // dilation 2, groups 2 and depthwise, 3-d, NHWC, non-contiguous sub-regions, batch 1, true
 // convolution and alpha/beta != (1, 0). Shared by the CPU view/gradient tests and the GPU tests
 // so both check the same problems.
-#ifndef KILN_TESTS_UTIL_CONV_CASES_H_
-#define KILN_TESTS_UTIL_CONV_CASES_H_
+#ifndef KILN_TESTS_OPS_CONVOLUTION_CONV_CASES_H_
+#define KILN_TESTS_OPS_CONVOLUTION_CONV_CASES_H_
 
 #include <cstdint>
 #include <random>
@@ -38,4 +38,4 @@ void RoundTo(DataType dtype, std::vector<float>& values);
 }  // namespace testing
 }  // namespace kiln
 
-#endif  // KILN_TESTS_UTIL_CONV_CASES_H_
+#endif  // KILN_TESTS_OPS_CONVOLUTION_CONV_CASES_H_

@@ -1,13 +1,14 @@
 // CPU checks of the convolution primitives' host side: descriptor validation, the GEMM views
 // (each direction computed on the CPU through exactly the gather the CUDA kernels use, compared
 // with the reference), and a finite-difference check of the reference backward passes.
+// Cases of //tests/kernels:conv_views_test.
 #include <cmath>
 #include <vector>
 
 #include "dnn/conv_gemm_views.h"
 #include "dnn/conv_reference.h"
 #include "gtest/gtest.h"
-#include "tests/util/conv_cases.h"
+#include "tests/ops/convolution/conv_cases.h"
 
 namespace kiln {
 namespace {

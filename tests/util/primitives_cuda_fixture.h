@@ -1,8 +1,11 @@
-// The fixture of the CUDA primitive tests (primitives_cuda_test.cc,
-// primitives_channels_last_cuda_test.cc): host/device test tensors with poisoned outputs, the
-// per-dtype tolerances, and a check of a GPU result against the CPU reference's, gaps included.
-#ifndef KILN_TESTS_KERNELS_PRIMITIVES_CUDA_FIXTURE_H_
-#define KILN_TESTS_KERNELS_PRIMITIVES_CUDA_FIXTURE_H_
+// The fixture of the CUDA primitive tests (tests/ops/<family>/<family>_primitive_cuda_test.cc,
+// _primitive_channels_last_cuda_test.cc and _primitive_batchnorm_cuda_test.cc, linked into
+// //tests/kernels:primitives_cuda_test, primitives_channels_last_cuda_test and
+// primitives_batchnorm_cuda_test): host/device test tensors with poisoned outputs, the per-dtype
+// tolerances, a check of a GPU result against the CPU reference's, gaps included, and the
+// channels-last layouts of the channels-last tests.
+#ifndef KILN_TESTS_UTIL_PRIMITIVES_CUDA_FIXTURE_H_
+#define KILN_TESTS_UTIL_PRIMITIVES_CUDA_FIXTURE_H_
 
 #include <cuda_runtime_api.h>
 
@@ -17,19 +20,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "gtest/gtest.h"
 #include "dnn/cuda/dnn_handle.h"
 #include "dnn/primitive_reference.h"
+#include "gtest/gtest.h"
 #include "tests/util/primitive_test_util.h"
 
 namespace kiln {
 namespace primitives_test {
-
-namespace ref = dnn::reference;
-using dnn::TensorDescriptor;
-using testing::LaidOut;
-using testing::Layout;
-using Vec = std::vector<double>;
 
 // The tolerances, in one place: |got - want| <= atol + rtol |want|. Inputs are representable in
 // the dtype, so the error is the kernel's f32 arithmetic plus the output's rounding; ops that
@@ -44,7 +41,6 @@ inline Tolerance ToleranceFor(DataType dtype, double sum_factor = 1) {
 }
 
 constexpr DataType kDtypes[] = {DataType::kF32, DataType::kF16, DataType::kBF16};
-constexpr Layout kLayouts[] = {Layout::kPacked, Layout::kChannelsLast, Layout::kStrided};
 struct Blend {
   float alpha, beta;
 };
@@ -272,7 +268,59 @@ class PrimitivesCudaTest : public ::testing::Test {
   std::string name_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
 };
 
+// The channels-last tests (the channels-last (NHWC, NDHWC) paths of pooling and LRN, forward and
+// backward). The fast kernels move 16-byte chunks of channels (8 of f16/bf16, 4 of f32), so the
+// channel counts are chosen around that: multiples of 8 (every access a vector), odd and small
+// counts (a partial last chunk, element accesses), and counts whose rows put a warp's first lane
+// in the middle of a row (LRN's neighbour chunks by shuffle and by load). Three layouts: packed,
+// packed one element into the buffer (every row misaligned), and rows with a gap of 8 channels
+// after the channels (aligned, position stride != C).
+enum class Last { kPacked, kOffset, kGapped };
+constexpr Last kLasts[] = {Last::kPacked, Last::kOffset, Last::kGapped};
+
+inline const char* LastName(Last kind) {
+  return kind == Last::kPacked ? "nhwc" : kind == Last::kOffset ? "nhwc+1" : "nhwc gapped";
+}
+
+// dims (N, C, spatial...) laid out channels-last as `kind` says.
+inline LaidOut ChannelsLast(DataType dtype, const std::vector<int64_t>& dims, Last kind) {
+  const int rank = static_cast<int>(dims.size());
+  std::vector<int> order;  // outermost to innermost
+  order.push_back(0);
+  for (int d = 2; d < rank; ++d) order.push_back(d);
+  order.push_back(1);
+  std::vector<int64_t> strides(rank);
+  int64_t s = 1;
+  for (int k = rank - 1; k >= 0; --k) {
+    const int d = order[k];
+    strides[d] = s;
+    s *= dims[d] + (d == 1 && kind == Last::kGapped ? 8 : 0);
+  }
+  LaidOut out;
+  absl::StatusOr<TensorDescriptor> desc = TensorDescriptor::Create(dtype, dims, strides);
+  EXPECT_TRUE(desc.ok()) << desc.status();
+  out.desc = *desc;
+  out.offset = kind == Last::kOffset ? 1 : 0;
+  return out;
+}
+
+inline std::string What(const std::string& op, DataType dtype, Last kind,
+                        const std::vector<int64_t>& dims, Blend b) {
+  return absl::StrCat(op, " ", DataTypeName(dtype), " ", LastName(kind), " [",
+                      absl::StrJoin(dims, ","), "] a", b.alpha, " b", b.beta);
+}
+
+class ChannelsLastTest : public PrimitivesCudaTest {
+ protected:
+  // Values from {-1, -0.5, 0, 0.5, 1}: exact in every dtype, and a 3x3 window holds ties.
+  void Ties(TestTensor& t) {
+    std::uniform_int_distribution<int> pick(-2, 2);
+    t.ForEachElement([&](int64_t at) { t.host()[at] = 0.5 * pick(rng_); });
+    t.Upload();
+  }
+};
+
 }  // namespace primitives_test
 }  // namespace kiln
 
-#endif  // KILN_TESTS_KERNELS_PRIMITIVES_CUDA_FIXTURE_H_
+#endif  // KILN_TESTS_UTIL_PRIMITIVES_CUDA_FIXTURE_H_

@@ -1,6 +1,7 @@
 // The workspace that the CUDA convolution algorithms plan, checked on the host: these sizes are
 // arithmetic on the problem (no GPU is touched), and they decide how much device memory a
 // compiled plan needs, so CI checks them where the GPU tests cannot run.
+// Cases of //tests/kernels:conv_workspace_plan_test.
 #include <cstdint>
 #include <vector>
 

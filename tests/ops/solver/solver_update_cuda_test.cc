@@ -9,6 +9,7 @@
 // The sum of squares is checked against the host's double sum (1e-12 relative).
 // Runs on the GPU machine; the GPU tests skip where no CUDA device is usable, while the argument
 // checks (which never reach the device) run everywhere.
+// Cases of //tests/kernels:solver_update_cuda_test.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>

@@ -1,12 +1,13 @@
 // Batch normalization's training forms that AffineBatchNorm uses, on the GPU against the CPU
-// reference (primitives_cuda_fixture.h): the fused ReLU (BatchNormOps::kBatchNormActivation),
-// forward and backward, and running statistics read from one set of buffers and written to
-// another (BatchNormRunningStats), f32/f16/bf16, every layout, both modes and both running-rule
-// forms, with poisoned outputs. The backward reads the statistics the forward saved, as
-// AffineBatchNormGradient does, and its ReLU mask y is given on its own: a layout of y's own
-// (the same as x's, or the next one, so y's strides and alignment differ from x's and dy's),
-// values with many exact zeros (what a ReLU writes), so every reduction path (rows kernel,
+// reference (tests/util/primitives_cuda_fixture.h): the fused ReLU
+// (BatchNormOps::kBatchNormActivation), forward and backward, and running statistics read from one
+// set of buffers and written to another (BatchNormRunningStats), f32/f16/bf16, every layout, both
+// modes and both running-rule forms, with poisoned outputs. The backward reads the statistics the
+// forward saved, as AffineBatchNormGradient does, and its ReLU mask y is given on its own: a layout
+// of y's own (the same as x's, or the next one, so y's strides and alignment differ from x's and
+// dy's), values with many exact zeros (what a ReLU writes), so every reduction path (rows kernel,
 // strided and vector loops) is run with and without a mask in step with x.
+// Cases of //tests/kernels:primitives_batchnorm_cuda_test.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,7 +18,7 @@
 #include "dnn/cuda/normalization.h"
 #include "dnn/primitive_reference.h"
 #include "gtest/gtest.h"
-#include "tests/kernels/primitives_cuda_fixture.h"
+#include "tests/util/primitives_cuda_fixture.h"
 
 namespace kiln {
 namespace primitives_test {

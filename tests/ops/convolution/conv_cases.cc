@@ -1,4 +1,4 @@
-#include "tests/util/conv_cases.h"
+#include "tests/ops/convolution/conv_cases.h"
 
 #include <cstdlib>
 #include <iostream>

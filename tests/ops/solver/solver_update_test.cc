@@ -4,6 +4,7 @@
 // were computed in double with the hyper-parameters first rounded to f32 (Caffe holds them as
 // the blob's Dtype), so the f32 implementation agrees to a few ulps; the tolerance is 2e-6
 // relative. Each case's comment shows the first step's arithmetic.
+// Cases of //tests/kernels:solver_update_test.
 #include "dnn/solver_update.h"
 
 #include <cmath>

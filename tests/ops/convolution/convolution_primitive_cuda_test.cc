@@ -1,6 +1,7 @@
 // Every convolution algorithm x direction x math mode against the CPU reference, on fresh random
 // inputs, with the output poisoned (NaN, or random old values when beta != 0) before each run.
 // Runs on the GPU machine; skips where no CUDA device is usable.
+// Cases of //tests/kernels:conv_cuda_test.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -18,7 +19,7 @@
 #include "dnn/cuda/conv/conv_winograd_passes.h"
 #include "dnn/cuda/conv/convolution.h"
 #include "gtest/gtest.h"
-#include "tests/util/conv_cases.h"
+#include "tests/ops/convolution/conv_cases.h"
 
 namespace kiln {
 namespace {
