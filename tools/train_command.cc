@@ -1,5 +1,6 @@
 #include "tools/train_command.h"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -182,6 +183,28 @@ absl::Status CheckSnapshotsSpareInputs(const std::string& prefix, int64_t first,
   return absl::OkStatus();
 }
 
+// The snapshot folder has room for one snapshot: the .caffemodel as it would be written now and
+// the .solverstate's histories (one per parameter, two for Adam and AdaDelta) of about the
+// trained parameters' size each.
+absl::Status CheckRoomForSnapshot(const SolverTrainer& trainer, const std::string& type,
+                                  const std::string& prefix) {
+  const std::filesystem::path folder = std::filesystem::path(prefix).parent_path();
+  struct statvfs fs;
+  if (statvfs(folder.empty() ? "." : folder.c_str(), &fs) != 0) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(caffe::NetParameter weights, trainer.WeightsAsNet());
+  const double histories = type == "Adam" || type == "AdaDelta" ? 2 : 1;
+  const double needed = static_cast<double>(weights.ByteSizeLong()) * (1 + histories);
+  const double free = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  if (free >= needed) return absl::OkStatus();
+  auto size = [](double bytes) {
+    return bytes < 1048576.0 ? absl::StrFormat("%.0f bytes", bytes)
+                             : absl::StrFormat("%.1f MiB", bytes / 1048576.0);
+  };
+  return absl::ResourceExhaustedError(absl::StrCat("train: snapshot_prefix '", prefix,
+                                                   "': the folder has ", size(free),
+                                                   " free, a snapshot needs about ", size(needed)));
+}
+
 absl::Status Train(const CommandLine& line) {
   if (!line.Has("solver")) return absl::InvalidArgumentError("train: --solver is required");
   KILN_ASSIGN_OR_RETURN(DistributedFlags dist, ParseDistributedFlags(line, "train"));
@@ -253,6 +276,7 @@ absl::Status Train(const CommandLine& line) {
   if (line.Has("snapshot")) KILN_RETURN_IF_ERROR(trainer->Restore(line.Get("snapshot")));
   if (root) {
     KILN_RETURN_IF_ERROR(CheckSnapshotsSpareInputs(prefix, trainer->iter(), p.max_iter(), inputs));
+    KILN_RETURN_IF_ERROR(CheckRoomForSnapshot(*trainer, p.type(), prefix));
   }
   std::printf(
       "kiln train: %s%s, solver %s, %lld iterations of %lld images%s, backend %s\n",
