@@ -203,6 +203,7 @@ class KilnAbuseTest : public ::testing::Test {
     Put(t + "/solver.prototxt", Solver("snap"));
     Put(t + "/solver_nofolder.prototxt", Solver("nofolder/snap"));
     Put(t + "/solver_file_prefix.prototxt", Solver("tiny.prototxt/snap"));
+    Put(t + "/solver_proc.prototxt", Solver("/proc/kiln_snap"));  // unwritable, even for root
     Put(t + "/x.npy", Npy({2, 1, 4, 4}, 0.5f));
     Put(t + "/wrong.npy", Npy({3, 1, 4, 4}, 0.5f));
     Put(t + "/existing.npy", "keep me");
@@ -341,6 +342,7 @@ std::vector<Row> Rows() {
        },
        {}, true},
       {Run({"--input", "data=x.npy", "--output", "prob=y.npy"}), 0, "prob"},
+      {Run({"--input", "data=x.npy", "--output", "prob=/proc/kiln_y.npy"}), 1, "/proc/kiln_y.npy"},
       {Run({"--input", "data=x.npy", "--output", "prob=new/../y.npy"}), 1, "does not exist"},
       // --- run: bad outputs, inputs and numbers -----------------------------------------------
       {Run({"--input", "data=x.npy", "--output", "prob="}), 1, "expected NAME=VALUE"},
@@ -504,6 +506,10 @@ std::vector<Row> Rows() {
        "snapshot_prefix 'nofolder/snap'"},
       {{"train", "--solver", "solver_file_prefix.prototxt", "--device", "cpu"}, 1,
        "is not a folder"},
+      {{"train", "--solver", "solver_proc.prototxt", "--device", "cpu"}, 1,
+       "cannot write in the folder '/proc'"},
+      {{"train", "--solver", "solver_proc.prototxt", "--device", "cpu", "--iterations", "1"}, 1,
+       "snapshot_prefix '/proc/kiln_snap'"},
       {{"train", "--solver", "ro/solver.prototxt", "--device", "cpu"}, 1, "cannot write",
        [](const std::string& d) {
          fs::create_directory(d + "/ro");
@@ -535,6 +541,13 @@ std::vector<Row> Rows() {
       {Train({"--snapshot", "empty.caffemodel"}), 2, "empty.caffemodel"},
       {Train({"--bogus"}), 2, "unknown flag --bogus"},
       {Train({"--rank", "0"}), 2, ""},
+      {Train({"--rank", "0", "--world-size", "2", "--rendezvous", "file:solver.prototxt"}), 2,
+       "is not a rendezvous file"},
+      {Train({"--rank", "1", "--world-size", "2", "--rendezvous", "file:{dir}/x.npy"}), 2,
+       "is not a rendezvous file"},
+      {Train({"--rank", "0", "--world-size", "2", "--rendezvous", "file:sub"}), 2, "is a folder"},
+      {Time({"--rank", "0", "--world-size", "2", "--rendezvous", "file:tiny.prototxt"}), 1,
+       "is not a rendezvous file"},
       // --- test -----------------------------------------------------------------------------
       {{"test", "--model", "tiny_train.prototxt", "--weights", "empty.caffemodel"}, 2,
        "loads no blob"},
