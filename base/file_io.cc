@@ -1,7 +1,10 @@
 #include "base/file_io.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -9,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_identity.h"
 
 namespace kiln {
 
@@ -32,20 +36,54 @@ absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
 }
 
 absl::Status WriteFileBytes(const std::string& path, absl::string_view bytes) {
-  const std::string temporary = absl::StrCat(path, ".kiln-partial");
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot be created"));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::remove(temporary.c_str());
-      return absl::InternalError(absl::StrCat(path, ": write failed"));
-    }
+  if (path.empty()) return absl::InvalidArgumentError("cannot write to an empty path");
+  // Through a link: the file it points to is replaced, and the link stays.
+  const std::string target = FollowFinalSymlinks(path);
+  static std::atomic<int> counter{0};
+  const std::string temporary =
+      absl::StrCat(target, ".kiln-partial-", getpid(), "-", counter.fetch_add(1));
+  const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot be created: ", std::strerror(errno)));
   }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
+  auto fail = [&](const std::string& what) {
+    const std::string reason = std::strerror(errno);
+    close(fd);
+    unlink(temporary.c_str());
+    return absl::InternalError(absl::StrCat(path, ": ", what, ": ", reason));
+  };
+  struct stat old;
+  if (stat(target.c_str(), &old) == 0 && S_ISREG(old.st_mode)) {
+    fchmod(fd, old.st_mode & 07777);  // a replaced file keeps its permissions
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return fail(absl::StrCat("write failed after ", done, " of ", bytes.size(), " bytes"));
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) return fail("fsync failed");
+  if (close(fd) != 0) {
+    const std::string reason = std::strerror(errno);
+    unlink(temporary.c_str());
+    return absl::InternalError(absl::StrCat(path, ": close failed: ", reason));
+  }
+  if (rename(temporary.c_str(), target.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    unlink(temporary.c_str());
+    return absl::InternalError(absl::StrCat(path, ": ", reason));
+  }
+  // The rename itself reaches the disk with the folder.
+  const size_t slash = target.rfind('/');
+  const std::string folder =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : target.substr(0, slash));
+  const int dir = open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    fsync(dir);
+    close(dir);
   }
   return absl::OkStatus();
 }

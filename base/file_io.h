@@ -14,8 +14,11 @@ namespace kiln {
 // file, Internal on a read error.
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
 
-// Writes `bytes` to `path` through a temporary file renamed into place, so a failed write never
-// leaves a half-written file behind.
+// Writes `bytes` to `path` atomically: into a new file beside it (`path`.kiln-partial-*), fsync,
+// then a rename over `path` (and an fsync of the folder), so a failed or killed write never leaves
+// a half-written file behind and never removes the old one. Through a symlink the file it points
+// to is replaced (the link stays); a replaced file keeps its permissions. Whether `path` may be
+// replaced at all is the caller's check (base/file_identity.h's CheckOutputFiles).
 absl::Status WriteFileBytes(const std::string& path, absl::string_view bytes);
 
 }  // namespace kiln

@@ -10,14 +10,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "runtime/compiler.h"
-#include "runtime/executor.h"
+#include "base/file_identity.h"
 #include "base/status_macros.h"
-#include "kernels/all_kernels.h"
-#include "ops/all_ops.h"
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/caffe_model.h"
 #include "frontends/caffe/caffemodel_writer.h"
+#include "frontends/caffe/upgrade.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
 #include "tools/command_line.h"
 #include "tools/npy.h"
 #include "tools/plan_flags.h"
@@ -101,11 +103,52 @@ absl::Status ParseCommonOptions(const CommandLine& line, CaffeImportOptions& opt
   return absl::OkStatus();
 }
 
+absl::Status CheckWeightsMatch(const CommandLine& line, const std::string& weights_path,
+                               caffe::NetParameter net, caffe::NetParameter weights) {
+  if (line.Has("allow-missing-weights")) return absl::OkStatus();
+  // Both as the importer sees them (V1 'layers' upgraded); an upgrade error is the importer's.
+  if (!UpgradeNet(net).ok() || !UpgradeNet(weights).ok()) return absl::OkStatus();
+  std::set<std::string> names;
+  for (const caffe::LayerParameter& layer : net.layer()) names.insert(layer.name());
+  int with_blobs = 0;
+  for (const caffe::LayerParameter& layer : weights.layer()) {
+    if (layer.blobs_size() == 0) continue;
+    if (names.count(layer.name())) return absl::OkStatus();
+    ++with_blobs;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--weights ", weights_path, ": loads no blob into this net (",
+      with_blobs == 0 ? "the file holds no blob at all"
+                      : absl::StrCat("none of its ", with_blobs,
+                                     " layers with blobs is named like a layer of the net"),
+      "); give the weights trained for this net, or --allow-missing-weights to start the "
+      "unmatched layers from their fillers"));
+}
+
+absl::Status CheckCommandFiles(const CommandLine& line, std::vector<FlagPath> inputs,
+                               const std::vector<FlagPath>& outputs) {
+  for (const char* flag : {"model", "weights", "solver", "snapshot"}) {
+    if (line.Has(flag)) inputs.push_back({absl::StrCat("--", flag), line.Get(flag)});
+  }
+  std::vector<FlagPath> all = outputs;
+  // A cache the command reads and updates: it may exist, but must be no other file.
+  if (line.Has("tuning-file")) all.push_back({"--tuning-file", line.Get("tuning-file"), true});
+  return CheckOutputFiles(
+      inputs, all, line.Has("overwrite") ? ExistingOutput::kReplace : ExistingOutput::kRefuse);
+}
+
+const std::set<std::string>& CommonModelSwitches() {
+  static const std::set<std::string>* switches =
+      new std::set<std::string>{"allow-missing-weights", "overwrite"};
+  return *switches;
+}
+
 absl::Status LoadModel(const CommandLine& line, CaffeImportOptions options, LoadedModel& out) {
   if (!line.Has("model")) return absl::InvalidArgumentError("--model is required");
   KILN_ASSIGN_OR_RETURN(caffe::NetParameter net, ReadNetParameter(line.Get("model")));
   if (line.Has("weights")) {
     KILN_ASSIGN_OR_RETURN(out.weights, ReadNetParameter(line.Get("weights")));
+    KILN_RETURN_IF_ERROR(CheckWeightsMatch(line, line.Get("weights"), net, out.weights));
     out.has_weights = true;
     options.weights = &out.weights;
   }
@@ -160,7 +203,9 @@ namespace {
 
 absl::Status Info(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
-  KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, {"json"}));
+  std::set<std::string> switches = CommonModelSwitches();
+  switches.insert("json");
+  KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, switches));
   CaffeImportOptions options;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
   options.init = ParamInit::kZeros;  // Structure only: no fillers run.
@@ -245,7 +290,8 @@ absl::Status Run(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
   flags.insert({"fill-seed", "save-weights", "input", "output", "debug"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
-  KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, {}));
+  KILN_ASSIGN_OR_RETURN(CommandLine line,
+                        CommandLine::Parse(argc, argv, 2, flags, CommonModelSwitches()));
   CaffeImportOptions options;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
   if (line.Has("weights") == line.Has("fill-seed")) {
@@ -260,21 +306,18 @@ absl::Status Run(int argc, char** argv) {
   KILN_RETURN_IF_ERROR(ParsePlanFlags(line, compile));
   ContextOptions context_options;
   KILN_RETURN_IF_ERROR(ParseDebugFlag(line, compile, context_options));
-  // Files the user gave are never overwritten by an output.
-  std::set<std::string> given = {line.Get("model"), line.Get("weights")};
+  // No output replaces a file the user gave, or another output; an existing output only with
+  // --overwrite. Checked by identity (device and inode), before anything is read or computed.
   KILN_ASSIGN_OR_RETURN(auto inputs, Pairs(line, "input"));
   KILN_ASSIGN_OR_RETURN(auto outputs, Pairs(line, "output"));
-  for (const auto& input : inputs) given.insert(input.second);
-  for (const auto& output : outputs) {
-    if (given.count(output.second)) {
-      return absl::InvalidArgumentError(absl::StrCat("--output ", output.first, "=", output.second,
-                                                     " would overwrite an input file"));
-    }
+  std::vector<FlagPath> input_files, output_files;
+  for (const auto& [name, path] : inputs) input_files.push_back({"--input " + name + "=", path});
+  for (const auto& [name, path] : outputs) {
+    output_files.push_back({"--output " + name + "=", path});
   }
-  if (line.Has("save-weights") && given.count(line.Get("save-weights"))) {
-    return absl::InvalidArgumentError(absl::StrCat("--save-weights ", line.Get("save-weights"),
-                                                   " would overwrite an input file"));
-  }
+  if (line.Has("save-weights"))
+    output_files.push_back({"--save-weights", line.Get("save-weights")});
+  KILN_RETURN_IF_ERROR(CheckCommandFiles(line, input_files, output_files));
   std::map<std::string, HostTensor> arrays;
   for (const auto& [name, path] : inputs) {
     KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
@@ -285,6 +328,13 @@ absl::Status Run(int argc, char** argv) {
   LoadedModel loaded;
   KILN_RETURN_IF_ERROR(LoadModel(line, options, loaded));
   CaffeModel& model = loaded.model;
+  for (const auto& [name, array] : arrays) {
+    bool used = false;
+    for (const CaffeInput& input : model.inputs) used = used || input.name == name;
+    if (!used)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input ", name, ": the net has no such input"));
+  }
   std::map<std::string, HostTensor> bindings;
   for (const CaffeInput& input : model.inputs) {
     auto it = arrays.find(input.name);
@@ -299,13 +349,6 @@ absl::Status Run(int argc, char** argv) {
                                                      ", the net takes ", JsonDims(input.dims)));
     }
     bindings[input.node] = it->second;
-  }
-  for (const auto& [name, array] : arrays) {
-    bool used = false;
-    for (const CaffeInput& input : model.inputs) used = used || input.name == name;
-    if (!used)
-      return absl::InvalidArgumentError(
-          absl::StrCat("--input ", name, ": the net has no such input"));
   }
   // Requested blobs become graph outputs (their latest value, as Caffe shows it after forward).
   std::set<std::string> existing;

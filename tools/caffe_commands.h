@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/file_identity.h"
 #include "frontends/caffe/caffe_model.h"
 #include "tools/command_line.h"
 
@@ -24,7 +25,21 @@ struct LoadedModel {
 const std::set<std::string>& CommonModelFlags();
 // Phase, stages, level and input shapes into import options.
 absl::Status ParseCommonOptions(const CommandLine& line, CaffeImportOptions& options);
-// Reads --model (and --weights) and imports the net with `options`.
+// Switches every model command takes: --allow-missing-weights (a --weights file that loads no
+// blob into the net is otherwise refused) and --overwrite (an existing output is otherwise
+// refused).
+const std::set<std::string>& CommonModelSwitches();
+// InvalidArgument naming `weights_path` when no layer of `weights` with blobs is named like a
+// layer of `net` (an empty or unrelated .caffemodel), unless --allow-missing-weights was given.
+absl::Status CheckWeightsMatch(const CommandLine& line, const std::string& weights_path,
+                               caffe::NetParameter net, caffe::NetParameter weights);
+// Before a command starts: `outputs` against the files it reads (--model, --weights, --solver,
+// --snapshot when given, and `inputs`) and each other, by identity; an existing output is
+// refused unless --overwrite; the --tuning-file (a cache the command updates) is no other file.
+absl::Status CheckCommandFiles(const CommandLine& line, std::vector<FlagPath> inputs,
+                               const std::vector<FlagPath>& outputs);
+// Reads --model (and --weights, checked with CheckWeightsMatch) and imports the net with
+// `options`.
 absl::Status LoadModel(const CommandLine& line, CaffeImportOptions options, LoadedModel& out);
 // --fill-seed S (when given, a positive integer) into `options`; InvalidArgument when it comes
 // with --weights.
@@ -45,7 +60,7 @@ int Fail(const absl::Status& status);
 //           [--input-shape NAME=D0,D1,...]... [--json]
 int InfoCommand(int argc, char** argv);
 
-// kiln run --model F [--weights W | --fill-seed S] [--save-weights OUT.caffemodel]
+// kiln run --model F [--weights W | --fill-seed S] [--save-weights OUT.caffemodel] [--overwrite]
 //          --input NAME=X.npy ... [--output NAME=Y.npy ...] [plan flags, tools/plan_flags.h]
 //          [--phase train|test] [--stage S]... [--input-shape NAME=D0,...]...
 int RunCommand(int argc, char** argv);

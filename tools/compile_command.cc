@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "runtime/compiler.h"
 #include "base/status_macros.h"
 #include "kernels/all_kernels.h"
+#include "runtime/compiler.h"
 #include "tools/caffe_commands.h"
 #include "tools/plan_flags.h"
 #include "tools/plan_layers.h"
@@ -46,8 +46,10 @@ absl::Status Compile(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
   flags.insert({"fill-seed", "batch", "cuda-target"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
-  KILN_ASSIGN_OR_RETURN(CommandLine line,
-                        CommandLine::Parse(argc, argv, 2, flags, {"json", "why-not-fused"}));
+  std::set<std::string> switches = CommonModelSwitches();
+  switches.insert({"json", "why-not-fused"});
+  KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, switches));
+  KILN_RETURN_IF_ERROR(CheckCommandFiles(line, {}, {}));
   CaffeImportOptions options;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
   KILN_RETURN_IF_ERROR(ApplyFillSeedFlag(line, options));

@@ -3,8 +3,9 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "data/idx_file.h"
+#include "base/file_identity.h"
 #include "base/status_macros.h"
+#include "data/idx_file.h"
 #include "tools/caffe_commands.h"
 #include "tools/command_line.h"
 #include "tools/convert_images.h"
@@ -74,6 +75,12 @@ int ConvertCommand(int argc, char** argv) {
   auto backend = ParseDbBackend(line->Get("backend", "lmdb"));
   if (!backend.ok()) return Fail(backend.status());
   conversion.backend = *backend;
+  // The database folder is replaced wholesale with --overwrite: no input may be it or lie in it.
+  for (const FlagPath& input :
+       {FlagPath{"--images", conversion.images}, FlagPath{"--labels", conversion.labels}}) {
+    absl::Status inside = CheckNotInside(input, {"--out", conversion.out});
+    if (!inside.ok()) return Fail(inside);
+  }
   conversion.overwrite = line->Has("overwrite");
   ProgressLine progress("convert", "records");
   conversion.progress = [&progress](int64_t done, int64_t total) { progress.Update(done, total); };

@@ -6,12 +6,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "frontends/caffe/data/image_datum.h"
-#include "data/image_decoder.h"
-#include "frontends/caffe/data/image_list.h"
-#include "data/image_resize.h"
+#include "base/file_identity.h"
 #include "base/status_macros.h"
+#include "data/image_decoder.h"
+#include "data/image_resize.h"
 #include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/data/image_datum.h"
+#include "frontends/caffe/data/image_list.h"
 #include "tools/caffe_commands.h"
 #include "tools/command_line.h"
 #include "tools/progress_line.h"
@@ -140,6 +141,13 @@ int ConvertImagesCommand(int argc, char** argv) {
   auto backend = ParseDbBackend(line->Get("backend", "lmdb"));
   if (!backend.ok()) return Fail(backend.status());
   c.backend = *backend;
+  // The database folder is replaced wholesale with --overwrite: no input may be it or lie in it.
+  for (const FlagPath& input :
+       {FlagPath{"--list", c.list}, FlagPath{"--root_folder", c.root_folder}}) {
+    if (input.path.empty()) continue;
+    absl::Status inside = CheckNotInside(input, {"--out", c.out});
+    if (!inside.ok()) return Fail(inside);
+  }
   for (auto [flag, value] : {std::pair<const char*, int*>{"resize_height", &c.resize_height},
                              std::pair<const char*, int*>{"resize_width", &c.resize_width}}) {
     if (line->Has(flag) && !absl::SimpleAtoi(line->Get(flag), value)) {

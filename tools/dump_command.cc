@@ -1,21 +1,30 @@
 #include "tools/dump_command.h"
 
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "runtime/compiler.h"
+#include "base/file_identity.h"
+#include "base/file_io.h"
 #include "base/status_macros.h"
-#include "kernels/all_kernels.h"
 #include "frontends/caffe/caffe_io.h"
+#include "kernels/all_kernels.h"
+#include "runtime/compiler.h"
 #include "tools/caffe_commands.h"
 #include "tools/compile_command.h"
 #include "tools/plan_flags.h"
@@ -161,31 +170,61 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
   return WriteFileBytes(path, text);
 }
 
-// dot -Tsvg, through a temporary .dot file next to the output.
+// `dot -Tsvg` run on private files in the temporary folder (no shell, nothing beside the user's
+// files), then the SVG written to `svg_path` atomically.
 absl::Status RenderSvg(const std::string& dot, const std::string& svg_path) {
-  const std::string dot_path = svg_path + ".dot";
-  KILN_RETURN_IF_ERROR(WriteText(dot_path, dot));
-  const std::string command = absl::StrCat("dot -Tsvg -o '", svg_path, "' '", dot_path, "'");
-  const int rc = std::system(command.c_str());
-  std::remove(dot_path.c_str());
-  if (rc != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("--svg: graphviz's `dot` failed or is missing (exit ", WEXITSTATUS(rc),
-                     "); install graphviz, or write the graph with --dot"));
+  const char* tmp = std::getenv("TMPDIR");
+  std::string folder = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/kiln-dot-XXXXXX");
+  if (mkdtemp(&folder[0]) == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("--svg ", svg_path, ": cannot create a temporary folder: ", strerror(errno)));
   }
-  return absl::OkStatus();
+  const std::string dot_path = folder + "/graph.dot", rendered = folder + "/graph.svg";
+  absl::Status status = WriteText(dot_path, dot);
+  int rc = -1;
+  if (status.ok()) {
+    std::vector<std::string> args = {"dot", "-Tsvg", "-o", rendered, dot_path};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(&a[0]);
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    if (posix_spawnp(&pid, "dot", nullptr, nullptr, argv.data(), environ) == 0) {
+      while (waitpid(pid, &rc, 0) < 0 && errno == EINTR) {
+      }
+    }
+    if (rc != 0) {
+      status = absl::UnavailableError(
+          absl::StrCat("--svg ", svg_path, ": graphviz's `dot` failed or is missing",
+                       rc > 0 && WIFEXITED(rc) ? absl::StrCat(" (exit ", WEXITSTATUS(rc), ")") : "",
+                       "; install graphviz, or write the graph with --dot"));
+    }
+  }
+  if (status.ok()) {
+    absl::StatusOr<std::string> svg = ReadFileBytes(rendered);
+    status = svg.ok() ? WriteText(svg_path, *svg) : svg.status();
+  }
+  std::remove(rendered.c_str());
+  std::remove(dot_path.c_str());
+  rmdir(folder.c_str());
+  return status;
 }
 
 absl::Status Dump(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
   flags.insert({"fill-seed", "batch", "svg", "dot", "memory", "cuda-target"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
-  KILN_ASSIGN_OR_RETURN(CommandLine line,
-                        CommandLine::Parse(argc, argv, 2, flags, {"why-not-fused"}));
+  std::set<std::string> switches = CommonModelSwitches();
+  switches.insert("why-not-fused");
+  KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, switches));
   if (!line.Has("svg") && !line.Has("dot") && !line.Has("memory") && !line.Has("why-not-fused")) {
     return absl::InvalidArgumentError(
         "dump: give --svg FILE, --dot FILE, --memory FILE or --why-not-fused");
   }
+  std::vector<FlagPath> outputs;
+  for (const char* flag : {"dot", "svg", "memory"}) {
+    if (line.Has(flag)) outputs.push_back({absl::StrCat("--", flag), line.Get(flag)});
+  }
+  KILN_RETURN_IF_ERROR(CheckCommandFiles(line, {}, outputs));
   CaffeImportOptions options;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
   KILN_RETURN_IF_ERROR(ApplyFillSeedFlag(line, options));

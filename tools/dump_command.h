@@ -18,7 +18,9 @@ std::string PlanToDot(const ExecutionPlan& plan, const LayerIndex& layers);
 std::string MemoryToSvg(const ExecutionPlan& plan);
 
 // kiln dump --model F [--weights W | --fill-seed S] [--batch N] [--svg G.svg] [--dot G.dot]
-//           [--memory M.svg] [--why-not-fused] [plan flags]
+//           [--memory M.svg] [--why-not-fused] [--overwrite] [plan flags]
+// The outputs may be no input and no other output; an existing one is replaced only with
+// --overwrite.
 int DumpCommand(int argc, char** argv);
 
 }  // namespace kiln

@@ -12,9 +12,9 @@
 #include <string>
 
 #include "absl/strings/str_join.h"
-#include "runtime/device.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
+#include "runtime/device.h"
 #include "tools/caffe_commands.h"
 #include "tools/compile_command.h"
 #include "tools/convert_command.h"
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       "  info      --model F [--weights W] [--phase train|test] [--stage S] [--level N]\n"
       "            [--input-shape NAME=D0,D1,...] [--json]\n"
       "  run       --model F (--weights W | --fill-seed S) --input NAME=X.npy ...\n"
-      "            [--output NAME=Y.npy ...] [--save-weights OUT.caffemodel]\n"
+      "            [--output NAME=Y.npy ...] [--save-weights OUT.caffemodel] [--overwrite]\n"
       "            [--debug no-reuse,no-in-place,poison,check-finite]\n"
       "            [--phase ...] [--input-shape ...] [plan flags]\n"
       "  time      --model F [--weights W | --fill-seed S] [--batch N] [--iterations K]\n"
@@ -99,8 +99,8 @@ int main(int argc, char** argv) {
       "            [--why-not-fused] [--cuda-target sm_80|sm_90] [plan flags]: the steps,\n"
       "            fused layers, memory (--cuda-target: of a CUDA plan, without the GPU)\n"
       "  dump      --model F [--svg G.svg] [--dot G.dot] [--memory M.svg] [--why-not-fused]\n"
-      "            [--batch N] [--cuda-target sm_80|sm_90] [plan flags]: the fused graph\n"
-      "            and the arena over time\n"
+      "            [--batch N] [--cuda-target sm_80|sm_90] [--overwrite] [plan flags]: the\n"
+      "            fused graph and the arena over time\n"
       "  convert   --images I --labels L --out DIR [--backend lmdb|leveldb] [--overwrite]:\n"
       "            IDX files (MNIST, Fashion-MNIST; .gz too) into a Caffe Datum database\n"
       "  convert   --list L [--root_folder R] --out DIR [--backend ...] [--overwrite]\n"
@@ -111,10 +111,16 @@ int main(int argc, char** argv) {
       "            [--curve C.svg] [--data-seed N] [--loss-scale S] [plan flags]: Caffe's\n"
       "            solvers; several GPUs: [--gpus all|0,1,...] [--sync-bn] [--no-overlap]\n"
       "            [--dist-timeout S],\n"
-      "            or one rank of a job: --rank R --world-size W --rendezvous HOST:PORT|file:P\n"
+      "            or one rank of a job: --rank R --world-size W --rendezvous HOST:PORT|file:P;\n"
+      "            snapshots and the curve replace those of a former run, never an input\n"
+      "            (checked before training, with the snapshot folder's write access)\n"
       "  test      --model F --weights W [--iterations N] [plan flags]: mean test outputs\n"
       "  diff-weights --weights A.caffemodel --against B.caffemodel [--tolerance T] [--quiet]:\n"
       "            largest differences blob by blob (exit 1 over T)\n"
+      "files: no output may be an input or another output (compared by device and inode);\n"
+      "  an existing output is replaced only with --overwrite (run, dump, time --profile-steps,\n"
+      "  convert); --weights that load no blob are refused unless --allow-missing-weights\n"
+      "  (info, run, time, compile, dump, train, test)\n"
       "plan flags (run, time, compile, dump, train, test):\n%s",
       kiln::PlanFlagsUsage());
   return 2;

@@ -15,14 +15,15 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "distributed/nccl_communicator.h"
 #include "distributed/open_rendezvous.h"
 #include "runtime/device.h"
-#include "base/status_macros.h"
 #include "tools/command_line.h"
 
 extern char** environ;
@@ -129,6 +130,25 @@ absl::StatusOr<DistributedFlags> ParseDistributedFlags(const CommandLine& line,
   flags.rendezvous = line.Get("rendezvous");
   if (flags.rendezvous.empty()) {
     return Bad(command, "--rendezvous is empty: give HOST:PORT, tcp://HOST:PORT or file:PATH");
+  }
+  // Rank 0 replaces the file:PATH with its answer, then removes it: it must not be a user's file.
+  if (absl::StartsWith(flags.rendezvous, "file:")) {
+    const std::string path = flags.rendezvous.substr(5);
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      return Bad(command, absl::StrCat("--rendezvous ", flags.rendezvous,
+                                       ": is a folder; give a file name for the rendezvous"));
+    }
+    if (std::filesystem::exists(path, ec)) {
+      std::ifstream in(path, std::ios::binary);
+      std::string head(15, '\0');
+      in.read(&head[0], static_cast<std::streamsize>(head.size()));
+      if (head != "kiln-rendezvous") {
+        return Bad(command, absl::StrCat("--rendezvous ", flags.rendezvous, ": ", path,
+                                         " exists and is not a rendezvous file; rank 0 would "
+                                         "replace and remove it (give a fresh path)"));
+      }
+    }
   }
   return flags;
 }

@@ -13,11 +13,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "runtime/compiler.h"
-#include "runtime/executor.h"
 #include "base/status_macros.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
 #include "tools/caffe_commands.h"
 #include "tools/multi_gpu_launch.h"
 #include "tools/plan_flags.h"
@@ -52,7 +52,8 @@ absl::Status Time(int argc, char** argv) {
   flags.insert({"fill-seed", "batch", "iterations", "solver", "loss-scale", "profile-steps"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
   flags.insert(DistributedFlagNames().begin(), DistributedFlagNames().end());
-  std::set<std::string> switches = {"json", "compare-unfused", "train", "profile"};
+  std::set<std::string> switches = CommonModelSwitches();
+  switches.insert({"json", "compare-unfused", "train", "profile"});
   switches.insert(DistributedSwitchNames().begin(), DistributedSwitchNames().end());
   KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, switches));
   const bool distributed = line.Has("gpus") || line.Has("rank") || line.Has("world-size") ||
@@ -62,6 +63,14 @@ absl::Status Time(int argc, char** argv) {
         "time: --gpus, --rank, --world-size, --rendezvous, --sync-bn and --no-overlap go with "
         "--train");
   }
+  if (line.Has("profile-steps") && !line.Has("profile")) {
+    return absl::InvalidArgumentError("time: --profile-steps goes with --train --profile");
+  }
+  KILN_RETURN_IF_ERROR(
+      CheckCommandFiles(line, {},
+                        line.Has("profile-steps")
+                            ? std::vector<FlagPath>{{"--profile-steps", line.Get("profile-steps")}}
+                            : std::vector<FlagPath>{}));
   if (line.Has("train") && line.Has("gpus")) {
     KILN_RETURN_IF_ERROR(ParseDistributedFlags(line, "time --train").status());
     if (!line.Has("model")) return absl::InvalidArgumentError("time --train: --model is required");

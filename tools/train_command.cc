@@ -1,18 +1,24 @@
 #include "tools/train_command.h"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file_identity.h"
+#include "base/file_io.h"
 #include "base/status_macros.h"
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/solver.h"
@@ -130,6 +136,75 @@ absl::Status RunTests(SolverTrainer& trainer, Progress& progress, TrainingCurve&
   return absl::OkStatus();
 }
 
+// The snapshot files of <prefix> this run may write: <prefix>_iter_<N>.caffemodel and
+// .solverstate for N in (first, stop] (at every `snapshot` interval, at the end, and at an
+// interrupt, which may come at any iteration) and the curve beside them. None may be a file the
+// run reads: a fine-tuning from P_iter_20.caffemodel with prefix P that ends at 20 would
+// otherwise replace its own input.
+absl::Status CheckSnapshotsSpareInputs(const std::string& prefix, int64_t first, int64_t stop,
+                                       const std::vector<FlagPath>& inputs) {
+  namespace fs = std::filesystem;
+  const fs::path prefix_path(prefix);
+  const std::string folder =
+      prefix_path.parent_path().empty() ? "." : prefix_path.parent_path().string();
+  const std::string base = absl::StrCat(prefix_path.filename().string(), "_iter_");
+  std::vector<std::pair<const FlagPath*, FileIdentity>> given;
+  for (const FlagPath& input : inputs) {
+    absl::StatusOr<FileIdentity> id = IdentifyFile(input.path);
+    if (id.ok() && id->exists) given.emplace_back(&input, *id);
+  }
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, base.size(), base) != 0) continue;
+    std::string rest = name.substr(base.size());
+    bool snapshot_file = false;
+    for (const std::string suffix : {".caffemodel", ".solverstate", "_curve.svg"}) {
+      if (rest.size() > suffix.size() &&
+          rest.compare(rest.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        rest.resize(rest.size() - suffix.size());
+        snapshot_file = true;
+        break;
+      }
+    }
+    int64_t n = 0;
+    if (!snapshot_file || !absl::SimpleAtoi(rest, &n) || n <= first || n > stop) continue;
+    absl::StatusOr<FileIdentity> id = IdentifyFile(it->path().string());
+    if (!id.ok()) continue;
+    for (const auto& [input, identity] : given) {
+      if (identity != *id) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "train: ", input->flag, " ", input->path, " is ", it->path().string(),
+          ", a file this run writes when it snapshots at iteration ", n, " (snapshot_prefix '",
+          prefix, "', iterations ", first, " to ", stop,
+          "): copy it elsewhere or change snapshot_prefix, so that it is not overwritten"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The snapshot folder has room for one snapshot: the .caffemodel as it would be written now and
+// the .solverstate's histories (one per parameter, two for Adam and AdaDelta) of about the
+// trained parameters' size each.
+absl::Status CheckRoomForSnapshot(const SolverTrainer& trainer, const std::string& type,
+                                  const std::string& prefix) {
+  const std::filesystem::path folder = std::filesystem::path(prefix).parent_path();
+  struct statvfs fs;
+  if (statvfs(folder.empty() ? "." : folder.c_str(), &fs) != 0) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(caffe::NetParameter weights, trainer.WeightsAsNet());
+  const double histories = type == "Adam" || type == "AdaDelta" ? 2 : 1;
+  const double needed = static_cast<double>(weights.ByteSizeLong()) * (1 + histories);
+  const double free = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  if (free >= needed) return absl::OkStatus();
+  auto size = [](double bytes) {
+    return bytes < 1048576.0 ? absl::StrFormat("%.0f bytes", bytes)
+                             : absl::StrFormat("%.1f MiB", bytes / 1048576.0);
+  };
+  return absl::ResourceExhaustedError(absl::StrCat("train: snapshot_prefix '", prefix,
+                                                   "': the folder has ", size(free),
+                                                   " free, a snapshot needs about ", size(needed)));
+}
+
 absl::Status Train(const CommandLine& line) {
   if (!line.Has("solver")) return absl::InvalidArgumentError("train: --solver is required");
   KILN_ASSIGN_OR_RETURN(DistributedFlags dist, ParseDistributedFlags(line, "train"));
@@ -140,8 +215,10 @@ absl::Status Train(const CommandLine& line) {
   KILN_ASSIGN_OR_RETURN(SolverConfig solver, LoadSolver(solver_path));
   if (line.Has("iterations")) {
     int64_t n = 0;
-    if (!absl::SimpleAtoi(line.Get("iterations"), &n) || n < 1) {
-      return absl::InvalidArgumentError("train: --iterations must be a positive number");
+    if (!absl::SimpleAtoi(line.Get("iterations"), &n) || n < 1 || n > INT32_MAX) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("train: --iterations must be a positive number up to 2147483647, not ",
+                       line.Get("iterations")));
     }
     solver.param.set_max_iter(static_cast<int>(n));
   }
@@ -154,9 +231,38 @@ absl::Status Train(const CommandLine& line) {
     }
   }
   KILN_RETURN_IF_ERROR(ParseLossScale(line, options));
+  const caffe::SolverParameter& p = solver.param;
+  const std::string prefix = p.snapshot_prefix().empty()
+                                 ? std::filesystem::path(solver_path).replace_extension().string()
+                                 : p.snapshot_prefix();
+  KILN_RETURN_IF_ERROR(CheckCommandFiles(line, {}, {}));  // the --tuning-file
+  std::vector<FlagPath> inputs = {{"--solver", solver_path}};
+  if (line.Has("weights")) inputs.push_back({"--weights", line.Get("weights")});
+  if (line.Has("snapshot")) inputs.push_back({"--snapshot", line.Get("snapshot")});
+  for (const SolverNet* net : {&solver.train}) {
+    if (!absl::StartsWith(net->origin, "inline"))
+      inputs.push_back({"the solver's net", net->origin});
+  }
+  for (const SolverNet& net : solver.tests) {
+    if (!absl::StartsWith(net.origin, "inline"))
+      inputs.push_back({"the solver's test net", net.origin});
+  }
+  if (dist.rank == 0) {
+    // Found now, not at the first snapshot (after the whole run with `snapshot: 0`).
+    const std::filesystem::path folder = std::filesystem::path(prefix).parent_path();
+    KILN_RETURN_IF_ERROR(ProbeWritableFolder(
+        folder.string(),
+        absl::StrCat("train: snapshot_prefix '", prefix, "' (", solver_path, ")")));
+    // Snapshots and the curve are replaced by a later run (Caffe's way); never an input.
+    if (line.Has("curve")) {
+      KILN_RETURN_IF_ERROR(
+          CheckOutputFiles(inputs, {{"--curve", line.Get("curve")}}, ExistingOutput::kReplace));
+    }
+  }
   caffe::NetParameter weights;
   if (line.Has("weights")) {
     KILN_ASSIGN_OR_RETURN(weights, ReadNetParameter(line.Get("weights")));
+    KILN_RETURN_IF_ERROR(CheckWeightsMatch(line, line.Get("weights"), solver.train.net, weights));
     options.weights = &weights;
   }
   // One rank of a data-parallel job (--rank/--world-size/--rendezvous), or the whole training.
@@ -173,7 +279,10 @@ absl::Status Train(const CommandLine& line) {
       std::fprintf(stderr, "kiln train: note: %s\n", trainer->restore_note().c_str());
     }
   }
-  const caffe::SolverParameter& p = solver.param;
+  if (root) {
+    KILN_RETURN_IF_ERROR(CheckSnapshotsSpareInputs(prefix, trainer->iter(), p.max_iter(), inputs));
+    KILN_RETURN_IF_ERROR(CheckRoomForSnapshot(*trainer, p.type(), prefix));
+  }
   std::printf(
       "kiln train: %s%s, solver %s, %lld iterations of %lld images%s, backend %s\n",
       dist.enabled ? absl::StrCat("rank ", dist.rank, " of ", world, ": ").c_str() : "",
@@ -190,9 +299,6 @@ absl::Status Train(const CommandLine& line) {
   const auto start = Clock::now();
   const int64_t first = trainer->iter();
   const int64_t stop = p.max_iter();
-  const std::string prefix = p.snapshot_prefix().empty()
-                                 ? std::filesystem::path(solver_path).replace_extension().string()
-                                 : p.snapshot_prefix();
   auto snapshot = [&]() -> absl::Status {
     if (!root) return absl::OkStatus();  // rank 0 writes the snapshots (the weights are equal)
     KILN_ASSIGN_OR_RETURN(auto paths,
@@ -271,6 +377,8 @@ absl::Status Test(const CommandLine& line) {
   }
   KILN_ASSIGN_OR_RETURN(caffe::NetParameter net, ReadNetParameter(line.Get("model")));
   KILN_ASSIGN_OR_RETURN(caffe::NetParameter weights, ReadNetParameter(line.Get("weights")));
+  KILN_RETURN_IF_ERROR(CheckWeightsMatch(line, line.Get("weights"), net, weights));
+  KILN_RETURN_IF_ERROR(CheckCommandFiles(line, {}, {}));  // the --tuning-file
   TrainerOptions options;
   KILN_RETURN_IF_ERROR(ParsePlanFlags(line, options.compile));
   options.weights = &weights;
@@ -375,19 +483,16 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
     }
     // Every step in plan order, as tab-separated values, for comparing two runs step by step.
     if (line.Has("profile-steps")) {
-      std::FILE* f = std::fopen(line.Get("profile-steps").c_str(), "w");
-      if (f == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "time --train: --profile-steps ", line.Get("profile-steps"), ": cannot write"));
-      }
-      std::fprintf(f, "step\tms\top\tnode\tshape\tchoice\n");
+      std::string table = "step\tms\top\tnode\tshape\tchoice\n";
       for (size_t i = 0; i < steps.size(); ++i) {
-        std::fprintf(f, "%zu\t%.4f\t%s\t%s\t%s\t%s\n", i, steps[i].ms, steps[i].op.c_str(),
-                     steps[i].node.c_str(), steps[i].shape.c_str(), steps[i].description.c_str());
+        absl::StrAppend(&table, i, "\t", absl::StrFormat("%.4f", steps[i].ms), "\t", steps[i].op,
+                        "\t", steps[i].node, "\t", steps[i].shape, "\t", steps[i].description,
+                        "\n");
       }
-      if (std::fclose(f) != 0) {
-        return absl::InternalError(absl::StrCat("time --train: --profile-steps ",
-                                                line.Get("profile-steps"), ": write failed"));
+      absl::Status written = WriteFileBytes(line.Get("profile-steps"), table);
+      if (!written.ok()) {
+        return absl::Status(written.code(),
+                            absl::StrCat("time --train: --profile-steps ", written.message()));
       }
     }
     // The slowest steps one by one, with what their kernels chose: where to look next.
@@ -433,12 +538,13 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
 }
 
 int TrainCommand(int argc, char** argv) {
-  std::set<std::string> flags = {"solver",     "weights", "snapshot",
-                                 "iterations", "curve",   "data-seed"};
+  std::set<std::string> flags = {"solver", "weights",   "snapshot",  "iterations",
+                                 "curve",  "data-seed", "loss-scale"};
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
   flags.insert(DistributedFlagNames().begin(), DistributedFlagNames().end());
-  absl::StatusOr<CommandLine> line =
-      CommandLine::Parse(argc, argv, 2, flags, DistributedSwitchNames());
+  std::set<std::string> switches = DistributedSwitchNames();
+  switches.insert("allow-missing-weights");
+  absl::StatusOr<CommandLine> line = CommandLine::Parse(argc, argv, 2, flags, switches);
   if (!line.ok()) return Report(line.status(), "train");
   if (line->Has("gpus")) {
     absl::StatusOr<DistributedFlags> dist = ParseDistributedFlags(*line, "train");
@@ -453,7 +559,8 @@ int TrainCommand(int argc, char** argv) {
 int TestCommand(int argc, char** argv) {
   std::set<std::string> flags = {"model", "weights", "iterations"};
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
-  absl::StatusOr<CommandLine> line = CommandLine::Parse(argc, argv, 2, flags, {});
+  absl::StatusOr<CommandLine> line =
+      CommandLine::Parse(argc, argv, 2, flags, {"allow-missing-weights"});
   if (!line.ok()) return Report(line.status(), "test");
   return Report(Test(*line), "test");
 }

@@ -8,13 +8,18 @@
 namespace kiln {
 
 // kiln train --solver F [--weights W | --snapshot S.solverstate] [--iterations N] [--curve C.svg]
-//            [--data-seed N] [--loss-scale S] [plan flags]
+//            [--data-seed N] [--loss-scale S] [--allow-missing-weights] [plan flags]
 // Trains as the solver says, with a live progress line (iteration, loss, lr, images/s, ETA) on
 // stderr, Caffe's display/test/snapshot schedule on stdout, and a loss/accuracy curve as SVG at
 // the end. Ctrl-C writes a snapshot, then stops. Exit 0 on success, 1 on error, 2 on usage.
+// Before training it checks that the snapshot folder is writable and has room for one snapshot,
+// that no snapshot or curve it may write is an input (--solver, its nets, --weights, --snapshot;
+// by device and inode), and that --weights loads at least one blob (unless
+// --allow-missing-weights). Snapshots and the curve replace earlier ones of the same names (a
+// rerun writes them anew).
 int TrainCommand(int argc, char** argv);
 
-// kiln test --model F --weights W [--iterations N] [plan flags]
+// kiln test --model F --weights W [--iterations N] [--allow-missing-weights] [plan flags]
 // The TEST phase of F for N batches (default 50): the mean of each scalar output.
 int TestCommand(int argc, char** argv);
 

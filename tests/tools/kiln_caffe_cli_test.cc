@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "frontends/caffe/caffe_io.h"
+#include "gtest/gtest.h"
 #include "tests/util/caffe_files.h"
 #include "tools/caffe_commands.h"
 #include "tools/npy.h"
@@ -58,10 +58,11 @@ TEST(KilnRunTest, LenetWithTrainedWeightsOnTheReferenceBackend) {
   const std::string out1 = ScratchFile("prob1.npy"), out2 = ScratchFile("prob2.npy");
   const std::string saved = ScratchFile("saved.caffemodel");
   for (const std::string& out : {out1, out2}) {
-    ASSERT_EQ(0, Call({"run", "--model", CaffeFile("lenet.prototxt"), "--weights",
-                       CaffeFile("lenet_iter_10000.caffemodel"), "--device", "reference", "--input",
-                       "data=" + input, "--output", "prob=" + out, "--output",
-                       "ip1=" + out + ".ip1.npy", "--save-weights", saved}));
+    ASSERT_EQ(
+        0, Call({"run", "--model", CaffeFile("lenet.prototxt"), "--weights",
+                 CaffeFile("lenet_iter_10000.caffemodel"), "--device", "reference", "--input",
+                 "data=" + input, "--output", "prob=" + out, "--output", "ip1=" + out + ".ip1.npy",
+                 "--save-weights", saved, "--overwrite"}));  // the second run replaces saved
   }
   auto a = ParseNpy(*ReadFileBytes(out1), out1);
   auto b = ParseNpy(*ReadFileBytes(out2), out2);
