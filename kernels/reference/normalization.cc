@@ -1,11 +1,14 @@
-// Reference LRN (both regions), BatchNorm (stored, Caffe-accumulated or batch statistics) and
-// AffineBatchNorm.
+// Reference LRN (both regions) through the primitive library's oracle (see dnn_oracle.h),
+// BatchNorm (stored, Caffe-accumulated or batch statistics) and AffineBatchNorm.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "dnn/primitive_reference.h"
+#include "kernels/dnn_plans/lrn.h"
+#include "kernels/reference/dnn_oracle.h"
 #include "kernels/reference/reference_kernel.h"
 #include "ops/shape_util.h"
 
@@ -14,47 +17,11 @@ namespace kiln {
 namespace {
 
 absl::Status Lrn(const Node& node, const DenseArgs& a) {
-  const TensorType& t = a.in_types[0];
-  const int64_t size = node.GetInt("local_size");
-  const double alpha = node.GetFloat("alpha"), beta = node.GetFloat("beta"), k = node.GetFloat("k");
-  const int64_t half = (size - 1) / 2;
-  const float* x = a.in[0];
-  float* y = a.out[0];
-  if (node.GetString("region") == "across_channels") {
-    const int64_t n = t.dim(0), c = t.dim(1), inner = ProductOfDims(t.dims(), 2, t.rank());
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t ch = 0; ch < c; ++ch) {
-        for (int64_t i = 0; i < inner; ++i) {
-          double sum = 0.0;
-          for (int64_t q = std::max<int64_t>(0, ch - half); q <= std::min(c - 1, ch + half); ++q) {
-            const double v = x[(b * c + q) * inner + i];
-            sum += v * v;
-          }
-          const int64_t at = (b * c + ch) * inner + i;
-          y[at] = static_cast<float>(x[at] * std::pow(k + alpha / size * sum, -beta));
-        }
-      }
-    }
-    return absl::OkStatus();
-  }
-  // within_channel: average of x^2 over a size x size window, zero-padded, divided by size^2.
-  const int64_t planes = t.dim(0) * t.dim(1), h = t.dim(2), w = t.dim(3);
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* xp = x + p * h * w;
-    for (int64_t i = 0; i < h; ++i) {
-      for (int64_t j = 0; j < w; ++j) {
-        double sum = 0.0;
-        for (int64_t u = std::max<int64_t>(0, i - half); u <= std::min(h - 1, i + half); ++u) {
-          for (int64_t v = std::max<int64_t>(0, j - half); v <= std::min(w - 1, j + half); ++v) {
-            sum += static_cast<double>(xp[u * w + v]) * xp[u * w + v];
-          }
-        }
-        const double avg = sum / static_cast<double>(size * size);
-        y[p * h * w + i * w + j] =
-            static_cast<float>(xp[i * w + j] * std::pow(1.0 + alpha * avg, -beta));
-      }
-    }
-  }
+  if (NothingToCompute(a)) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(dnn_plans::LrnPlan p, dnn_plans::PlanLrn(node, TypesOf(a)));
+  DoubleOperands d(a);
+  KILN_RETURN_IF_ERROR(dnn::reference::LrnForward(p.lrn, 1.0, p.xd, d.in(0), 0.0, p.yd, d.out(0)));
+  d.Store(a);
   return absl::OkStatus();
 }
 
