@@ -2,9 +2,10 @@
 // primitive library's activation calls (kernels/cuda/activation.h): one element-wise pass each, any
 // dtype of f32/f16/bf16 and any strides (16-byte accesses when every operand is dense).
 //
-// Everything the node decides is turned into descriptors by one Plan* function per op, which the
-// check runs too: a node the kernel cannot serve is refused at kernel selection with the reason,
-// never when the plan is created or run.
+// Everything the node decides is turned into descriptors by one Plan* function per op
+// (kernels/dnn_plans/activation.h, shared with the reference kernels), which the check runs too: a
+// node the kernel cannot serve is refused at kernel selection with the reason, never when the plan
+// is created or run.
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "dnn/cuda/activation.h"
@@ -14,6 +15,7 @@
 #include "dnn/primitive_descriptors.h"
 #include "kernels/cuda/graph_kernel.h"
 #include "kernels/cuda/graph_kernels.h"
+#include "kernels/dnn_plans/activation.h"
 
 namespace kiln {
 
@@ -21,48 +23,17 @@ namespace {
 
 using cuda_graph::DescriptorOf;
 using cuda_graph::PreparedKernel;
+using dnn_plans::ActivationOf;
+using dnn_plans::ActivationPlan;
+using dnn_plans::PReluPlan;
 
 using cuda_graph::NothingToDo;
 using cuda_graph::OutputIsEmpty;
 
-// The activation of a forward node, or the one an ActivationGradient node differentiates.
-absl::StatusOr<dnn::ActivationDescriptor> ActivationOf(const Node& node) {
-  const std::string& op =
-      node.kind() == OpKind::kActivationGradient ? node.GetString("activation") : node.op();
-  if (op == "ReLU") {
-    return dnn::ActivationDescriptor::Create(dnn::ActivationMode::kRelu,
-                                             node.GetFloat("negative_slope"));
-  }
-  if (op == "Sigmoid") return dnn::ActivationDescriptor::Create(dnn::ActivationMode::kSigmoid);
-  if (op == "TanH") return dnn::ActivationDescriptor::Create(dnn::ActivationMode::kTanh);
-  if (op == "ELU") {
-    return dnn::ActivationDescriptor::Create(dnn::ActivationMode::kElu, node.GetFloat("alpha"));
-  }
-  if (op == "ClippedReLU") {
-    return dnn::ActivationDescriptor::Create(dnn::ActivationMode::kClippedRelu,
-                                             node.GetFloat("ceiling"));
-  }
-  if (op == "AbsVal") return dnn::ActivationDescriptor::Create(dnn::ActivationMode::kAbs);
-  if (op == "Power") {
-    return dnn::ActivationDescriptor::CreatePower(node.GetFloat("power"), node.GetFloat("scale"),
-                                                  node.GetFloat("shift"));
-  }
-  return absl::InternalError(absl::StrCat("cuda activation: no activation for op ", op));
-}
-
 // ---- ReLU, Sigmoid, TanH, ELU, ClippedReLU, Power, AbsVal ----
 
-struct ActivationPlan {
-  dnn::ActivationDescriptor act;
-  dnn::TensorDescriptor xd, yd;
-};
-
 absl::StatusOr<ActivationPlan> PlanActivation(const Node& node) {
-  ActivationPlan p;
-  KILN_ASSIGN_OR_RETURN(p.act, ActivationOf(node));
-  KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(node.input(0).type()));
-  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
-  return p;
+  return dnn_plans::PlanActivation(node, dnn_plans::OperandTypes::Of(node));
 }
 
 absl::Status CheckActivation(const Node& node) {
@@ -85,33 +56,8 @@ absl::StatusOr<PreparedKernel> PrepareActivation(const Node& node, const KernelO
 
 // ---- PReLU ----
 
-struct PReluPlan {
-  dnn::TensorDescriptor xd, yd;
-  // The slope seen with x's rank: (1, C, 1, ...) per channel, all ones when shared; its own
-  // stride along C, so a strided slope is read in place.
-  dnn::TensorDescriptor slope;
-};
-
 absl::StatusOr<PReluPlan> PlanPRelu(const Node& node) {
-  const TensorType& x = node.input(0).type();
-  const TensorType& slope = node.input(1).type();
-  PReluPlan p;
-  KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(x));
-  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
-  std::vector<int64_t> dims(x.rank(), 1), strides(x.rank(), 1);
-  const bool shared = node.GetBool("channel_shared");
-  // InferTypes guarantees rank >= 2 and a slope of [C] (or [1] when shared); the check below
-  // only keeps a malformed graph from reading past the slope.
-  if (x.rank() < 2 || slope.rank() != 1 || slope.dim(0) != (shared ? 1 : x.dim(1))) {
-    return absl::InvalidArgumentError(absl::StrCat("cuda PReLU: slope ", slope.ToString(),
-                                                   " does not match input ", x.ToString()));
-  }
-  if (!shared) {
-    dims[1] = x.dim(1);
-    strides[1] = slope.stride(0);
-  }
-  KILN_ASSIGN_OR_RETURN(p.slope, dnn::TensorDescriptor::Create(slope.dtype(), dims, strides));
-  return p;
+  return dnn_plans::PlanPRelu(node, dnn_plans::OperandTypes::Of(node));
 }
 
 absl::Status CheckPRelu(const Node& node) {

@@ -11,11 +11,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "kernels/cuda/graph_kernel.h"
-#include "kernels/cuda/graph_kernels.h"
 #include "dnn/cuda/normalization.h"
 #include "dnn/cuda/tensor_ops.h"
 #include "dnn/primitive_descriptors.h"
+#include "kernels/cuda/graph_kernel.h"
+#include "kernels/cuda/graph_kernels.h"
+#include "kernels/dnn_plans/batch_norm.h"
 #include "ops/shape_util.h"
 
 namespace kiln {
@@ -72,13 +73,6 @@ absl::Status WriteBack(dnn::Handle& handle, const ChannelVector& v, void* data, 
                               0.0f, v.graph, data);
 }
 
-// The statistics' descriptor: packed f32 with x's rank, C at dim 1.
-absl::StatusOr<dnn::TensorDescriptor> ChannelDescriptor(const dnn::TensorDescriptor& xd) {
-  std::vector<int64_t> dims(xd.rank(), 1);
-  dims[1] = xd.dims[1];
-  return dnn::TensorDescriptor::Create(DataType::kF32, dims, RowMajorStrides(dims));
-}
-
 absl::StatusOr<PreparedKernel> PrepareAffineBatchNorm(const Node& node, const KernelOptions&) {
   PreparedKernel k;
   if (node.output_types()[0].num_elements() == 0) {
@@ -86,15 +80,15 @@ absl::StatusOr<PreparedKernel> PrepareAffineBatchNorm(const Node& node, const Ke
     k.description = "empty";
     return k;
   }
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, DescriptorOf(node.input(0).type()));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, DescriptorOf(node.output_types()[0]));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor pd, ChannelDescriptor(xd));
+  KILN_ASSIGN_OR_RETURN(dnn_plans::AffineBatchNormPlan plan,
+                        dnn_plans::PlanAffineBatchNorm(node, dnn_plans::OperandTypes::Of(node)));
+  const dnn::TensorDescriptor xd = plan.xd, yd = plan.yd, pd = plan.pd;
   const size_t primitive = AlignUp(dnn::BatchNormWorkspaceSize(dnn::BatchNormMode::kSpatial, xd));
   size_t workspace = primitive;
   KILN_ASSIGN_OR_RETURN(ChannelVector scale,
                         PlanChannelVector(node.input(4).type(), pd, workspace));
   KILN_ASSIGN_OR_RETURN(ChannelVector bias, PlanChannelVector(node.input(5).type(), pd, workspace));
-  const bool update = node.GetBool("update_running_stats");
+  const bool update = plan.update;
   std::vector<dnn::TensorDescriptor> stat_in(3), stat_out(3);
   // Running statistics that are packed f32 already (what the precision pass gives) are read
   // from the inputs by the update itself; others are first copied (converted) to the outputs,
@@ -112,17 +106,8 @@ absl::StatusOr<PreparedKernel> PrepareAffineBatchNorm(const Node& node, const Ke
     }
   }
   const int saved = node.num_outputs() - 2;
-  dnn::BatchNormTraining bn;
-  bn.mode = dnn::BatchNormMode::kSpatial;
-  bn.epsilon = node.GetFloat("eps");
-  bn.rule = dnn::RunningStatsRule::kCaffeSum;
-  bn.factor = node.GetFloat("moving_average_fraction");
-  const bool relu = node.GetBool("relu");
-  if (relu) {
-    bn.ops = dnn::BatchNormOps::kBatchNormActivation;
-    KILN_ASSIGN_OR_RETURN(bn.activation,
-                          dnn::ActivationDescriptor::Create(dnn::ActivationMode::kRelu, 0.0));
-  }
+  const dnn::BatchNormTraining bn = plan.bn;
+  const bool relu = bn.ops == dnn::BatchNormOps::kBatchNormActivation;
   k.workspace_bytes = workspace;
   k.description = absl::StrCat("batch statistics, scale and bias", relu ? ", ReLU" : "",
                                update ? ", running statistics updated" : "");
@@ -161,10 +146,10 @@ absl::StatusOr<PreparedKernel> PrepareAffineBatchNorm(const Node& node, const Ke
 absl::StatusOr<PreparedKernel> PrepareAffineBatchNormGradient(const Node& node,
                                                               const KernelOptions&) {
   PreparedKernel k;
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, DescriptorOf(node.input(0).type()));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, DescriptorOf(node.input(1).type()));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd, DescriptorOf(node.output_types()[0]));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor pd, ChannelDescriptor(xd));
+  KILN_ASSIGN_OR_RETURN(dnn_plans::AffineBatchNormPlan plan,
+                        dnn_plans::PlanAffineBatchNorm(node, dnn_plans::OperandTypes::Of(node)));
+  const dnn::TensorDescriptor xd = plan.xd, yd = plan.yd, dyd = plan.dyd, dxd = plan.dxd,
+                              pd = plan.pd;
   const size_t primitive = AlignUp(dnn::BatchNormWorkspaceSize(dnn::BatchNormMode::kSpatial, xd));
   size_t workspace = primitive;
   KILN_ASSIGN_OR_RETURN(ChannelVector scale,
@@ -180,18 +165,8 @@ absl::StatusOr<PreparedKernel> PrepareAffineBatchNormGradient(const Node& node,
           "cuda AffineBatchNormGradient: the saved statistics must be packed f32");
     }
   }
-  // With saved statistics the primitive only checks that epsilon is positive (the default): the
-  // saved inverse standard deviation already includes the forward's epsilon.
-  dnn::BatchNormTraining bn;
-  bn.mode = dnn::BatchNormMode::kSpatial;
-  const bool relu = node.GetBool("relu");
-  dnn::TensorDescriptor yd = xd;
-  if (relu) {
-    bn.ops = dnn::BatchNormOps::kBatchNormActivation;
-    KILN_ASSIGN_OR_RETURN(bn.activation,
-                          dnn::ActivationDescriptor::Create(dnn::ActivationMode::kRelu, 0.0));
-    KILN_ASSIGN_OR_RETURN(yd, DescriptorOf(node.input(5).type()));
-  }
+  const dnn::BatchNormTraining bn = plan.bn;
+  const bool relu = bn.ops == dnn::BatchNormOps::kBatchNormActivation;
   k.workspace_bytes = workspace;
   k.description = absl::StrCat("batch statistics backward (saved statistics)",
                                relu ? " through the ReLU" : "", " with dscale and dbias");

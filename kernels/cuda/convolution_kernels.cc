@@ -3,7 +3,8 @@
 //
 // Convolution is the forward direction of its ConvProblem; Deconvolution is the backward-data
 // direction of the convolution whose output is the deconvolution's input (Caffe's definition),
-// so both share one problem builder and one algorithm choice.
+// so both share one problem builder (kernels/dnn_plans/convolution.h, shared with the reference
+// kernels) and one algorithm choice.
 //
 // The epilogue (bias; for a fused Convolution also the residual and the ReLU of
 // passes/fuse_conv_epilogue): the residual enters through the convolution's own blend
@@ -36,8 +37,8 @@
 #include "kernels/cuda/convolution_in_dead_bytes.h"
 #include "kernels/cuda/graph_kernel.h"
 #include "kernels/cuda/graph_kernels.h"
+#include "kernels/dnn_plans/convolution.h"
 #include "kernels/tuning_cache.h"
-#include "ops/convolution_params.h"
 
 namespace kiln {
 
@@ -47,20 +48,14 @@ namespace {
 // beyond it the faster algorithms gain little and the memory is better left to activations.
 constexpr int64_t kHeuristicWorkspaceCap = int64_t{256} << 20;
 
-// Which of a node's values plays a role of the convolution: input i, or kOutput.
-constexpr int kOutput = -1;
+using dnn_plans::kOutput;
 
+// The node's problem (kernels/dnn_plans/convolution.h, shared with the reference kernels) with
+// the direction and the offset of x as the CUDA calls take them.
 struct ConvSetup {
   dnn::ConvDirection direction = dnn::ConvDirection::kForward;
   dnn::ConvProblem problem;
-  // Where the problem's x, w and y are among the node's values:
-  //   Convolution                x = in0, w = in1, y = out (forward)
-  //   Deconvolution              x = out, w = in1, y = in0 (backward data of the convolution
-  //   ConvolutionBackwardData    x = out, w = in1, y = in0  from the output to the input)
-  //   ConvolutionBackwardFilter  x = in0, w = out, y = in1 (backward filter)
-  int x_at = 0, w_at = 1, y_at = kOutput;
-  // Bytes from x's buffer to where the problem's x starts: a pad_end node's negative padding
-  // is a window that starts inside x (the problem sees that window, with no padding there).
+  int x_at = 0, w_at = 1, y_at = kOutput;  // as in dnn_plans::ConvPlan
   int64_t x_offset_bytes = 0;
 };
 
@@ -77,96 +72,36 @@ void* XOf(const ConvSetup& s, const KernelArgs& a) {
   return static_cast<char*>(DataAt(a, s.x_at)) + s.x_offset_bytes;
 }
 
-// A pad_end node's padding as the primitive takes it (>= 0 on both sides): negative padding
-// before a dim moves x's start into the tensor, negative padding after it shortens x. The
-// output is unchanged: it reads the same input positions.
-absl::Status WindowOfX(const ConvolutionParams& params, const TensorType& x,
-                       dnn::TensorDescriptor& xd, std::vector<int64_t>& pad,
-                       std::vector<int64_t>& pad_end, int64_t& offset_bytes) {
-  pad = params.pad;
-  pad_end = params.pad_end;
-  offset_bytes = 0;
-  for (size_t i = 0; i < pad.size(); ++i) {
-    const int d = 2 + static_cast<int>(i);
-    if (pad[i] < 0) {
-      offset_bytes += -pad[i] * x.stride(d) * static_cast<int64_t>(DataTypeSize(x.dtype()));
-      xd.dims[d] += pad[i];
-      pad[i] = 0;
-    }
-    if (pad_end[i] < 0) {
-      xd.dims[d] += pad_end[i];
-      pad_end[i] = 0;
-    }
-    if (xd.dims[d] < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cuda Convolution: pads ", params.pad[i], " and ", params.pad_end[i],
-                       " leave no input in spatial dim ", i, " of ", x.ToString()));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The primitive's error prefix (a literal: the problem keeps the pointer).
-const char* WhereOf(const Node& node) {
-  if (node.kind() == OpKind::kDeconvolution) return "cuda Deconvolution";
-  if (node.kind() == OpKind::kConvolutionBackwardData) return "cuda ConvolutionBackwardData";
-  if (node.kind() == OpKind::kConvolutionBackwardFilter) return "cuda ConvolutionBackwardFilter";
-  return "cuda Convolution";
-}
-
 absl::StatusOr<ConvSetup> SetupOf(const Node& node, const KernelOptions& options) {
-  ConvSetup setup;
-  if (node.kind() == OpKind::kDeconvolution || node.kind() == OpKind::kConvolutionBackwardData) {
-    setup.direction = dnn::ConvDirection::kBackwardData;
-    setup.x_at = kOutput;
-    setup.y_at = 0;
-  } else if (node.kind() == OpKind::kConvolutionBackwardFilter) {
-    setup.direction = dnn::ConvDirection::kBackwardFilter;
-    setup.w_at = kOutput;
-    setup.y_at = 1;
+  const TensorType& x = node.input(0).type();
+  // The plan runs 1-d as 2-d; the algorithms here have not been measured or tested on such
+  // problems, so the adapter keeps refusing them.
+  if (x.rank() - 2 != 2 && x.rank() - 2 != 3) {
+    return absl::UnimplementedError("2-d and 3-d convolutions only");
   }
-  const TensorType& in = TypeAt(node, setup.x_at);
-  const TensorType& w = TypeAt(node, setup.w_at);
-  const TensorType& out = TypeAt(node, setup.y_at);
-  const int nd = in.rank() - 2;
-  if (nd != 2 && nd != 3) return absl::UnimplementedError("2-d and 3-d convolutions only");
-  KILN_ASSIGN_OR_RETURN(ConvolutionParams params, ConvolutionParams::FromAttrs(node.attrs(), nd));
-  if (w.dtype() != in.dtype() || out.dtype() != in.dtype()) {
-    return absl::UnimplementedError(absl::StrCat("input ", in.ToString(), ", filter ", w.ToString(),
-                                                 " and output ", out.ToString(),
-                                                 " must share a dtype"));
-  }
-  dnn::TensorFormat filter_format = dnn::TensorFormat::kNCHW;
-  if (w.IsChannelsLast() && !w.IsContiguous()) {
-    filter_format = dnn::TensorFormat::kNHWC;
-  } else if (!w.IsContiguous()) {
-    return absl::UnimplementedError(
-        absl::StrCat("the filter must be packed KCRS or KRSC, got ", w.ToString()));
-  }
-  KILN_ASSIGN_OR_RETURN(dnn::FilterDescriptor wd,
-                        dnn::FilterDescriptor::Create(w.dtype(), filter_format, w.dims()));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor ind, cuda_graph::DescriptorOf(in));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor outd, cuda_graph::DescriptorOf(out));
-  const dnn::MathMode math = options.allow_tf32 && in.dtype() == DataType::kF32
+  const dnn::MathMode math = options.allow_tf32 && x.dtype() == DataType::kF32
                                  ? dnn::MathMode::kTf32
                                  : dnn::MathMode::kFp32;
-  std::vector<int64_t> pad = params.pad, pad_end = params.pad_end;
-  if (params.asymmetric) {
-    if (setup.direction != dnn::ConvDirection::kForward) {
-      return absl::UnimplementedError("cuda: asymmetric padding (pad_end) is forward-only");
-    }
-    KILN_RETURN_IF_ERROR(WindowOfX(params, in, ind, pad, pad_end, setup.x_offset_bytes));
+  KILN_ASSIGN_OR_RETURN(dnn_plans::ConvPlan plan,
+                        dnn_plans::PlanConvolution(node, dnn_plans::OperandTypes::Of(node), math));
+  ConvSetup setup;
+  switch (plan.role) {
+    case dnn_plans::ConvRole::kForward:
+      setup.direction = dnn::ConvDirection::kForward;
+      break;
+    case dnn_plans::ConvRole::kBackwardData:
+      setup.direction = dnn::ConvDirection::kBackwardData;
+      break;
+    case dnn_plans::ConvRole::kBackwardFilter:
+      setup.direction = dnn::ConvDirection::kBackwardFilter;
+      break;
   }
-  KILN_ASSIGN_OR_RETURN(dnn::ConvolutionDescriptor conv,
-                        dnn::ConvolutionDescriptor::Create(
-                            pad, params.stride, params.dilation, params.group,
-                            params.flip_filter ? dnn::ConvolutionMode::kConvolution
-                                               : dnn::ConvolutionMode::kCrossCorrelation,
-                            math));
-  if (params.asymmetric) {
-    KILN_ASSIGN_OR_RETURN(conv, conv.WithPadsEnd(pad_end));
-  }
-  KILN_ASSIGN_OR_RETURN(setup.problem, dnn::MakeConvProblem(ind, wd, conv, outd, WhereOf(node)));
+  setup.problem = plan.problem;
+  setup.x_at = plan.x_at;
+  setup.w_at = plan.w_at;
+  setup.y_at = plan.y_at;
+  setup.x_offset_bytes =
+      plan.x_offset * static_cast<int64_t>(DataTypeSize(TypeAt(node, plan.x_at).dtype()));
   return setup;
 }
 
@@ -310,43 +245,27 @@ absl::StatusOr<dnn::ConvAlgoPerf> ChooseAlgorithm(const ConvSetup& s, const Node
   return algos.front();
 }
 
-// What runs after the convolution's products.
-struct Epilogue {
-  bool bias = false, residual = false, relu = false;
-  float slope = 0;
-  dnn::TensorDescriptor bias_d, out_d, residual_d;
+// What runs after the convolution's products (kernels/dnn_plans/convolution.h), and where a
+// bias that is not packed f32 is staged.
+struct Epilogue : dnn_plans::ConvEpiloguePlan {
   // A 16-bit bias is converted to packed f32 (the affine pass's parameter type) in the
   // workspace, after the convolution's own bytes.
   bool stage_bias = false;
   dnn::TensorDescriptor bias_f32_d;
   size_t bias_offset = 0;
-  int64_t channels = 0;
 };
 
 absl::StatusOr<Epilogue> EpilogueOf(const Node& node, size_t conv_workspace) {
   Epilogue e;
-  const TensorType& out = node.output_types()[0];
-  e.bias = node.num_inputs() > 2;
-  e.residual = node.num_inputs() > 3;
-  e.relu = node.attrs().count("activation") && node.GetString("activation") == "relu";
-  e.slope = e.relu ? static_cast<float>(node.GetFloat("negative_slope")) : 0.0f;
-  e.channels = out.dim(1);
-  KILN_ASSIGN_OR_RETURN(e.out_d, cuda_graph::DescriptorOf(out));
-  if (e.residual) {
-    KILN_ASSIGN_OR_RETURN(e.residual_d, cuda_graph::DescriptorOf(node.input(3).type()));
-  }
+  KILN_ASSIGN_OR_RETURN(static_cast<dnn_plans::ConvEpiloguePlan&>(e),
+                        dnn_plans::PlanConvEpilogue(node, dnn_plans::OperandTypes::Of(node)));
   if (e.bias) {
-    std::vector<int64_t> dims(out.rank(), 1), strides(out.rank(), 1);
-    dims[1] = out.dim(1);
-    const TensorType& b = node.input(2).type();
-    strides[1] = b.rank() == 1 ? b.stride(0) : 1;
-    KILN_ASSIGN_OR_RETURN(e.bias_d, dnn::TensorDescriptor::Create(b.dtype(), dims, strides));
     // The f32 packed bias that the affine pass and the convolution kernel's own epilogue read.
-    e.stage_bias = b.dtype() != DataType::kF32 || strides[1] != 1;
+    e.stage_bias = e.bias_d.dtype != DataType::kF32 || e.bias_d.strides[1] != 1;
     if (e.stage_bias) {
-      std::vector<int64_t> packed(out.rank(), 1);
+      std::vector<int64_t> packed(e.bias_d.rank(), 1);
       KILN_ASSIGN_OR_RETURN(e.bias_f32_d,
-                            dnn::TensorDescriptor::Create(DataType::kF32, dims, packed));
+                            dnn::TensorDescriptor::Create(DataType::kF32, e.bias_d.dims, packed));
       e.bias_offset = (conv_workspace + 255) / 256 * 256;
     }
   }

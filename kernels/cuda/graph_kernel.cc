@@ -45,11 +45,6 @@ bool IsFloatData(DataType t) {
 
 }  // namespace
 
-absl::StatusOr<dnn::TensorDescriptor> DescriptorOf(const TensorType& type) {
-  if (type.rank() == 0) return dnn::TensorDescriptor::Create(type.dtype(), {1}, {1});
-  return dnn::TensorDescriptor::Create(type.dtype(), type.dims(), type.strides());
-}
-
 int CurrentDeviceMultiprocessors() {
   int device = 0, sms = 1;
   if (cudaGetDevice(&device) != cudaSuccess ||
@@ -197,14 +192,6 @@ PreparedKernel NothingToDo() {
   k.run = [](dnn::Handle&, const KernelArgs&) { return absl::OkStatus(); };
   k.description = "empty";
   return k;
-}
-
-absl::StatusOr<dnn::TensorDescriptor> WithUnitDim(const dnn::TensorDescriptor& d, int at) {
-  std::vector<int64_t> dims = d.dims, strides = d.strides;
-  const int64_t stride = at < d.rank() ? d.strides[at] * d.dims[at] : 1;
-  dims.insert(dims.begin() + at, 1);
-  strides.insert(strides.begin() + at, stride);
-  return dnn::TensorDescriptor::Create(d.dtype, std::move(dims), std::move(strides));
 }
 
 }  // namespace cuda_graph

@@ -16,15 +16,17 @@
 #include "dnn/cuda/dnn_handle.h"
 #include "dnn/descriptors.h"
 #include "ir/graph.h"
+#include "kernels/dnn_plans/tensor.h"
 #include "kernels/kernel.h"
 #include "kernels/kernel_registry.h"
 
 namespace kiln {
 namespace cuda_graph {
 
-// The primitive library's descriptor of a value's type: same dtype, dims and strides. A rank-0
-// tensor (a loss) becomes the rank-1 tensor [1].
-absl::StatusOr<dnn::TensorDescriptor> DescriptorOf(const TensorType& type);
+// The primitive library's descriptor of a value's type, and a descriptor with a unit dim
+// inserted: kernels/dnn_plans/tensor.h, shared with the reference kernels.
+using dnn_plans::DescriptorOf;
+using dnn_plans::WithUnitDim;
 
 // The running context's primitive handle, bound to the args' stream and cuBLAS handle; made on
 // first use and kept in the context's KernelResources (so cuFFT plans survive between runs).
@@ -46,11 +48,6 @@ struct PreparedKernel {
 // node gets a kernel that does nothing.
 bool OutputIsEmpty(const Node& node);
 PreparedKernel NothingToDo();
-
-// `d` with a dim of size 1 inserted before dim `at`; its stride is the dense one (it is never
-// stepped along, but keeps the descriptor's strides ordered). How an adapter runs a problem of
-// lower rank on a primitive that wants more dims (1-d pooling as 2-d, LRN on [N, C]).
-absl::StatusOr<dnn::TensorDescriptor> WithUnitDim(const dnn::TensorDescriptor& d, int at);
 
 using CheckFn = std::function<absl::Status(const Node& node)>;
 using PrepareFn =

@@ -29,6 +29,7 @@
 #include "dnn/primitive_descriptors.h"
 #include "kernels/cuda/graph_kernel.h"
 #include "kernels/cuda/graph_kernels.h"
+#include "kernels/dnn_plans/batch_norm.h"
 #include "ops/broadcast_params.h"
 #include "ops/shape_util.h"
 
@@ -63,16 +64,12 @@ struct StagedInput {
   size_t offset = 0;  // in the workspace
 };
 
-struct BatchNormPlan {
-  dnn::BatchNormMode mode = dnn::BatchNormMode::kSpatial;
-  bool stored_stats = true;  // use_global_stats: the node's mean/variance (inference)
-  bool has_factor = false;   // Caffe's scale_factor input
-  double eps = 1e-5;
-  dnn::TensorDescriptor xd, yd;
-  dnn::TensorDescriptor pd;  // the statistics as the primitive sees them: packed f32, x's rank
-  int64_t features = 1;
-  size_t primitive_bytes = 0;     // the primitive's own workspace, first in ours
-  StagedInput mean, var, factor;  // inputs 1, 2, 3
+// The node's descriptors (kernels/dnn_plans/batch_norm.h, shared with the reference kernels) and
+// the workspace: the primitive's own, then the staged statistics.
+struct BatchNormPlan : dnn_plans::BatchNormPlan {
+  size_t primitive_bytes = 0;  // the primitive's own workspace, first in ours
+  // The forward's inputs 1, 2, 3; the gradient stages its inputs 3 and 4 as var and factor.
+  StagedInput mean, var, factor;
   size_t workspace_bytes = 0;
 };
 
@@ -89,27 +86,9 @@ absl::Status PlanStaging(const TensorType& type, StagedInput& staged, size_t& wo
 }
 
 absl::StatusOr<BatchNormPlan> PlanBatchNorm(const Node& node) {
-  const TensorType& x = node.input(0).type();
   BatchNormPlan p;
-  p.mode = node.GetString("mode") == "per_activation" ? dnn::BatchNormMode::kPerActivation
-                                                      : dnn::BatchNormMode::kSpatial;
-  p.stored_stats = node.GetBool("use_global_stats");
-  p.has_factor = node.num_inputs() > 3;
-  p.eps = node.GetFloat("eps");
-  KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(x));
-  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
-  if (p.xd.rank() < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cuda BatchNorm: input ", x.ToString(), " has no channel dim"));
-  }
-  std::vector<int64_t> dims(p.xd.rank(), 1);
-  dims[1] = p.xd.dims[1];
-  if (p.mode == dnn::BatchNormMode::kPerActivation) {
-    for (int i = 2; i < p.xd.rank(); ++i) dims[i] = p.xd.dims[i];
-  }
-  KILN_ASSIGN_OR_RETURN(p.pd,
-                        dnn::TensorDescriptor::Create(DataType::kF32, dims, RowMajorStrides(dims)));
-  p.features = p.pd.ElementCount();
+  KILN_ASSIGN_OR_RETURN(static_cast<dnn_plans::BatchNormPlan&>(p),
+                        dnn_plans::PlanBatchNorm(node, dnn_plans::OperandTypes::Of(node)));
   p.primitive_bytes = AlignUp(dnn::BatchNormWorkspaceSize(p.mode, p.xd));
   p.workspace_bytes = p.primitive_bytes;
   if (p.stored_stats) {
@@ -200,7 +179,6 @@ absl::StatusOr<PreparedKernel> PrepareBatchNorm(const Node& node, const KernelOp
     absl::StrAppend(&k.description, ", converted to packed f32 per run");
   }
   const bool update = node.GetBool("update_running_stats");
-  const double maf = node.GetFloat("moving_average_fraction");
   std::vector<dnn::TensorDescriptor> stat_in(3), stat_out(3);
   if (update) {
     for (int i = 0; i < 3; ++i) {
@@ -212,8 +190,7 @@ absl::StatusOr<PreparedKernel> PrepareBatchNorm(const Node& node, const KernelOp
     }
     k.description += ", running statistics updated";
   }
-  k.run = [p, update, maf, stat_in, stat_out](dnn::Handle& handle,
-                                              const KernelArgs& a) -> absl::Status {
+  k.run = [p, update, stat_in, stat_out](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
     KILN_ASSIGN_OR_RETURN(const IdentityParams* id, IdentityFor(a, p.features));
     if (p.stored_stats) {
       KILN_ASSIGN_OR_RETURN(const void* mean, StatisticOf(handle, a, 1, p.mean));
@@ -229,21 +206,16 @@ absl::StatusOr<PreparedKernel> PrepareBatchNorm(const Node& node, const KernelOp
     // Training mode normalizes with the batch's own (biased) statistics. With
     // update_running_stats the statistic inputs are copied to outputs 1..3, which the primitive
     // then updates by Caffe's rule in the same pass.
-    dnn::BatchNormTraining bn;
-    bn.mode = p.mode;
-    bn.epsilon = p.eps;
     void* running[3] = {nullptr, nullptr, nullptr};
     if (update) {
-      bn.rule = dnn::RunningStatsRule::kCaffeSum;
-      bn.factor = maf;
       for (int i = 0; i < 3; ++i) {
         running[i] = a.outputs[i + 1].data;
         KILN_RETURN_IF_ERROR(dnn::TransformTensor(handle, 1.0f, stat_in[i], a.inputs[i + 1].data,
                                                   0.0f, stat_out[i], running[i]));
       }
     }
-    return dnn::BatchNormForwardTraining(handle, bn, 1.0f, 0.0f, p.xd, a.inputs[0].data, p.yd,
-                                         a.outputs[0].data, p.pd, id->ones(), id->zeros(),
+    return dnn::BatchNormForwardTraining(handle, p.training, 1.0f, 0.0f, p.xd, a.inputs[0].data,
+                                         p.yd, a.outputs[0].data, p.pd, id->ones(), id->zeros(),
                                          running[0], running[1], running[2], nullptr, nullptr,
                                          a.workspace, p.primitive_bytes);
   };
@@ -387,22 +359,9 @@ absl::StatusOr<PreparedKernel> PrepareAffine(const Node& node, const KernelOptio
 absl::StatusOr<PreparedKernel> PrepareBatchNormGradient(const Node& node, const KernelOptions&) {
   if (OutputIsEmpty(node)) return NothingToDo();
   BatchNormPlan p;
-  p.mode = node.GetString("mode") == "per_activation" ? dnn::BatchNormMode::kPerActivation
-                                                      : dnn::BatchNormMode::kSpatial;
-  p.stored_stats = node.GetBool("use_global_stats");
-  p.has_factor = node.num_inputs() > 4;
-  p.eps = node.GetFloat("eps");
-  KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(node.input(0).type()));
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, DescriptorOf(node.input(1).type()));
-  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
-  std::vector<int64_t> dims(p.xd.rank(), 1);
-  dims[1] = p.xd.dims[1];
-  if (p.mode == dnn::BatchNormMode::kPerActivation) {
-    for (int i = 2; i < p.xd.rank(); ++i) dims[i] = p.xd.dims[i];
-  }
-  KILN_ASSIGN_OR_RETURN(p.pd,
-                        dnn::TensorDescriptor::Create(DataType::kF32, dims, RowMajorStrides(dims)));
-  p.features = p.pd.ElementCount();
+  KILN_ASSIGN_OR_RETURN(static_cast<dnn_plans::BatchNormPlan&>(p),
+                        dnn_plans::PlanBatchNorm(node, dnn_plans::OperandTypes::Of(node)));
+  const dnn::TensorDescriptor dyd = p.dyd;
   p.primitive_bytes = AlignUp(dnn::BatchNormWorkspaceSize(p.mode, p.xd));
   p.workspace_bytes = p.primitive_bytes;
   size_t scratch = 0;  // dscale and dbias of the batch-statistics backward

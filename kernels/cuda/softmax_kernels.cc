@@ -1,11 +1,11 @@
 // Softmax (or log-softmax) over one axis, and its gradient, as graph kernels over the softmax
 // primitive, which computes in f32 whatever the storage type.
 #include "base/status_macros.h"
-#include "kernels/cuda/graph_kernel.h"
-#include "kernels/cuda/graph_kernels.h"
 #include "dnn/cuda/softmax.h"
 #include "dnn/primitive_descriptors.h"
-#include "ops/shape_util.h"
+#include "kernels/cuda/graph_kernel.h"
+#include "kernels/cuda/graph_kernels.h"
+#include "kernels/dnn_plans/softmax.h"
 
 namespace kiln {
 
@@ -13,11 +13,7 @@ namespace {
 
 absl::StatusOr<cuda_graph::PreparedKernel> PrepareSoftmax(const Node& node, const KernelOptions&) {
   const TensorType& x = node.input(0).type();
-  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(node.GetInt("axis"), x.rank(), "axis"));
-  dnn::SoftmaxDescriptor softmax;
-  softmax.algorithm =
-      node.GetBool("log") ? dnn::SoftmaxAlgorithm::kLog : dnn::SoftmaxAlgorithm::kAccurate;
-  softmax.first_axis = softmax.last_axis = axis;
+  KILN_ASSIGN_OR_RETURN(dnn::SoftmaxDescriptor softmax, dnn_plans::SoftmaxOf(node, x.rank()));
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, cuda_graph::DescriptorOf(x));
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, cuda_graph::DescriptorOf(node.output_types()[0]));
   cuda_graph::PreparedKernel k;
@@ -33,11 +29,7 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareSoftmax(const Node& node, cons
 absl::StatusOr<cuda_graph::PreparedKernel> PrepareSoftmaxGradient(const Node& node,
                                                                   const KernelOptions&) {
   const TensorType& y = node.input(0).type();
-  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(node.GetInt("axis"), y.rank(), "axis"));
-  dnn::SoftmaxDescriptor softmax;
-  softmax.algorithm =
-      node.GetBool("log") ? dnn::SoftmaxAlgorithm::kLog : dnn::SoftmaxAlgorithm::kAccurate;
-  softmax.first_axis = softmax.last_axis = axis;
+  KILN_ASSIGN_OR_RETURN(dnn::SoftmaxDescriptor softmax, dnn_plans::SoftmaxOf(node, y.rank()));
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor yd, cuda_graph::DescriptorOf(y));
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, cuda_graph::DescriptorOf(node.input(1).type()));
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd,

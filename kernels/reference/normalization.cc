@@ -1,162 +1,81 @@
 // Reference LRN (both regions), BatchNorm (stored, Caffe-accumulated or batch statistics) and
-// AffineBatchNorm.
-#include <algorithm>
-#include <cmath>
+// AffineBatchNorm through the primitive library's oracle (see dnn_oracle.h).
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "dnn/primitive_reference.h"
+#include "kernels/dnn_plans/batch_norm.h"
+#include "kernels/dnn_plans/lrn.h"
+#include "kernels/reference/dnn_oracle.h"
 #include "kernels/reference/reference_kernel.h"
-#include "ops/shape_util.h"
 
 namespace kiln {
 
 namespace {
 
 absl::Status Lrn(const Node& node, const DenseArgs& a) {
-  const TensorType& t = a.in_types[0];
-  const int64_t size = node.GetInt("local_size");
-  const double alpha = node.GetFloat("alpha"), beta = node.GetFloat("beta"), k = node.GetFloat("k");
-  const int64_t half = (size - 1) / 2;
-  const float* x = a.in[0];
-  float* y = a.out[0];
-  if (node.GetString("region") == "across_channels") {
-    const int64_t n = t.dim(0), c = t.dim(1), inner = ProductOfDims(t.dims(), 2, t.rank());
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t ch = 0; ch < c; ++ch) {
-        for (int64_t i = 0; i < inner; ++i) {
-          double sum = 0.0;
-          for (int64_t q = std::max<int64_t>(0, ch - half); q <= std::min(c - 1, ch + half); ++q) {
-            const double v = x[(b * c + q) * inner + i];
-            sum += v * v;
-          }
-          const int64_t at = (b * c + ch) * inner + i;
-          y[at] = static_cast<float>(x[at] * std::pow(k + alpha / size * sum, -beta));
-        }
-      }
-    }
-    return absl::OkStatus();
-  }
-  // within_channel: average of x^2 over a size x size window, zero-padded, divided by size^2.
-  const int64_t planes = t.dim(0) * t.dim(1), h = t.dim(2), w = t.dim(3);
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* xp = x + p * h * w;
-    for (int64_t i = 0; i < h; ++i) {
-      for (int64_t j = 0; j < w; ++j) {
-        double sum = 0.0;
-        for (int64_t u = std::max<int64_t>(0, i - half); u <= std::min(h - 1, i + half); ++u) {
-          for (int64_t v = std::max<int64_t>(0, j - half); v <= std::min(w - 1, j + half); ++v) {
-            sum += static_cast<double>(xp[u * w + v]) * xp[u * w + v];
-          }
-        }
-        const double avg = sum / static_cast<double>(size * size);
-        y[p * h * w + i * w + j] =
-            static_cast<float>(xp[i * w + j] * std::pow(1.0 + alpha * avg, -beta));
-      }
-    }
-  }
+  if (NothingToCompute(a)) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(dnn_plans::LrnPlan p, dnn_plans::PlanLrn(node, TypesOf(a)));
+  DoubleOperands d(a);
+  KILN_RETURN_IF_ERROR(dnn::reference::LrnForward(p.lrn, 1.0, p.xd, d.in(0), 0.0, p.yd, d.out(0)));
+  d.Store(a);
   return absl::OkStatus();
 }
 
+// The running statistics (inputs 1..3) copied to outputs 1..3, where the training call updates
+// them in place; all null when the node does not update them.
+struct Running {
+  double* mean = nullptr;
+  double* var = nullptr;
+  double* factor = nullptr;
+};
+Running RunningOf(bool update, const DenseArgs& a, DoubleOperands& d) {
+  Running r;
+  if (!update) return r;
+  for (int i = 1; i <= 3; ++i) {
+    const int64_t n = a.in_types[i].num_elements();
+    std::copy(d.in(i), d.in(i) + n, d.out(i));
+  }
+  r.mean = d.out(1);
+  r.var = d.out(2);
+  r.factor = d.out(3);
+  return r;
+}
+
+// Caffe's BatchNorm has no scale or bias: the primitive gets the identity ones.
 absl::Status BatchNorm(const Node& node, const DenseArgs& a) {
-  const TensorType& t = a.in_types[0];
-  const bool spatial = node.GetString("mode") == "spatial";
-  const double eps = node.GetFloat("eps");
-  // x viewed as [n, stats, inner]: one statistic per middle index.
-  const int64_t n = t.dim(0);
-  const int64_t stats = spatial ? t.dim(1) : ProductOfDims(t.dims(), 1, t.rank());
-  const int64_t inner = spatial ? ProductOfDims(t.dims(), 2, t.rank()) : 1;
-  std::vector<double> mean(stats), var(stats);
-  if (node.GetBool("use_global_stats")) {
-    double factor = 1.0;
-    if (a.in.size() == 4) {
-      // Caffe stores running sums and their weight; a zero weight means "no statistics yet".
-      const double s = a.in[3][0];
-      factor = s == 0.0 ? 0.0 : 1.0 / s;
-    }
-    for (int64_t c = 0; c < stats; ++c) {
-      mean[c] = a.in[1][c] * factor;
-      var[c] = a.in[2][c] * factor;
-    }
+  if (NothingToCompute(a)) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(dnn_plans::BatchNormPlan p, dnn_plans::PlanBatchNorm(node, TypesOf(a)));
+  DoubleOperands d(a);
+  const std::vector<double> ones(p.features, 1.0), zeros(p.features, 0.0);
+  if (p.stored_stats) {
+    KILN_RETURN_IF_ERROR(dnn::reference::BatchNormForwardInference(
+        p.mode, 1.0, 0.0, p.xd, d.in(0), p.yd, d.out(0), p.pd, ones.data(), zeros.data(), d.in(1),
+        d.in(2), p.eps, p.has_factor ? d.in(3) : nullptr));
   } else {
-    const double m = static_cast<double>(n * inner);
-    for (int64_t c = 0; c < stats; ++c) {
-      double sum = 0.0, sq = 0.0;
-      for (int64_t b = 0; b < n; ++b) {
-        for (int64_t i = 0; i < inner; ++i) {
-          const double v = a.in[0][(b * stats + c) * inner + i];
-          sum += v;
-          sq += v * v;
-        }
-      }
-      mean[c] = sum / m;
-      var[c] = std::max(0.0, sq / m - mean[c] * mean[c]);  // Biased, as Caffe normalizes.
-    }
-    if (node.GetBool("update_running_stats")) {
-      // Caffe's running sums: the variance enters unbiased (m / (m - 1)).
-      const double maf = node.GetFloat("moving_average_fraction");
-      const double unbias = m > 1 ? m / (m - 1) : 1.0;
-      for (int64_t c = 0; c < stats; ++c) {
-        a.out[1][c] = static_cast<float>(maf * a.in[1][c] + mean[c]);
-        a.out[2][c] = static_cast<float>(maf * a.in[2][c] + unbias * var[c]);
-      }
-      a.out[3][0] = static_cast<float>(maf * a.in[3][0] + 1.0);
-    }
+    const Running r = RunningOf(p.update, a, d);
+    KILN_RETURN_IF_ERROR(dnn::reference::BatchNormForwardTraining(
+        p.training, 1.0, 0.0, p.xd, d.in(0), p.yd, d.out(0), p.pd, ones.data(), zeros.data(),
+        r.mean, r.var, r.factor, nullptr, nullptr));
   }
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t c = 0; c < stats; ++c) {
-      const double inv = 1.0 / std::sqrt(var[c] + eps);
-      for (int64_t i = 0; i < inner; ++i) {
-        const int64_t at = (b * stats + c) * inner + i;
-        a.out[0][at] = static_cast<float>((a.in[0][at] - mean[c]) * inv);
-      }
-    }
-  }
+  d.Store(a);
   return absl::OkStatus();
 }
 
-// Batch statistics per channel, then y = scale (x - mean) / sqrt(var + eps) + bias; the running
-// statistics as BatchNorm updates them, and the mean and 1 / sqrt(var + eps) saved for backward
-// (the last two outputs). With "relu", y = max(0, y).
+// AffineBatchNorm(x, mean, variance, scale_factor, scale, bias): the batch's statistics, the
+// running ones updated as BatchNorm updates them, and the mean and 1 / sqrt(var + eps) saved for
+// backward (the last two outputs).
 absl::Status AffineBatchNorm(const Node& node, const DenseArgs& a) {
-  const TensorType& t = a.in_types[0];
-  const double eps = node.GetFloat("eps");
-  const int64_t n = t.dim(0), channels = t.dim(1);
-  const int64_t inner = ProductOfDims(t.dims(), 2, t.rank());
-  const double m = static_cast<double>(n * inner);
-  for (int64_t c = 0; c < channels; ++c) {
-    double sum = 0.0, sq = 0.0;
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const double v = a.in[0][(b * channels + c) * inner + i];
-        sum += v;
-        sq += v * v;
-      }
-    }
-    const double mean = sum / m;
-    const double var = std::max(0.0, sq / m - mean * mean);
-    const double inv = 1.0 / std::sqrt(var + eps);
-    const size_t saved = a.out.size() - 2;
-    a.out[saved][c] = static_cast<float>(mean);
-    a.out[saved + 1][c] = static_cast<float>(inv);
-    const double scale = a.in[4][c], bias = a.in[5][c];
-    const bool relu = node.GetBool("relu");
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const int64_t at = (b * channels + c) * inner + i;
-        const double y = scale * (a.in[0][at] - mean) * inv + bias;
-        a.out[0][at] = static_cast<float>(relu ? std::max(0.0, y) : y);
-      }
-    }
-    if (node.GetBool("update_running_stats")) {
-      const double maf = node.GetFloat("moving_average_fraction");
-      a.out[1][c] = static_cast<float>(maf * a.in[1][c] + mean);
-      a.out[2][c] = static_cast<float>(maf * a.in[2][c] + (m > 1 ? m / (m - 1) : 1.0) * var);
-    }
-  }
-  if (node.GetBool("update_running_stats")) {
-    a.out[3][0] = static_cast<float>(node.GetFloat("moving_average_fraction") * a.in[3][0] + 1.0);
-  }
+  if (NothingToCompute(a)) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(dnn_plans::AffineBatchNormPlan p,
+                        dnn_plans::PlanAffineBatchNorm(node, TypesOf(a)));
+  DoubleOperands d(a);
+  const Running r = RunningOf(p.update, a, d);
+  const int saved = static_cast<int>(a.out.size()) - 2;
+  KILN_RETURN_IF_ERROR(dnn::reference::BatchNormForwardTraining(
+      p.bn, 1.0, 0.0, p.xd, d.in(0), p.yd, d.out(0), p.pd, d.in(4), d.in(5), r.mean, r.var,
+      r.factor, d.out(saved), d.out(saved + 1)));
+  d.Store(a);
   return absl::OkStatus();
 }
 

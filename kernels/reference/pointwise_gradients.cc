@@ -1,13 +1,16 @@
-// Reference backward of the element-wise ops: ActivationGradient (the formulas of
-// kernels/dnn/activation_math.h, shared with the CUDA kernels), PReLUGradient, DropoutGradient
-// (the forward mask regenerated from its seed), EltwiseMaxGradient and CropGradient.
+// Reference backward of the element-wise ops: ActivationGradient and PReLUGradient through the
+// primitive library's oracle (see dnn_oracle.h), DropoutGradient (the forward mask regenerated
+// from its seed), EltwiseMaxGradient and CropGradient.
 #include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/dropout_mask.h"
 #include "base/status_macros.h"
-#include "dnn/activation_math.h"
+#include "dnn/primitive_reference.h"
+#include "kernels/dnn_plans/activation.h"
+#include "kernels/dnn_plans/tensor.h"
+#include "kernels/reference/dnn_oracle.h"
 #include "kernels/reference/reference_kernel.h"
 #include "ops/shape_util.h"
 
@@ -15,68 +18,38 @@ namespace kiln {
 
 namespace {
 
-absl::StatusOr<dnn::ActivationParams<double>> ParamsOf(const Node& node) {
-  const std::string& act = node.GetString("activation");
-  dnn::ActivationParams<double> p;
-  if (act == "ReLU") {
-    p.kind = dnn::kActRelu;
-    p.coef = node.GetFloat("negative_slope");
-  } else if (act == "ClippedReLU") {
-    p.kind = dnn::kActClippedRelu;
-    p.coef = node.GetFloat("ceiling");
-  } else if (act == "Sigmoid") {
-    p.kind = dnn::kActSigmoid;
-  } else if (act == "TanH") {
-    p.kind = dnn::kActTanh;
-  } else if (act == "ELU") {
-    p.kind = dnn::kActElu;
-    p.coef = node.GetFloat("alpha");
-  } else if (act == "Power") {
-    p.kind = dnn::kActPower;
-    p.power = node.GetFloat("power");
-    p.scale = node.GetFloat("scale");
-    p.shift = node.GetFloat("shift");
-  } else if (act == "AbsVal") {
-    p.kind = dnn::kActAbs;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown activation '", act, "'"));
-  }
-  return p;
-}
-
 // The saved tensor stands for x and/or y: the formulas that read one only (ops/gradients/
 // pointwise_gradients.cc picks which is saved) get the same value for both. Several dy inputs
 // are summed and rounded to f32 first, as the separate Eltwise sum they replace would.
 absl::Status Activation(const Node& node, const DenseArgs& a) {
-  KILN_ASSIGN_OR_RETURN(dnn::ActivationParams<double> p, ParamsOf(node));
-  const int64_t n = a.in_types[0].num_elements();
-  for (int64_t i = 0; i < n; ++i) {
-    const double s = a.in[0][i];
-    double sum = 0;
-    for (size_t j = 1; j < a.in.size(); ++j) sum += a.in[j][i];
-    const double dy = static_cast<float>(sum);
-    a.out[0][i] = static_cast<float>(dnn::ActivationGradient(p, s, dy, s));
+  if (NothingToCompute(a)) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(dnn::ActivationDescriptor act, dnn_plans::ActivationOf(node));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor sd, dnn_plans::DescriptorOf(a.in_types[0]));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd, dnn_plans::DescriptorOf(a.out_types[0]));
+  DoubleOperands d(a);
+  std::vector<double> dy(d.in(1), d.in(1) + a.in_types[1].num_elements());
+  if (a.in.size() > 2) {
+    for (size_t j = 2; j < a.in.size(); ++j) {
+      KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, dnn_plans::DescriptorOf(a.in_types[j]));
+      KILN_RETURN_IF_ERROR(dnn::reference::AddTensor(1.0, dyd, d.in(j), 1.0, dxd, dy.data()));
+    }
+    for (double& v : dy) v = static_cast<float>(v);
   }
+  KILN_RETURN_IF_ERROR(dnn::reference::ActivationBackward(act, 1.0, sd, d.in(0), dxd, dy.data(), sd,
+                                                          d.in(0), 0.0, dxd, d.out(0)));
+  d.Store(a);
   return absl::OkStatus();
 }
 
+// PReLUGradient(x, slope, dy) -> (dx, dslope).
 absl::Status PRelu(const Node& node, const DenseArgs& a) {
-  const TensorType& x = a.in_types[0];
-  const bool shared = node.GetBool("channel_shared");
-  const int64_t n = x.dim(0), c = x.dim(1), inner = ProductOfDims(x.dims(), 2, x.rank());
-  std::vector<double> dslope(shared ? 1 : c, 0.0);
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const double slope = a.in[1][shared ? 0 : ch];
-      for (int64_t i = 0; i < inner; ++i) {
-        const int64_t at = (b * c + ch) * inner + i;
-        const double xv = a.in[0][at], dy = a.in[2][at];
-        a.out[0][at] = static_cast<float>(xv > 0 ? dy : slope * dy);
-        if (xv <= 0) dslope[shared ? 0 : ch] += dy * xv;
-      }
-    }
-  }
-  for (size_t i = 0; i < dslope.size(); ++i) a.out[1][i] = static_cast<float>(dslope[i]);
+  if (NothingToCompute(a)) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(dnn_plans::PReluPlan p, dnn_plans::PlanPRelu(node, TypesOf(a)));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, dnn_plans::DescriptorOf(a.in_types[2]));
+  DoubleOperands d(a);
+  KILN_RETURN_IF_ERROR(dnn::reference::PReluBackward(p.xd, d.in(0), dyd, d.in(2), p.slope, d.in(1),
+                                                     1.0, 0.0, p.yd, d.out(0), 1.0, 0.0, d.out(1)));
+  d.Store(a);
   return absl::OkStatus();
 }
 
