@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,11 @@
 namespace kiln {
 
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
+  return ReadFileBytes(path, std::numeric_limits<int64_t>::max(), "");
+}
+
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path, int64_t max_bytes,
+                                          absl::string_view why) {
   struct stat info;
   if (stat(path.c_str(), &info) != 0) {
     if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
@@ -24,6 +30,10 @@ absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
   }
   if (!S_ISREG(info.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  }
+  if (static_cast<int64_t>(info.st_size) > max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", info.st_size, " bytes, over the ",
+                                                   max_bytes, " ", why, "; not read"));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot be opened"));

@@ -2,6 +2,7 @@
 #ifndef KILN_BASE_FILE_IO_H_
 #define KILN_BASE_FILE_IO_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -13,6 +14,10 @@ namespace kiln {
 // Reads a whole file. NotFound when it does not exist, InvalidArgument when it is not a regular
 // file, Internal on a read error.
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
+// The same, refusing (InvalidArgument, before reading a byte) a file over `max_bytes`; `why` names
+// the limit in the message ("bytes protobuf can parse as one message").
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path, int64_t max_bytes,
+                                          absl::string_view why);
 
 // Writes `bytes` to `path` atomically: into a new file beside it (`path`.kiln-partial-*), fsync,
 // then a rename over `path` (and an fsync of the folder), so a failed or killed write never leaves

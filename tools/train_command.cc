@@ -62,8 +62,56 @@ struct TrainerSetup {
 
 using Clock = std::chrono::steady_clock;
 
+// Half-written snapshot files a killed run left (base/file_io.h writes beside the target, then
+// renames): <prefix>_iter_*.kiln-partial-*. Removed before a run under the same prefix starts.
+void RemoveStalePartials(const std::string& prefix) {
+  const std::filesystem::path p(prefix);
+  const std::filesystem::path folder = p.parent_path().empty() ? "." : p.parent_path();
+  const std::string start = p.filename().string() + "_iter_";
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    if (absl::StartsWith(name, start) && absl::StrContains(name, ".kiln-partial-") &&
+        entry.is_regular_file(error)) {
+      if (std::filesystem::remove(entry.path(), error)) {
+        std::fprintf(stderr, "kiln train: removed %s, a snapshot file a killed run left\n",
+                     entry.path().c_str());
+      }
+    }
+  }
+}
+
+// The signal that asked training to stop (SIGINT: Ctrl-C; SIGTERM: what job schedulers and
+// `kill` send), or 0; and whether SIGUSR1 (a scheduler's warning that time is running out) asked
+// for a snapshot while training goes on. The handlers only set these; the loop acts between
+// iterations.
 volatile std::sig_atomic_t interrupted = 0;
-void OnInterrupt(int) { interrupted = 1; }
+volatile std::sig_atomic_t snapshot_requested = 0;
+void OnInterrupt(int signal) { interrupted = signal; }
+void OnSnapshotRequest(int) { snapshot_requested = 1; }
+
+// The handlers for one training run, put back as they were when it ends however it ends.
+class TrainingSignals {
+ public:
+  TrainingSignals() {
+    interrupted = 0;
+    snapshot_requested = 0;
+    old_int_ = std::signal(SIGINT, OnInterrupt);
+    old_term_ = std::signal(SIGTERM, OnInterrupt);
+    old_usr1_ = std::signal(SIGUSR1, OnSnapshotRequest);
+  }
+  ~TrainingSignals() {
+    std::signal(SIGINT, old_int_);
+    std::signal(SIGTERM, old_term_);
+    std::signal(SIGUSR1, old_usr1_);
+  }
+  TrainingSignals(const TrainingSignals&) = delete;
+  TrainingSignals& operator=(const TrainingSignals&) = delete;
+
+ private:
+  using Handler = void (*)(int);
+  Handler old_int_, old_term_, old_usr1_;
+};
 
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
@@ -253,6 +301,7 @@ absl::Status Train(const CommandLine& line) {
     KILN_RETURN_IF_ERROR(ProbeWritableFolder(
         folder.string(),
         absl::StrCat("train: snapshot_prefix '", prefix, "' (", solver_path, ")")));
+    RemoveStalePartials(prefix);
     // Snapshots and the curve are replaced by a later run (Caffe's way); never an input.
     if (line.Has("curve")) {
       KILN_RETURN_IF_ERROR(
@@ -291,7 +340,7 @@ absl::Status Train(const CommandLine& line) {
       dist.enabled ? absl::StrCat(" (", trainer->images_per_iteration(), " per rank)").c_str() : "",
       trainer->backend_description().c_str());
   std::fflush(stdout);
-  std::signal(SIGINT, OnInterrupt);
+  TrainingSignals signals;
   TrainingCurve curve;
   curve.title =
       absl::StrCat(std::filesystem::path(solver_path).filename().string(), " (", p.type(), ")");
@@ -312,13 +361,23 @@ absl::Status Train(const CommandLine& line) {
         (trainer->iter() > 0 || p.test_initialization())) {
       KILN_RETURN_IF_ERROR(RunTests(*trainer, progress, curve, nullptr));
     }
-    KILN_RETURN_IF_ERROR(worker != nullptr ? worker->Step() : trainer->Step());
+    absl::Status step = worker != nullptr ? worker->Step() : trainer->Step();
+    if (!step.ok() && trainer->diverged()) {
+      // The step stopped before changing anything: the state is the last good one.
+      progress.Break();
+      KILN_RETURN_IF_ERROR(snapshot());
+      return absl::FailedPreconditionError(absl::StrCat(
+          "train: ", step.message(), root ? "; the last good state was snapshotted" : ""));
+    }
+    KILN_RETURN_IF_ERROR(step);
     curve.loss.push_back({trainer->iter(), trainer->last_loss()});
     if (!std::isfinite(trainer->last_loss())) {
+      // With several GPUs a diverged step has been applied already: no snapshot of it.
       progress.Break();
-      return absl::FailedPreconditionError(
-          absl::StrCat("train: the loss is ", trainer->last_loss(), " at iteration ",
-                       trainer->iter(), " (diverged: lower base_lr, or use clip_gradients)"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "train: the loss is ", trainer->last_loss(), " at iteration ", trainer->iter(),
+          " (diverged: lower base_lr, or use clip_gradients); not snapshotted, since with "
+          "several GPUs the update had been applied"));
     }
     if (root && p.display() > 0 && (trainer->iter() - 1) % p.display() == 0) {
       progress.Break();
@@ -329,17 +388,26 @@ absl::Status Train(const CommandLine& line) {
     }
     if (root) progress.Update(*trainer, first, stop, false, world);
     if (p.snapshot() > 0 && trainer->iter() % p.snapshot() == 0) KILN_RETURN_IF_ERROR(snapshot());
+    if (snapshot_requested && !interrupted) {
+      snapshot_requested = 0;
+      if (root) {
+        progress.Break();
+        std::printf("SIGUSR1 at iteration %lld: snapshotting, training goes on\n",
+                    static_cast<long long>(trainer->iter()));
+      }
+      KILN_RETURN_IF_ERROR(snapshot());
+    }
     if (interrupted) {
-      if (!root) return absl::CancelledError("train: interrupted");
+      const char* name = interrupted == SIGTERM ? "SIGTERM" : "SIGINT";
+      if (!root) return absl::CancelledError(absl::StrCat("train: interrupted by ", name));
       progress.Break();
-      std::printf("Interrupted at iteration %lld: snapshotting before stopping\n",
+      std::printf("Interrupted by %s at iteration %lld: snapshotting before stopping\n", name,
                   static_cast<long long>(trainer->iter()));
       KILN_RETURN_IF_ERROR(snapshot());
-      std::signal(SIGINT, SIG_DFL);
-      return absl::CancelledError("train: interrupted (snapshot written)");
+      return absl::CancelledError(
+          absl::StrCat("train: interrupted by ", name, " (snapshot written)"));
     }
   }
-  std::signal(SIGINT, SIG_DFL);
   const double seconds = Seconds(start);
   if (!root) {
     std::printf("kiln train: rank %d finished %lld iterations in %.1f s\n", dist.rank,

@@ -199,15 +199,28 @@ absl::Status Trainer::Step(bool read_loss) {
     const bool last = k == iter_size - 1;
     KILN_RETURN_IF_ERROR(
         net.ctx->RunOnDevice(inputs, outputs, last && observer.after_step ? &observer : nullptr));
+    double pass_loss = 0;
+    for (const auto& [name, weight] : net.tg.losses) {
+      if (!read_loss) break;
+      KILN_ASSIGN_OR_RETURN(double value, net.ReadScalar(name));
+      pass_loss += weight * value;
+    }
+    // A diverged pass changes nothing the trainer keeps (statistics, gradients, parameters), so
+    // the state stays the last good one, for the caller to snapshot. Not with a gradient sync:
+    // the other ranks are already reducing, and a rank that left them would hang them.
+    diverged_ = read_loss && sync_ == nullptr && !std::isfinite(pass_loss);
+    if (diverged_) {
+      last_loss_ = pass_loss;
+      return absl::FailedPreconditionError(
+          absl::StrCat("the loss is ", pass_loss, " at iteration ", iter_,
+                       " (diverged: lower base_lr, or use clip_gradients); that iteration's "
+                       "update was not applied"));
+    }
+    loss += pass_loss;
     for (StatState& s : stats_) {
       KILN_RETURN_IF_ERROR(device.CopyWithinDevice(s.value, s.next, s.count * sizeof(float)));
     }
     if (iter_size > 1) KILN_RETURN_IF_ERROR(Accumulate(k));
-    for (const auto& [name, weight] : net.tg.losses) {
-      if (!read_loss) break;
-      KILN_ASSIGN_OR_RETURN(double value, net.ReadScalar(name));
-      loss += weight * value;
-    }
   }
   last_loss_ = loss / iter_size;
   const int window = optimizer_.average_loss;

@@ -69,8 +69,12 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   // One iteration: iter_size forward/backward passes, then the update. With `read_loss` false
-  // the loss is not copied back (no wait for the device: benchmarking).
+  // the loss is not copied back (no wait for the device: benchmarking). A pass whose loss is not
+  // finite (read_loss, no gradient sync) stops the step before it changes any statistic,
+  // gradient or parameter: FailedPrecondition, and diverged() is true, so the state can still
+  // be saved as the last good one.
   absl::Status Step(bool read_loss = true);
+  bool diverged() const { return diverged_; }
   // `iterations` steps after `warmup` ones, timed on the device between steps: the median
   // milliseconds of one step (no loss read back).
   absl::StatusOr<double> TimeSteps(int iterations, int warmup = 3);
@@ -153,6 +157,7 @@ class Trainer {
   absl::Status BindGradientSync(bool accumulate);
 
   double loss_scale_ = 1.0;
+  bool diverged_ = false;
   double last_loss_ = 0, last_rate_ = 0;
   std::vector<double> recent_losses_;
   int64_t images_per_iteration_ = 0;

@@ -130,20 +130,25 @@ absl::StatusOr<caffe::NetParameter> ParseNetParameter(absl::string_view bytes,
   return net;
 }
 
+absl::StatusOr<std::string> ReadMessageBytes(const std::string& path) {
+  // Protobuf parses at most 2 GiB - 1 as one message: a larger file is refused unread.
+  return ReadFileBytes(path, INT_MAX, "bytes protobuf can parse as one message");
+}
+
 absl::StatusOr<caffe::NetParameter> ReadNetParameter(const std::string& path) {
-  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadMessageBytes(path));
   return ParseNetParameter(bytes, path);
 }
 
 absl::StatusOr<caffe::SolverParameter> ReadSolverParameter(const std::string& path) {
-  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadMessageBytes(path));
   caffe::SolverParameter solver;
   KILN_RETURN_IF_ERROR(ParseTextMessage(bytes, path, solver));
   return solver;
 }
 
 absl::StatusOr<caffe::SolverState> ReadSolverState(const std::string& path) {
-  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadMessageBytes(path));
   caffe::SolverState state;
   KILN_RETURN_IF_ERROR(ParseBinaryMessage(bytes, path, state));
   return state;

@@ -32,6 +32,9 @@ absl::Status ParseBinaryMessage(absl::string_view bytes, absl::string_view origi
 absl::StatusOr<caffe::NetParameter> ParseNetParameter(absl::string_view bytes,
                                                       absl::string_view origin);
 absl::StatusOr<caffe::NetParameter> ReadNetParameter(const std::string& path);
+// A protobuf file's bytes: refused unread (InvalidArgument naming the size) when over the 2 GiB
+// protobuf can parse as one message, so a huge or wrong file is not read whole first.
+absl::StatusOr<std::string> ReadMessageBytes(const std::string& path);
 
 absl::StatusOr<caffe::SolverParameter> ReadSolverParameter(const std::string& path);
 absl::StatusOr<caffe::SolverState> ReadSolverState(const std::string& path);

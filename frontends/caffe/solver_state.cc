@@ -206,7 +206,7 @@ absl::Status WriteSolverState(const std::string& path, const SolverStateData& st
 }
 
 absl::StatusOr<SolverStateData> ReadSolverStateData(const std::string& path) {
-  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadMessageBytes(path));
   return ParseSolverState(bytes, path);
 }
 

@@ -1,16 +1,21 @@
 // `kiln train` and `kiln test` end to end on the CPU: a tiny solver trains, writes its curve and
 // snapshot, resumes from the snapshot; `kiln test` reads the snapshot back; usage errors exit 2
 // with a message.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "frontends/caffe/data/datum_db.h"
-#include "runtime/device.h"
-#include "gtest/gtest.h"
 #include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/data/datum_db.h"
+#include "gtest/gtest.h"
+#include "runtime/device.h"
 #include "tests/util/caffe_files.h"
 #include "tools/train_command.h"
 
@@ -114,6 +119,98 @@ std::string WriteTinySolver() {
     return ScratchFile("cli_solver.prototxt");
   }();
   return solver;
+}
+
+// A solver over WriteTinySolver's net and data with its own prefix and `fields`.
+std::string WriteSolverWith(const std::string& name, const std::string& fields) {
+  WriteTinySolver();  // the net and the LMDB
+  const std::string path = ScratchFile(name + "_solver.prototxt");
+  EXPECT_TRUE(WriteFileBytes(path, absl::StrCat("net: \"cli_net.prototxt\"\nlr_policy: \"fixed\"\n",
+                                                "momentum: 0.9\nrandom_seed: 2\n", fields,
+                                                "snapshot_prefix: \"", ScratchFile(name), "\"\n"))
+                  .ok());
+  return path;
+}
+
+// Raises `signal` in this process once `file` exists (the run has reached its training loop,
+// where the handlers are installed), from a thread, while `Call` trains on the test's thread.
+std::thread RaiseWhenExists(const std::string& file, int signal) {
+  return std::thread([file, signal] {
+    for (int i = 0; i < 6000 && !std::filesystem::exists(file); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::raise(signal);
+  });
+}
+
+// The highest N of the <prefix>_iter_N.manifest files in the scratch folder, or -1.
+int64_t LastManifest(const std::string& prefix) {
+  int64_t last = -1;
+  const std::string start =
+      std::filesystem::path(ScratchFile(prefix)).filename().string() + "_iter_";
+  for (const auto& e : std::filesystem::directory_iterator(ScratchFile(""))) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(start, 0) != 0 || e.path().extension() != ".manifest") continue;
+    last = std::max<int64_t>(last, std::stoll(name.substr(start.size())));
+  }
+  return last;
+}
+
+TEST(KilnTrainCliTest, SigtermSnapshotsAndTheSnapshotResumes) {
+  const std::string solver =
+      WriteSolverWith("sig_term", "base_lr: 0.05\nsnapshot: 5\nmax_iter: 100000000\n");
+  const std::string stale = ScratchFile("sig_term_iter_3.caffemodel.kiln-partial-1-0");
+  ASSERT_TRUE(WriteFileBytes(stale, "half a snapshot a killed run left").ok());
+  std::thread raiser = RaiseWhenExists(ScratchFile("sig_term_iter_5.manifest"), SIGTERM);
+  Result r = Call({"train", "--solver", solver, "--device", "cpu"});
+  raiser.join();
+  EXPECT_NE(r.rc, 0);
+  EXPECT_TRUE(Contains(r.err, "interrupted by SIGTERM (snapshot written)")) << r.err;
+  EXPECT_TRUE(Contains(r.out, "Interrupted by SIGTERM at iteration")) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(stale)) << "the stale partial file stayed";
+  EXPECT_TRUE(Contains(r.err, "removed " + stale)) << r.err;
+  const int64_t last = LastManifest("sig_term");
+  ASSERT_GE(last, 5);
+  const std::string state = ScratchFile(absl::StrCat("sig_term_iter_", last, ".solverstate"));
+  Result resumed = Call({"train", "--solver", solver, "--snapshot", state, "--iterations",
+                         std::to_string(last + 3), "--device", "cpu"});
+  ASSERT_EQ(resumed.rc, 0) << resumed.out << resumed.err;
+  EXPECT_TRUE(Contains(resumed.out, "kiln train: 3 iterations in ")) << resumed.out;
+  EXPECT_FALSE(Contains(resumed.err, "note:")) << resumed.err;  // a Kiln snapshot: exact resume
+}
+
+TEST(KilnTrainCliTest, Sigusr1SnapshotsAndTrainingGoesOn) {
+  const std::string solver =
+      WriteSolverWith("sig_usr1", "base_lr: 0.05\nsnapshot: 5\nmax_iter: 100000000\n");
+  std::thread warner = RaiseWhenExists(ScratchFile("sig_usr1_iter_5.manifest"), SIGUSR1);
+  std::thread stopper = RaiseWhenExists(ScratchFile("sig_usr1_iter_20.manifest"), SIGINT);
+  Result r = Call({"train", "--solver", solver, "--device", "cpu"});
+  warner.join();
+  stopper.join();
+  EXPECT_TRUE(Contains(r.out, ": snapshotting, training goes on")) << r.out;
+  EXPECT_TRUE(Contains(r.err, "interrupted by SIGINT (snapshot written)")) << r.err;
+}
+
+TEST(KilnTrainCliTest, ADivergedLossSnapshotsTheLastGoodState) {
+  const std::string solver = WriteSolverWith("nan_loss", "base_lr: 1e30\nmax_iter: 1000\n");
+  Result r = Call({"train", "--solver", solver, "--device", "cpu"});
+  EXPECT_NE(r.rc, 0);
+  EXPECT_TRUE(Contains(r.err, "update was not applied; the last good state was snapshotted"))
+      << r.err;
+  const int64_t last = LastManifest("nan_loss");
+  ASSERT_GE(last, 0) << r.out;
+  auto weights = ReadNetParameter(ScratchFile(absl::StrCat("nan_loss_iter_", last, ".caffemodel")));
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  int values = 0;
+  for (const caffe::LayerParameter& layer : weights->layer()) {
+    for (const caffe::BlobProto& blob : layer.blobs()) {
+      for (float v : blob.data()) {
+        EXPECT_TRUE(std::isfinite(v)) << layer.name();
+        ++values;
+      }
+    }
+  }
+  EXPECT_GT(values, 0);
 }
 
 TEST(KilnTrainCliTest, TrainsWritesCurveAndSnapshotResumesAndTests) {

@@ -4,12 +4,14 @@
 // the dropout masks stood; the sources seek there, drawing the same shuffles and random
 // transforms.
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "base/file_io.h"
 #include "frontends/caffe/data/datum_batch_source.h"
 #include "frontends/caffe/solver_state.h"
 #include "gtest/gtest.h"
@@ -163,6 +165,50 @@ TEST(TrainerResume, ACaffeSnapshotResumesWithANote) {
   EXPECT_NE((*resumed)->restore_note().find("records no data position"), std::string::npos)
       << (*resumed)->restore_note();
   EXPECT_TRUE((*resumed)->Step().ok());
+}
+
+// A kill between the files of a snapshot leaves a state beside a model of another snapshot, or
+// a pair without its manifest: refused, while the previous pair still resumes.
+TEST(TrainerResume, ATornSnapshotPairIsRefused) {
+  const std::string prefix = ScratchFile("resume_torn");
+  auto config = WriteAndLoadSolver(
+      "resume_torn", ResumeNet(ResumeDb()),
+      absl::StrCat("type: \"SGD\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 4\n",
+                   "snapshot_prefix: \"", prefix, "\"\n"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto trainer = MakeTrainer(*config);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ASSERT_TRUE((*trainer)->Step().ok());
+  auto first = (*trainer)->Snapshot(prefix);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE((*trainer)->Step().ok());
+  auto second = (*trainer)->Snapshot(prefix);
+  ASSERT_TRUE(second.ok()) << second.status();
+  for (const auto& entry : std::filesystem::directory_iterator(ScratchFile(""))) {
+    EXPECT_EQ(entry.path().string().find(".kiln-partial"), std::string::npos) << entry.path();
+  }
+
+  // The second state beside the first snapshot's model (a kill after the model's rename).
+  auto first_model = ReadFileBytes(first->first);
+  ASSERT_TRUE(first_model.ok());
+  ASSERT_TRUE(WriteFileBytes(second->first, *first_model).ok());
+  auto resumed = MakeTrainer(*config);
+  ASSERT_TRUE(resumed.ok());
+  absl::Status mixed = (*resumed)->Restore(second->second);
+  EXPECT_EQ(mixed.code(), absl::StatusCode::kFailedPrecondition) << mixed;
+  EXPECT_NE(mixed.message().find("is not the caffemodel"), std::string::npos) << mixed;
+  EXPECT_EQ((*resumed)->iter(), 0);  // nothing was restored
+
+  // A pair without its manifest (a kill before the manifest's rename).
+  ASSERT_TRUE(std::filesystem::remove(prefix + "_iter_2.manifest"));
+  absl::Status unfinished = (*resumed)->Restore(second->second);
+  EXPECT_EQ(unfinished.code(), absl::StatusCode::kFailedPrecondition) << unfinished;
+  EXPECT_NE(unfinished.message().find("manifest"), std::string::npos) << unfinished;
+
+  // The previous pair is whole and resumes.
+  absl::Status previous = (*resumed)->Restore(first->second);
+  EXPECT_TRUE(previous.ok()) << previous;
+  EXPECT_EQ((*resumed)->iter(), 1);
 }
 
 // The batches a fresh MemoryBatchSource hands out after Seek(k) are batches k, k+1, ... of an

@@ -3,10 +3,12 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_io.h"
 #include "base/status_macros.h"
 #include "frontends/caffe/blob_convert.h"
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/solver_state.h"
+#include "frontends/caffe/training/snapshot_manifest.h"
 #include "frontends/caffe/upgrade.h"
 #include "runtime/device.h"
 
@@ -96,7 +98,6 @@ absl::StatusOr<std::pair<std::string, std::string>> SolverTrainer::Snapshot(
   if (!net.SerializeToString(&bytes)) {
     return absl::InternalError("snapshot: the weights could not be serialized");
   }
-  KILN_RETURN_IF_ERROR(WriteFileBytes(model_path, bytes));
   SolverStateData state;
   state.iter = iter_;
   state.learned_net = model_path;
@@ -112,13 +113,32 @@ absl::StatusOr<std::pair<std::string, std::string>> SolverTrainer::Snapshot(
     }
   }
   state.progress = Progress();
-  KILN_RETURN_IF_ERROR(WriteSolverState(state_path, state));
+  absl::StatusOr<std::string> state_bytes = SerializeSolverState(state);
+  if (!state_bytes.ok()) return Annotate(state_bytes.status(), state_path);
+  // The model, the state, then the manifest that makes them one unit (snapshot_manifest.h).
+  KILN_RETURN_IF_ERROR(WriteFileBytes(model_path, bytes));
+  KILN_RETURN_IF_ERROR(WriteFileBytes(state_path, *state_bytes));
+  KILN_RETURN_IF_ERROR(WriteSnapshotManifest(model_path, bytes, state_path, *state_bytes));
   return std::make_pair(model_path, state_path);
 }
 
 absl::Status SolverTrainer::Restore(const std::string& solverstate_path,
                                     const std::string& weights_path) {
-  KILN_ASSIGN_OR_RETURN(SolverStateData state, ReadSolverStateData(solverstate_path));
+  KILN_ASSIGN_OR_RETURN(std::string state_bytes, ReadMessageBytes(solverstate_path));
+  KILN_ASSIGN_OR_RETURN(SolverStateData state, ParseSolverState(state_bytes, solverstate_path));
+  std::string path = weights_path.empty() ? state.learned_net : weights_path;
+  if (!weights_path.empty() || !std::filesystem::exists(path)) {
+    // Caffe stores the path as written when snapshotting; look beside the state file too.
+    const std::filesystem::path beside = std::filesystem::path(solverstate_path).parent_path() /
+                                         std::filesystem::path(path).filename();
+    if (weights_path.empty() && std::filesystem::exists(beside)) path = beside.string();
+  }
+  KILN_ASSIGN_OR_RETURN(std::string weight_bytes, ReadMessageBytes(path));
+  // A state Kiln wrote (it has a data position) comes with a manifest; checked before anything
+  // is changed, so a torn pair is refused with the trainer as it was.
+  if (state.progress.has_value()) {
+    KILN_RETURN_IF_ERROR(CheckSnapshotManifest(solverstate_path, state_bytes, path, weight_bytes));
+  }
   const size_t expected = state_.size() * static_cast<size_t>(history_count_);
   if (state.history.size() != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -139,14 +159,7 @@ absl::Status SolverTrainer::Restore(const std::string& solverstate_path,
     KILN_RETURN_IF_ERROR(device.CopyToDevice(s.history[k / state_.size()], state.history[k].data(),
                                              s.count * sizeof(float)));
   }
-  std::string path = weights_path.empty() ? state.learned_net : weights_path;
-  if (!weights_path.empty() || !std::filesystem::exists(path)) {
-    // Caffe stores the path as written when snapshotting; look beside the state file too.
-    const std::filesystem::path beside = std::filesystem::path(solverstate_path).parent_path() /
-                                         std::filesystem::path(path).filename();
-    if (weights_path.empty() && std::filesystem::exists(beside)) path = beside.string();
-  }
-  KILN_ASSIGN_OR_RETURN(caffe::NetParameter weights, ReadNetParameter(path));
+  KILN_ASSIGN_OR_RETURN(caffe::NetParameter weights, ParseNetParameter(weight_bytes, path));
   KILN_RETURN_IF_ERROR(UpgradeNet(weights));
   // Each blob by (layer name, index), as Caffe matches weights.
   auto load = [&](const std::string& layer_name, int index, const std::vector<int64_t>& shape,
