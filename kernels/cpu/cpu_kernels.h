@@ -1,5 +1,5 @@
 // The fast CPU path: f32 Convolution (2-d, im2col + GEMM) and InnerProduct (GEMM), forward and
-// backward, through OpenBLAS, which threads the GEMMs itself.
+// backward, through OpenBLAS, which threads the GEMMs itself; 2-d Pooling and BiasGradient.
 #ifndef KILN_KERNELS_CPU_CPU_KERNELS_H_
 #define KILN_KERNELS_CPU_CPU_KERNELS_H_
 
@@ -8,18 +8,21 @@
 
 namespace kiln {
 
+// One registration function per op family, forward and backward ops together.
+// Convolution forward and its backward data and filter (convolution_im2col.cc).
 absl::Status RegisterCpuConvolution(KernelRegistry& registry);
+// InnerProduct forward and its backward data and filter (inner_product_gemm.cc).
 absl::Status RegisterCpuInnerProduct(KernelRegistry& registry);
-// The backward GEMMs of both (gradients_gemm.cc).
-absl::Status RegisterCpuGradients(KernelRegistry& registry);
-// 2-d Pooling forward and backward, BiasGradient (pooling_cpu.cc).
+// 2-d Pooling forward and backward (pooling_cpu.cc).
 absl::Status RegisterCpuPooling(KernelRegistry& registry);
+// BiasGradient (scale_cpu.cc).
+absl::Status RegisterCpuScale(KernelRegistry& registry);
 
 inline absl::Status RegisterCpuKernels(KernelRegistry& registry) {
   absl::Status s = RegisterCpuConvolution(registry);
   if (s.ok()) s = RegisterCpuInnerProduct(registry);
-  if (s.ok()) s = RegisterCpuGradients(registry);
-  return s.ok() ? RegisterCpuPooling(registry) : s;
+  if (s.ok()) s = RegisterCpuPooling(registry);
+  return s.ok() ? RegisterCpuScale(registry) : s;
 }
 
 }  // namespace kiln

@@ -1,15 +1,15 @@
-// CPU Pooling forward and backward (2-d, dense f32 NCHW, max and both averages) and the
-// broadcast-parameter gradient sum BiasGradient, written for speed: one plane at a time, windows
-// clipped once per output row and column, no double-precision detour. The reference kernels
-// stay the oracle (the CPU tests compare against them); these are what CPU training runs, where
-// the reference's generality cost half of a LeNet step.
+// CPU Pooling forward and backward (2-d, dense f32 NCHW, max and both averages), written for
+// speed: one plane at a time, windows clipped once per output row and column, no
+// double-precision detour. The reference kernels stay the oracle (the CPU tests compare against
+// them); these are what CPU training runs, where the reference's generality cost half of a LeNet
+// step.
 #include <algorithm>
 #include <cfloat>
 #include <cstring>
 
 #include "base/status_macros.h"
+#include "kernels/cpu/cpu_kernel.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "ops/broadcast_params.h"
 #include "ops/pooling_params.h"
 
 namespace kiln {
@@ -135,29 +135,6 @@ class PoolingBackward : public Kernel {
   Pool2d g_;
 };
 
-class BiasGradientSum : public Kernel {
- public:
-  explicit BiasGradientSum(BroadcastParams b) : b_(b) {}
-  absl::Status Run(const KernelArgs& args) const override {
-    const float* dy = static_cast<const float*>(args.inputs[0].data);
-    float* db = static_cast<float*>(args.outputs[0].data);
-    for (int64_t c = 0; c < b_.channels; ++c) {
-      double sum = 0;
-      for (int64_t o = 0; o < b_.outer; ++o) {
-        const float* run = dy + (o * b_.channels + c) * b_.inner;
-        float part = 0;  // one run in f32, the runs in double: short sums stay exact enough
-        for (int64_t i = 0; i < b_.inner; ++i) part += run[i];
-        sum += part;
-      }
-      db[c] = static_cast<float>(sum);
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  BroadcastParams b_;
-};
-
 absl::Status CheckPool2d(const Node& node) {
   if (node.input(0).type().rank() != 4) {
     return absl::UnimplementedError("only 2-d pooling (4-d tensors)");
@@ -165,46 +142,19 @@ absl::Status CheckPool2d(const Node& node) {
   return RequireDenseF32(node);
 }
 
-absl::Status Register(KernelRegistry& registry, const char* op, const char* layout,
-                      std::function<absl::Status(const Node&)> check,
-                      std::function<absl::StatusOr<Kernel*>(const Node&)> make) {
-  KernelFactory f;
-  f.key = {op, Backend::kCpu, "f32", layout, "direct"};
-  f.priority = 10;
-  f.can_implement = std::move(check);
-  // The window kernels need no workspace; their parameters are checked when they are built.
-  f.choose = [](const Node&, const KernelOptions&) -> absl::StatusOr<KernelChoice> {
-    return FixedChoice();
-  };
-  f.build = [make](const Node& node,
-                   const KernelChoice&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    KILN_ASSIGN_OR_RETURN(Kernel * k, make(node));
-    return std::unique_ptr<Kernel>(k);
-  };
-  return registry.Register(std::move(f));
-}
-
 }  // namespace
 
 absl::Status RegisterCpuPooling(KernelRegistry& registry) {
-  KILN_RETURN_IF_ERROR(Register(registry, "Pooling", "nchw", CheckPool2d,
-                                [](const Node& n) -> absl::StatusOr<Kernel*> {
-                                  KILN_ASSIGN_OR_RETURN(Pool2d g, Pool2d::Of(n));
-                                  return new PoolingForward(g);
-                                }));
-  KILN_RETURN_IF_ERROR(Register(registry, "PoolingGradient", "nchw", CheckPool2d,
-                                [](const Node& n) -> absl::StatusOr<Kernel*> {
-                                  KILN_ASSIGN_OR_RETURN(Pool2d g, Pool2d::Of(n));
-                                  return new PoolingBackward(g);
-                                }));
-  return Register(registry, "BiasGradient", "any", RequireDenseF32,
-                  [](const Node& n) -> absl::StatusOr<Kernel*> {
-                    KILN_ASSIGN_OR_RETURN(
-                        BroadcastParams b,
-                        BroadcastParams::Create(n.input(0).type(), n.output_types()[0],
-                                                n.GetInt("axis"), n.GetInt("num_axes")));
-                    return new BiasGradientSum(b);
-                  });
+  KILN_RETURN_IF_ERROR(RegisterCpuKernel(registry, "Pooling", "nchw", "direct", CheckPool2d,
+                                         [](const Node& n) -> absl::StatusOr<Kernel*> {
+                                           KILN_ASSIGN_OR_RETURN(Pool2d g, Pool2d::Of(n));
+                                           return new PoolingForward(g);
+                                         }));
+  return RegisterCpuKernel(registry, "PoolingGradient", "nchw", "direct", CheckPool2d,
+                           [](const Node& n) -> absl::StatusOr<Kernel*> {
+                             KILN_ASSIGN_OR_RETURN(Pool2d g, Pool2d::Of(n));
+                             return new PoolingBackward(g);
+                           });
 }
 
 }  // namespace kiln

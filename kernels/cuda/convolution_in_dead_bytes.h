@@ -20,9 +20,9 @@
 #include <optional>
 
 #include "absl/status/status.h"
-#include "ir/tensor_type.h"
-#include "dnn/cuda/conv/convolution.h"
 #include "dnn/conv_problem.h"
+#include "dnn/cuda/conv/convolution.h"
+#include "ir/tensor_type.h"
 
 namespace kiln {
 namespace cuda_graph {

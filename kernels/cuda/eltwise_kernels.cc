@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "dnn/cuda/tensor_ops.h"
 #include "kernels/cuda/graph_kernel.h"
 #include "kernels/cuda/graph_kernels.h"
-#include "dnn/cuda/tensor_ops.h"
 
 namespace kiln {
 

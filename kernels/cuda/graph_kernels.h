@@ -13,16 +13,19 @@ namespace kiln {
 absl::Status RegisterCudaConvolutionKernels(KernelRegistry& registry);
 // InnerProduct on cuBLAS, any axis, and its two backward products.
 absl::Status RegisterCudaInnerProductKernels(KernelRegistry& registry);
-// ReLU, Sigmoid, TanH, ELU, ClippedReLU, Power, AbsVal, PReLU, Dropout, and their gradients.
+// ReLU, Sigmoid, TanH, ELU, ClippedReLU, Power, AbsVal, PReLU, and their gradients.
 absl::Status RegisterCudaActivationKernels(KernelRegistry& registry);
+// Dropout and DropoutGradient.
+absl::Status RegisterCudaDropoutKernels(KernelRegistry& registry);
 // Pooling and its gradient.
 absl::Status RegisterCudaPoolingKernels(KernelRegistry& registry);
-// BatchNorm, Scale, Bias; BatchNormGradient, BiasGradient, ScaleParamGradient.
+// LRN and LRNGradient.
 absl::Status RegisterCudaLrnKernels(KernelRegistry& registry);
-
-absl::Status RegisterCudaNormalizationKernels(KernelRegistry& registry);
-// AffineBatchNorm (training BatchNorm + Scale, fused) and AffineBatchNormGradient.
-absl::Status RegisterCudaAffineBatchNormKernels(KernelRegistry& registry);
+// BatchNorm, AffineBatchNorm (training BatchNorm + Scale, fused), BatchNormGradient and
+// AffineBatchNormGradient.
+absl::Status RegisterCudaBatchNormKernels(KernelRegistry& registry);
+// Scale, Bias; BiasGradient, ScaleParamGradient.
+absl::Status RegisterCudaScaleKernels(KernelRegistry& registry);
 // Softmax and SoftmaxGradient.
 absl::Status RegisterCudaSoftmaxKernels(KernelRegistry& registry);
 // Concat, Slice, Split, Crop, Flatten, Reshape, Convert; CropGradient.

@@ -7,10 +7,11 @@ absl::Status RegisterCudaKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterCudaConvolutionKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaInnerProductKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaActivationKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaDropoutKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaPoolingKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaLrnKernels(registry));
-  KILN_RETURN_IF_ERROR(RegisterCudaNormalizationKernels(registry));
-  KILN_RETURN_IF_ERROR(RegisterCudaAffineBatchNormKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaBatchNormKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaScaleKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaSoftmaxKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaTensorKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaEltwiseKernels(registry));

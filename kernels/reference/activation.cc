@@ -1,12 +1,12 @@
-// Reference element-wise activations and PReLU through the primitive library's oracle (see
-// dnn_oracle.h), and Dropout.
+// Reference element-wise activations and PReLU, and their gradients ActivationGradient and
+// PReLUGradient, through the primitive library's oracle (see dnn_oracle.h).
 #include "kernels/dnn_plans/activation.h"
 
-#include <algorithm>
+#include <vector>
 
-#include "base/dropout_mask.h"
 #include "base/status_macros.h"
 #include "dnn/primitive_reference.h"
+#include "kernels/dnn_plans/tensor.h"
 #include "kernels/reference/dnn_oracle.h"
 #include "kernels/reference/reference_kernel.h"
 
@@ -34,21 +34,38 @@ absl::Status PRelu(const Node& node, const DenseArgs& a) {
   return absl::OkStatus();
 }
 
-// Dropout stays a formula of its own: the graph op takes a per-run seed offset as an input,
-// which the oracle's descriptor has no place for, and it scales in f32 as the CUDA kernel does.
-absl::Status Dropout(const Node& n, const DenseArgs& a) {
-  const int64_t count = a.in_types[0].num_elements();
-  if (!n.GetBool("training")) {
-    std::copy(a.in[0], a.in[0] + count, a.out[0]);
-    return absl::OkStatus();
+// The saved tensor stands for x and/or y: the formulas that read one only (ops/gradients/
+// pointwise_gradients.cc picks which is saved) get the same value for both. Several dy inputs
+// are summed and rounded to f32 first, as the separate Eltwise sum they replace would.
+absl::Status ActivationGradient(const Node& node, const DenseArgs& a) {
+  if (NothingToCompute(a)) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(dnn::ActivationDescriptor act, dnn_plans::ActivationOf(node));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor sd, dnn_plans::DescriptorOf(a.in_types[0]));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dxd, dnn_plans::DescriptorOf(a.out_types[0]));
+  DoubleOperands d(a);
+  std::vector<double> dy(d.in(1), d.in(1) + a.in_types[1].num_elements());
+  if (a.in.size() > 2) {
+    for (size_t j = 2; j < a.in.size(); ++j) {
+      KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, dnn_plans::DescriptorOf(a.in_types[j]));
+      KILN_RETURN_IF_ERROR(dnn::reference::AddTensor(1.0, dyd, d.in(j), 1.0, dxd, dy.data()));
+    }
+    for (double& v : dy) v = static_cast<float>(v);
   }
-  const float ratio = static_cast<float>(n.GetFloat("ratio"));
-  uint64_t seed = static_cast<uint64_t>(n.GetInt("seed"));
-  if (a.in.size() > 1) seed += static_cast<uint64_t>(a.in[1][0]);  // the per-run offset
-  const float scale = 1.0f / (1.0f - ratio);
-  for (int64_t i = 0; i < count; ++i) {
-    a.out[0][i] = DropoutKeep(seed, static_cast<uint64_t>(i), ratio) ? a.in[0][i] * scale : 0.0f;
-  }
+  KILN_RETURN_IF_ERROR(dnn::reference::ActivationBackward(act, 1.0, sd, d.in(0), dxd, dy.data(), sd,
+                                                          d.in(0), 0.0, dxd, d.out(0)));
+  d.Store(a);
+  return absl::OkStatus();
+}
+
+// PReLUGradient(x, slope, dy) -> (dx, dslope).
+absl::Status PReluGradient(const Node& node, const DenseArgs& a) {
+  if (NothingToCompute(a)) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(dnn_plans::PReluPlan p, dnn_plans::PlanPRelu(node, TypesOf(a)));
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, dnn_plans::DescriptorOf(a.in_types[2]));
+  DoubleOperands d(a);
+  KILN_RETURN_IF_ERROR(dnn::reference::PReluBackward(p.xd, d.in(0), dyd, d.in(2), p.slope, d.in(1),
+                                                     1.0, 0.0, p.yd, d.out(0), 1.0, 0.0, d.out(1)));
+  d.Store(a);
   return absl::OkStatus();
 }
 
@@ -59,7 +76,8 @@ absl::Status RegisterReferenceActivation(KernelRegistry& registry) {
     KILN_RETURN_IF_ERROR(RegisterReference(registry, op, Activation));
   }
   KILN_RETURN_IF_ERROR(RegisterReference(registry, "PReLU", PRelu));
-  return RegisterReference(registry, "Dropout", Dropout);
+  KILN_RETURN_IF_ERROR(RegisterReference(registry, "ActivationGradient", ActivationGradient));
+  return RegisterReference(registry, "PReLUGradient", PReluGradient);
 }
 
 }  // namespace kiln

@@ -1,6 +1,8 @@
-// Reference Eltwise: sum with coefficients, product, max; then the fused ReLU if any.
+// Reference Eltwise: sum with coefficients, product, max; then the fused ReLU if any. And
+// EltwiseMaxGradient.
 #include <algorithm>
 
+#include "base/status_macros.h"
 #include "kernels/reference/reference_kernel.h"
 
 namespace kiln {
@@ -30,10 +32,25 @@ absl::Status Eltwise(const Node& node, const DenseArgs& a) {
   return absl::OkStatus();
 }
 
+absl::Status EltwiseMaxGradient(const Node& node, const DenseArgs& a) {
+  const int inputs = static_cast<int>(a.in.size()) - 1;
+  const int which = static_cast<int>(node.GetInt("which"));
+  const int64_t n = a.in_types[0].num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    int winner = 0;  // The first input holding the maximum, as the forward pass decides.
+    for (int k = 1; k < inputs; ++k) {
+      if (a.in[k][i] > a.in[winner][i]) winner = k;
+    }
+    a.out[0][i] = winner == which ? a.in[inputs][i] : 0.0f;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RegisterReferenceEltwise(KernelRegistry& registry) {
-  return RegisterReference(registry, "Eltwise", Eltwise);
+  KILN_RETURN_IF_ERROR(RegisterReference(registry, "Eltwise", Eltwise));
+  return RegisterReference(registry, "EltwiseMaxGradient", EltwiseMaxGradient);
 }
 
 }  // namespace kiln

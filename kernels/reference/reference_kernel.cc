@@ -137,20 +137,16 @@ absl::Status RegisterReference(KernelRegistry& registry, const std::string& op,
 absl::Status RegisterReferenceKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReferenceConvolution(registry));
   KILN_RETURN_IF_ERROR(RegisterReferencePooling(registry));
-  KILN_RETURN_IF_ERROR(RegisterReferenceNormalization(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceLrn(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceBatchNorm(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceActivation(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceDropout(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceScale(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceSoftmax(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceInnerProduct(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceTensor(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceEltwise(registry));
-  KILN_RETURN_IF_ERROR(RegisterReferenceLoss(registry));
-  KILN_RETURN_IF_ERROR(RegisterReferenceConvGradients(registry));
-  KILN_RETURN_IF_ERROR(RegisterReferencePointwiseGradients(registry));
-  KILN_RETURN_IF_ERROR(RegisterReferenceWindowGradients(registry));
-  KILN_RETURN_IF_ERROR(RegisterReferenceNormalizationGradients(registry));
-  KILN_RETURN_IF_ERROR(RegisterReferenceLossGradients(registry));
-  return absl::OkStatus();
+  return RegisterReferenceLoss(registry);
 }
 
 }  // namespace kiln

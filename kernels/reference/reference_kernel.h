@@ -29,23 +29,21 @@ using DenseComputeFn = std::function<absl::Status(const Node& node, const DenseA
 absl::Status RegisterReference(KernelRegistry& registry, const std::string& op,
                                DenseComputeFn compute, const std::string& algorithm = "naive");
 
-// One registration function per op family (kernels/reference/<family>.cc).
-absl::Status RegisterReferenceConvolution(KernelRegistry& registry);
-absl::Status RegisterReferencePooling(KernelRegistry& registry);
-absl::Status RegisterReferenceNormalization(KernelRegistry& registry);
+// One registration function per op family, forward and backward ops together
+// (kernels/reference/<family>.cc).
 absl::Status RegisterReferenceActivation(KernelRegistry& registry);
+absl::Status RegisterReferenceBatchNorm(KernelRegistry& registry);
+absl::Status RegisterReferenceConvolution(KernelRegistry& registry);
+absl::Status RegisterReferenceDropout(KernelRegistry& registry);
+absl::Status RegisterReferenceEltwise(KernelRegistry& registry);
+absl::Status RegisterReferenceInnerProduct(KernelRegistry& registry);
+absl::Status RegisterReferenceLoss(KernelRegistry& registry);
+absl::Status RegisterReferenceLrn(KernelRegistry& registry);
+absl::Status RegisterReferencePooling(KernelRegistry& registry);
+// Scale and Bias, and their parameter gradients.
 absl::Status RegisterReferenceScale(KernelRegistry& registry);
 absl::Status RegisterReferenceSoftmax(KernelRegistry& registry);
-absl::Status RegisterReferenceInnerProduct(KernelRegistry& registry);
 absl::Status RegisterReferenceTensor(KernelRegistry& registry);
-absl::Status RegisterReferenceEltwise(KernelRegistry& registry);
-absl::Status RegisterReferenceLoss(KernelRegistry& registry);
-// The backward ops (ops/gradient_ops.cc).
-absl::Status RegisterReferenceConvGradients(KernelRegistry& registry);
-absl::Status RegisterReferencePointwiseGradients(KernelRegistry& registry);
-absl::Status RegisterReferenceWindowGradients(KernelRegistry& registry);
-absl::Status RegisterReferenceNormalizationGradients(KernelRegistry& registry);
-absl::Status RegisterReferenceLossGradients(KernelRegistry& registry);
 
 // All of the above.
 absl::Status RegisterReferenceKernels(KernelRegistry& registry);

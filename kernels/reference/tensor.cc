@@ -1,8 +1,10 @@
-// Reference data-movement ops: Concat, Slice, Split, Flatten, Reshape, Crop, Convert.
+// Reference data-movement ops: Concat, Slice, Split, Flatten, Reshape, Crop, Convert; and
+// CropGradient.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "kernels/reference/reference_kernel.h"
 #include "ops/shape_util.h"
@@ -74,6 +76,33 @@ absl::Status Crop(const Node& node, const DenseArgs& a) {
   return absl::OkStatus();
 }
 
+absl::Status CropGradient(const Node& node, const DenseArgs& a) {
+  const TensorType& dy = a.in_types[0];
+  const TensorType& dx = a.out_types[0];
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(node.GetInt("axis"), dx.rank(), "axis"));
+  const auto& offsets = node.GetInts("offset");
+  std::vector<int64_t> offset(dx.rank(), 0);
+  for (int d = axis; d < dx.rank(); ++d) {
+    offset[d] = offsets.empty() ? 0 : offsets.size() == 1 ? offsets[0] : offsets[d - axis];
+    if (offset[d] + dy.dim(d) > dx.dim(d)) {
+      return absl::InvalidArgumentError(absl::StrCat("node '", node.name(), "': offset ", offset[d],
+                                                     " on axis ", d, " runs past the input"));
+    }
+  }
+  std::fill(a.out[0], a.out[0] + dx.num_elements(), 0.0f);
+  std::vector<int64_t> index(dy.rank(), 0);
+  for (int64_t i = 0; i < dy.num_elements(); ++i) {
+    int64_t rest = i, dst = 0;
+    for (int d = dy.rank() - 1; d >= 0; --d) {
+      index[d] = rest % dy.dim(d);
+      rest /= dy.dim(d);
+    }
+    for (int d = 0; d < dx.rank(); ++d) dst = dst * dx.dim(d) + index[d] + offset[d];
+    a.out[0][dst] = a.in[0][i];
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RegisterReferenceTensor(KernelRegistry& registry) {
@@ -84,7 +113,8 @@ absl::Status RegisterReferenceTensor(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReference(registry, "Reshape", CopyToEveryOutput, "copy"));
   // The frame gathers and scatters any dtype and strides, so a conversion is a plain copy.
   KILN_RETURN_IF_ERROR(RegisterReference(registry, "Convert", CopyToEveryOutput, "copy"));
-  return RegisterReference(registry, "Crop", Crop, "copy");
+  KILN_RETURN_IF_ERROR(RegisterReference(registry, "Crop", Crop, "copy"));
+  return RegisterReference(registry, "CropGradient", CropGradient, "copy");
 }
 
 }  // namespace kiln

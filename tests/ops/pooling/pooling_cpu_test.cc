@@ -20,7 +20,7 @@ const char kPoolGrad[] = "cpu.poolinggradient.f32.nchw.direct";
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CpuVsReferenceTest,
     ::testing::Values(
-        // Pooling and the backward kernels of training (pooling_cpu.cc, gradients_gemm.cc).
+        // Pooling and its backward kernel of training (pooling_cpu.cc).
         KernelCase{"MaxPoolCeil", "Pooling", {{2, 3, 11, 9}},
                    {{"kernel", Ints{3}}, {"stride", Ints{2}}, {"rounding", std::string("ceil")}}, kPool},
         KernelCase{"AvePoolPad", "Pooling", {{1, 4, 8, 7}},

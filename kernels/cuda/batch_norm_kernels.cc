@@ -1,24 +1,35 @@
-// BatchNorm, Scale and Bias, forward and backward, as graph kernels over the primitive library
-// (kernels/cuda/normalization.h and the element-wise kernel behind kernels/cuda/tensor_ops.h):
-// any dtype of f32/f16/bf16 data, any strides.
+// BatchNorm and AffineBatchNorm, forward and backward, as graph kernels over the primitive library
+// (kernels/cuda/normalization.h and the element-wise kernel behind kernels/cuda/tensor_ops.h).
 //
+// BatchNorm and BatchNormGradient: any dtype of f32/f16/bf16 data, any strides.
 // Parameters. The primitives take BatchNorm's statistics as packed f32 (cuDNN's convention), and
 // the compiler keeps them so in 16-bit plans, but a graph may hand them over in f16/bf16 or
 // strided (a graph built in 16 bits, computed statistics). Those are converted into the
 // workspace by one small transform each before the call: they are runtime inputs, so plan time
 // cannot do it. Statistics that are constants (the compiler's inference plans) are not inputs
 // at run time: their coefficients are computed once at plan time and each run is one pass of
-// the affine kernel. Scale and Bias read their parameters in any storage type and strides.
+// the affine kernel.
 //
 // Caffe's BatchNorm has no scale or bias of its own (a Scale layer follows it), but the batch
 // norm primitive takes both: the identity ones (scale 1, bias 0) live in a small per-context
 // device buffer made on the context's first run, which the executor runs step by step before
 // any CUDA-graph capture, and kept in the context's resources.
+//
+// AffineBatchNorm (Caffe's training-mode BatchNorm and the Scale after it, fused) and its
+// gradient, as graph kernels over the batch-norm primitives, which take a scale and a bias of
+// their own: the forward is one statistics pass plus one normalize-and-scale pass, and the
+// backward's gradient sums are dscale and dbias themselves, so the two parameter gradients cost
+// nothing beyond what dx needs. The Caffe pair run apart costs a second element-wise pass forward
+// and three more passes backward (Scale's dx, Σ x̂ dy, Σ dy), and keeps x̂ alive for backward.
+//
+// The scale, bias and statistics are read as packed f32 (the precision pass keeps these ports
+// f32); another dtype or layout is converted into the workspace first.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -30,7 +41,6 @@
 #include "kernels/cuda/graph_kernel.h"
 #include "kernels/cuda/graph_kernels.h"
 #include "kernels/dnn_plans/batch_norm.h"
-#include "ops/broadcast_params.h"
 #include "ops/shape_util.h"
 
 namespace kiln {
@@ -40,17 +50,9 @@ namespace {
 using cuda_graph::DescriptorOf;
 using cuda_graph::IdentityFor;
 using cuda_graph::IdentityParams;
+using cuda_graph::NothingToDo;
+using cuda_graph::OutputIsEmpty;
 using cuda_graph::PreparedKernel;
-
-bool OutputIsEmpty(const Node& node) { return node.output_types()[0].num_elements() == 0; }
-
-// The primitive descriptors refuse zero-sized dims, and an empty output needs no work.
-PreparedKernel NothingToDo() {
-  PreparedKernel k;
-  k.run = [](dnn::Handle&, const KernelArgs&) { return absl::OkStatus(); };
-  k.description = "empty";
-  return k;
-}
 
 // Workspace slices start on 256-byte boundaries, as the workspace itself does.
 size_t AlignUp(size_t bytes) { return (bytes + 255) / 256 * 256; }
@@ -222,135 +224,6 @@ absl::StatusOr<PreparedKernel> PrepareBatchNorm(const Node& node, const KernelOp
   return k;
 }
 
-// ---- Scale and Bias ----
-
-struct AffinePlan {
-  bool is_bias = false;
-  dnn::TensorDescriptor xd, yd;
-  // Scale [and bias], or the bias: each seen with x's rank, its dims on the axes it covers and 1
-  // elsewhere, its own strides, so the element-wise kernel broadcasts it in place.
-  std::vector<dnn::TensorDescriptor> params;
-  // Packed f32 parameters run as the element-wise kernel's per-feature affine form.
-  bool per_feature = false;
-  int64_t features = 1;
-  std::vector<int64_t> feature_strides;
-};
-
-absl::StatusOr<dnn::TensorDescriptor> BroadcastView(const Node& node, int input, int rank) {
-  const TensorType& x = node.input(0).type();
-  const TensorType& param = node.input(input).type();
-  const int64_t axis = node.GetInt("axis"), num_axes = node.GetInt("num_axes");
-  KILN_RETURN_IF_ERROR(BroadcastParams::Create(x, param, axis, num_axes).status());
-  std::vector<int64_t> dims(rank, 1), strides(rank, 1);
-  // BroadcastParams' scalar forms: one value for every element, whatever the axis says.
-  const bool scalar = param.rank() == 0 || (num_axes == 0 && param.num_elements() == 1);
-  if (!scalar) {
-    KILN_ASSIGN_OR_RETURN(int first, NormalizeAxis(axis, x.rank(), "axis"));
-    for (int i = 0; i < param.rank(); ++i) {
-      dims[first + i] = param.dim(i);
-      strides[first + i] = param.stride(i);
-    }
-  }
-  return dnn::TensorDescriptor::Create(param.dtype(), dims, strides);
-}
-
-absl::StatusOr<AffinePlan> PlanAffine(const Node& node) {
-  AffinePlan p;
-  p.is_bias = node.kind() == OpKind::kBias;
-  KILN_ASSIGN_OR_RETURN(p.xd, DescriptorOf(node.input(0).type()));
-  KILN_ASSIGN_OR_RETURN(p.yd, DescriptorOf(node.output_types()[0]));
-  p.per_feature = true;
-  for (int i = 1; i < node.num_inputs(); ++i) {
-    KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor d, BroadcastView(node, i, p.xd.rank()));
-    const TensorType& t = node.input(i).type();
-    p.per_feature = p.per_feature && t.dtype() == DataType::kF32 && t.IsContiguous();
-    p.params.push_back(std::move(d));
-  }
-  if (p.params.empty() || p.params.size() > 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cuda ", node.op(), ": ", node.num_inputs(), " inputs"));
-  }
-  // The feature index of an element is its offset in the (packed) parameter.
-  p.features = p.params[0].ElementCount();
-  p.feature_strides.assign(p.xd.rank(), 0);
-  for (int d = 0; d < p.xd.rank(); ++d) {
-    if (p.params[0].dims[d] > 1) p.feature_strides[d] = p.params[0].strides[d];
-  }
-  return p;
-}
-
-absl::Status CheckAffine(const Node& node) {
-  if (OutputIsEmpty(node)) return absl::OkStatus();
-  return PlanAffine(node).status();
-}
-
-// y = x * scale (+ bias) or y = x + bias. With packed f32 parameters (always, in the compiler's
-// plans) one pass of the element-wise kernel's per-feature affine form, the one batch norm
-// applies with: dense operands move 16 bytes at a time and each feature's coefficients are read
-// once per run of it. Other parameters (16-bit, strided, computed) are broadcast operands of a
-// product and a sum instead, read in their own storage type.
-absl::StatusOr<PreparedKernel> PrepareAffine(const Node& node, const KernelOptions&) {
-  if (OutputIsEmpty(node)) return NothingToDo();
-  KILN_ASSIGN_OR_RETURN(AffinePlan p, PlanAffine(node));
-  PreparedKernel k;
-  k.description = p.per_feature ? "per-feature affine" : "broadcast operands";
-  k.in_place_input = 0;
-  // A Scale with a fused ReLU (passes/fuse_pointwise) applies it before the store.
-  const bool relu = !p.is_bias && node.GetString("activation") == "relu";
-  dnn::ActivationParams<float> act;
-  act.kind = dnn::kActRelu;
-  act.coef = relu ? static_cast<float>(node.GetFloat("negative_slope")) : 0.0f;
-  if (relu) absl::StrAppend(&k.description, " + relu");
-  const char* where = p.is_bias ? "cuda Bias" : "cuda Scale";
-  k.run = [p, where, relu, act](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
-    namespace in = dnn::internal;
-    const bool has_bias = p.is_bias || p.params.size() > 1;
-    const void* bias = has_bias ? a.inputs.back().data : nullptr;
-    if (p.per_feature) {
-      KILN_ASSIGN_OR_RETURN(const IdentityParams* id, IdentityFor(a, p.features));
-      // One operand: y = p0 (x - p3) + p2.
-      cuda::ElementwiseCall c =
-          in::ElementwiseOver(cuda::ElementwiseOp::kAffine, p.yd, a.outputs[0].data, 1.0f, 0.0f);
-      in::AddInput(c, in::OperandOf(p.xd, a.inputs[0].data));
-      for (int d = 0; d < p.xd.rank(); ++d) c.feature_strides[d] = p.feature_strides[d];
-      c.params[0] = p.is_bias ? id->ones() : static_cast<const float*>(a.inputs[1].data);
-      c.params[1] = id->zeros();
-      c.params[2] = has_bias ? static_cast<const float*>(bias) : id->zeros();
-      c.params[3] = id->zeros();
-      c.then_activation = relu;
-      c.act = act;
-      return in::LaunchStatus(cuda::LaunchElementwise(c, handle.stream()), where);
-    }
-    // Broadcast operands: the product, the sum, then the activation, each over y.
-    auto activate = [&]() -> absl::Status {
-      if (!relu) return absl::OkStatus();
-      cuda::ElementwiseCall r = in::ElementwiseOver(cuda::ElementwiseOp::kActivation, p.yd,
-                                                    a.outputs[0].data, 1.0f, 0.0f);
-      in::AddInput(r, in::OperandOf(p.yd, a.outputs[0].data));
-      r.act = act;
-      return in::LaunchStatus(cuda::LaunchElementwise(r, handle.stream()), where);
-    };
-    const void* source = a.inputs[0].data;
-    if (!p.is_bias) {
-      cuda::ElementwiseCall mul = in::ElementwiseOver(cuda::ElementwiseOp::kEltwiseProd, p.yd,
-                                                      a.outputs[0].data, 1.0f, 0.0f);
-      in::AddInput(mul, in::OperandOf(p.xd, a.inputs[0].data));
-      in::AddInput(mul, in::BroadcastOperandOf(p.params[0], a.inputs[1].data, p.xd));
-      KILN_RETURN_IF_ERROR(in::LaunchStatus(cuda::LaunchElementwise(mul, handle.stream()), where));
-      if (!has_bias) return activate();
-      source = a.outputs[0].data;  // the product, read back in place
-    }
-    cuda::ElementwiseCall add =
-        in::ElementwiseOver(cuda::ElementwiseOp::kEltwiseSum, p.yd, a.outputs[0].data, 1.0f, 0.0f);
-    in::AddInput(add, in::OperandOf(p.is_bias ? p.xd : p.yd, source));
-    in::AddInput(add, in::BroadcastOperandOf(p.params.back(), bias, p.xd));
-    add.coef[0] = add.coef[1] = 1.0f;
-    KILN_RETURN_IF_ERROR(in::LaunchStatus(cuda::LaunchElementwise(add, handle.stream()), where));
-    return activate();
-  };
-  return k;
-}
-
 // ---- BatchNormGradient(x, dy, mean, variance, scale_factor?) -> dx ----
 
 // Batch statistics: the primitive's backward with identity scale (its dscale/dbias land in the
@@ -398,87 +271,176 @@ absl::StatusOr<PreparedKernel> PrepareBatchNormGradient(const Node& node, const 
   return k;
 }
 
-// ---- BiasGradient(dy) and ScaleParamGradient(x, dy) ----
+// ---- AffineBatchNorm and AffineBatchNormGradient ----
 
-// Σ dy (Σ x dy for a scale, one pass over both, no product tensor) over the dims the parameter
-// broadcasts along, as the primitive's deterministic reduction into packed f32; a parameter
-// gradient of another type is reduced into the workspace and converted.
-absl::StatusOr<PreparedKernel> PrepareParamGradient(const Node& node, const KernelOptions&) {
-  const bool scale = node.kind() == OpKind::kScaleParamGradient;
-  const TensorType& dy = node.input(scale ? 1 : 0).type();
-  const TensorType& dparam = node.output_types()[0];
-  if (dparam.num_elements() == 0) return NothingToDo();
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dyd, DescriptorOf(dy));
-  KILN_RETURN_IF_ERROR(
-      BroadcastParams::Create(dy, dparam, node.GetInt("axis"), node.GetInt("num_axes")).status());
-  // The parameter seen with dy's rank (1 on the axes it is broadcast along), packed f32.
-  std::vector<int64_t> dims(dy.rank(), 1);
-  const bool scalar = dparam.rank() == 0 || (node.GetInt("num_axes") == 0);
-  if (!scalar) {
-    KILN_ASSIGN_OR_RETURN(int first, NormalizeAxis(node.GetInt("axis"), dy.rank(), "axis"));
-    for (int i = 0; i < dparam.rank(); ++i) dims[first + i] = dparam.dim(i);
+// A per-channel input or output, seen as the primitive wants it (packed f32 [1, C, 1...]) and as
+// the graph holds it; `offset` is its staging place in the workspace when the two differ.
+struct ChannelVector {
+  dnn::TensorDescriptor graph, packed;
+  bool staged = false;
+  size_t offset = 0;
+};
+
+absl::StatusOr<ChannelVector> PlanChannelVector(const TensorType& type,
+                                                const dnn::TensorDescriptor& packed,
+                                                size_t& workspace) {
+  ChannelVector v;
+  v.packed = packed;
+  // The graph's [C] as the primitive's [1, C, 1, ...] (same elements, same order when packed).
+  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor flat, DescriptorOf(type));
+  v.graph = packed;
+  v.graph.dtype = flat.dtype;
+  v.graph.strides[1] = flat.strides[0];
+  if (type.dtype() != DataType::kF32 || !type.IsContiguous()) {
+    v.staged = true;
+    v.offset = workspace;
+    workspace += AlignUp(static_cast<size_t>(packed.ElementCount()) * sizeof(float));
   }
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor reduced,
-                        dnn::TensorDescriptor::Create(DataType::kF32, dims, RowMajorStrides(dims)));
-  // The gradient is dense (OutputLike): only its dtype may differ from the reduction's f32.
-  if (!dparam.IsContiguous()) {
-    return absl::UnimplementedError(
-        absl::StrCat("cuda ", node.op(), ": strided output ", dparam.ToString()));
-  }
-  if (scale && node.input(0).type().dtype() != dy.dtype()) {
-    return absl::UnimplementedError(absl::StrCat("cuda ScaleParamGradient: x is ",
-                                                 DataTypeName(node.input(0).type().dtype()),
-                                                 " but dy is ", DataTypeName(dy.dtype())));
-  }
-  dnn::TensorDescriptor out = reduced;
-  out.dtype = dparam.dtype();
-  const bool convert = dparam.dtype() != DataType::kF32;
-  // Workspace: [reduced f32, when converted] [reduction scratch].
-  size_t at = 0, reduced_at = 0;
-  if (convert) {
-    reduced_at = at;
-    at += AlignUp(reduced.ElementCount() * sizeof(float));
-  }
-  const size_t reduce_at = at;
-  const size_t reduce_bytes = scale ? dnn::ReduceTensorDotWorkspaceSize(dyd, reduced)
-                                    : dnn::ReduceTensorSumWorkspaceSize(dyd, reduced);
+  return v;
+}
+
+// The packed f32 pointer for an input vector, converting into the workspace when staged.
+absl::StatusOr<const void*> ReadVector(dnn::Handle& handle, const ChannelVector& v,
+                                       const void* data, void* workspace) {
+  if (!v.staged) return data;
+  void* to = static_cast<char*>(workspace) + v.offset;
+  KILN_RETURN_IF_ERROR(dnn::TransformTensor(handle, 1.0f, v.graph, data, 0.0f, v.packed, to));
+  return to;
+}
+
+// Where the primitive writes an output vector; WriteBack converts it when staged.
+void* WriteVector(const ChannelVector& v, void* data, void* workspace) {
+  return v.staged ? static_cast<char*>(workspace) + v.offset : data;
+}
+absl::Status WriteBack(dnn::Handle& handle, const ChannelVector& v, void* data, void* workspace) {
+  if (!v.staged) return absl::OkStatus();
+  return dnn::TransformTensor(handle, 1.0f, v.packed, static_cast<char*>(workspace) + v.offset,
+                              0.0f, v.graph, data);
+}
+
+absl::StatusOr<PreparedKernel> PrepareAffineBatchNorm(const Node& node, const KernelOptions&) {
   PreparedKernel k;
-  k.workspace_bytes = at + reduce_bytes;
-  k.description = scale ? "sum of x*dy" : "sum of dy";
-  KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor xd, DescriptorOf(node.input(0).type()));
-  k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
-    char* ws = static_cast<char*>(a.workspace);
-    void* target = convert ? ws + reduced_at : a.outputs[0].data;
-    if (scale) {
-      KILN_RETURN_IF_ERROR(dnn::ReduceTensorDot(handle, 1.0f, xd, a.inputs[0].data, dyd,
-                                                a.inputs[1].data, 0.0f, reduced, target,
-                                                ws + reduce_at, reduce_bytes));
-    } else {
-      KILN_RETURN_IF_ERROR(dnn::ReduceTensorSum(handle, 1.0f, dyd, a.inputs[0].data, 0.0f, reduced,
-                                                target, ws + reduce_at, reduce_bytes));
+  if (node.output_types()[0].num_elements() == 0) {
+    k.run = [](dnn::Handle&, const KernelArgs&) { return absl::OkStatus(); };
+    k.description = "empty";
+    return k;
+  }
+  KILN_ASSIGN_OR_RETURN(dnn_plans::AffineBatchNormPlan plan,
+                        dnn_plans::PlanAffineBatchNorm(node, dnn_plans::OperandTypes::Of(node)));
+  const dnn::TensorDescriptor xd = plan.xd, yd = plan.yd, pd = plan.pd;
+  const size_t primitive = AlignUp(dnn::BatchNormWorkspaceSize(dnn::BatchNormMode::kSpatial, xd));
+  size_t workspace = primitive;
+  KILN_ASSIGN_OR_RETURN(ChannelVector scale,
+                        PlanChannelVector(node.input(4).type(), pd, workspace));
+  KILN_ASSIGN_OR_RETURN(ChannelVector bias, PlanChannelVector(node.input(5).type(), pd, workspace));
+  const bool update = plan.update;
+  std::vector<dnn::TensorDescriptor> stat_in(3), stat_out(3);
+  // Running statistics that are packed f32 already (what the precision pass gives) are read
+  // from the inputs by the update itself; others are first copied (converted) to the outputs,
+  // then updated there in place.
+  bool copy_stats = false;
+  if (update) {
+    for (int i = 0; i < 3; ++i) {
+      const TensorType& in = node.input(i + 1).type();
+      if (node.output_types()[i + 1].dtype() != DataType::kF32) {
+        return absl::UnimplementedError("cuda AffineBatchNorm: running statistics must be f32");
+      }
+      copy_stats = copy_stats || in.dtype() != DataType::kF32 || !in.IsContiguous();
+      KILN_ASSIGN_OR_RETURN(stat_in[i], DescriptorOf(in));
+      KILN_ASSIGN_OR_RETURN(stat_out[i], DescriptorOf(node.output_types()[i + 1]));
     }
-    if (!convert) return absl::OkStatus();
-    return dnn::TransformTensor(handle, 1.0f, reduced, target, 0.0f, out, a.outputs[0].data);
+  }
+  const int saved = node.num_outputs() - 2;
+  const dnn::BatchNormTraining bn = plan.bn;
+  const bool relu = bn.ops == dnn::BatchNormOps::kBatchNormActivation;
+  k.workspace_bytes = workspace;
+  k.description = absl::StrCat("batch statistics, scale and bias", relu ? ", ReLU" : "",
+                               update ? ", running statistics updated" : "");
+  k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+    KILN_ASSIGN_OR_RETURN(const void* s, ReadVector(handle, scale, a.inputs[4].data, a.workspace));
+    KILN_ASSIGN_OR_RETURN(const void* b, ReadVector(handle, bias, a.inputs[5].data, a.workspace));
+    // The statistics pass reads inputs 1..3 and writes the updated values to outputs 1..3.
+    dnn::BatchNormRunningStats running;
+    if (update) {
+      running.mean = a.outputs[1].data;
+      running.var = a.outputs[2].data;
+      running.caffe_scale_factor = a.outputs[3].data;
+      if (copy_stats) {
+        for (int i = 0; i < 3; ++i) {
+          KILN_RETURN_IF_ERROR(dnn::TransformTensor(handle, 1.0f, stat_in[i], a.inputs[i + 1].data,
+                                                    0.0f, stat_out[i], a.outputs[i + 1].data));
+        }
+      } else {
+        running.mean_in = a.inputs[1].data;
+        running.var_in = a.inputs[2].data;
+        running.caffe_scale_factor_in = a.inputs[3].data;
+      }
+    }
+    return dnn::BatchNormForwardTraining(
+        handle, bn, 1.0f, 0.0f, xd, a.inputs[0].data, yd, a.outputs[0].data, pd, s, b, running,
+        a.outputs[saved].data, a.outputs[saved + 1].data, a.workspace, primitive);
+  };
+  return k;
+}
+
+// AffineBatchNormGradient(x, dy, scale, saved_mean, saved_inv_std[, y]) -> dx, dscale, dbias:
+// the primitive's backward with the node's scale and the statistics the forward saved (f32 [C],
+// the primitive's packed parameter layout), so x is read twice (sums, then dx) and never summed
+// for its statistics again. With "relu" the forward's fused output y masks dy inside those same
+// two passes.
+absl::StatusOr<PreparedKernel> PrepareAffineBatchNormGradient(const Node& node,
+                                                              const KernelOptions&) {
+  PreparedKernel k;
+  KILN_ASSIGN_OR_RETURN(dnn_plans::AffineBatchNormPlan plan,
+                        dnn_plans::PlanAffineBatchNorm(node, dnn_plans::OperandTypes::Of(node)));
+  const dnn::TensorDescriptor xd = plan.xd, yd = plan.yd, dyd = plan.dyd, dxd = plan.dxd,
+                              pd = plan.pd;
+  const size_t primitive = AlignUp(dnn::BatchNormWorkspaceSize(dnn::BatchNormMode::kSpatial, xd));
+  size_t workspace = primitive;
+  KILN_ASSIGN_OR_RETURN(ChannelVector scale,
+                        PlanChannelVector(node.input(2).type(), pd, workspace));
+  KILN_ASSIGN_OR_RETURN(ChannelVector dscale,
+                        PlanChannelVector(node.output_types()[1], pd, workspace));
+  KILN_ASSIGN_OR_RETURN(ChannelVector dbias,
+                        PlanChannelVector(node.output_types()[2], pd, workspace));
+  for (int i = 3; i < 5; ++i) {
+    const TensorType& t = node.input(i).type();
+    if (t.dtype() != DataType::kF32 || !t.IsContiguous()) {
+      return absl::UnimplementedError(
+          "cuda AffineBatchNormGradient: the saved statistics must be packed f32");
+    }
+  }
+  const dnn::BatchNormTraining bn = plan.bn;
+  const bool relu = bn.ops == dnn::BatchNormOps::kBatchNormActivation;
+  k.workspace_bytes = workspace;
+  k.description = absl::StrCat("batch statistics backward (saved statistics)",
+                               relu ? " through the ReLU" : "", " with dscale and dbias");
+  k.run = [=](dnn::Handle& handle, const KernelArgs& a) -> absl::Status {
+    KILN_ASSIGN_OR_RETURN(const void* s, ReadVector(handle, scale, a.inputs[2].data, a.workspace));
+    void* ds = WriteVector(dscale, a.outputs[1].data, a.workspace);
+    void* db = WriteVector(dbias, a.outputs[2].data, a.workspace);
+    const void* y = relu ? a.inputs[5].data : nullptr;
+    KILN_RETURN_IF_ERROR(dnn::BatchNormBackward(handle, bn, 1.0f, 0.0f, 1.0f, 0.0f, xd,
+                                                a.inputs[0].data, yd, y, dyd, a.inputs[1].data, dxd,
+                                                a.outputs[0].data, pd, s, ds, db, a.inputs[3].data,
+                                                a.inputs[4].data, a.workspace, primitive));
+    KILN_RETURN_IF_ERROR(WriteBack(handle, dscale, a.outputs[1].data, a.workspace));
+    return WriteBack(handle, dbias, a.outputs[2].data, a.workspace);
   };
   return k;
 }
 
 }  // namespace
 
-absl::Status RegisterCudaNormalizationKernels(KernelRegistry& registry) {
+absl::Status RegisterCudaBatchNormKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(
       registry, "BatchNormGradient", "any", "dnn_batchnorm", nullptr, PrepareBatchNormGradient));
-  for (const char* op : {"BiasGradient", "ScaleParamGradient"}) {
-    KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, op, "any", "dnn_reduce", nullptr,
-                                                         PrepareParamGradient));
-  }
   KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(
       registry, "BatchNorm", "any", "dnn_batchnorm", CheckBatchNorm, PrepareBatchNorm));
-  for (const char* op : {"Scale", "Bias"}) {
-    KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, op, "any", "dnn_broadcast",
-                                                         CheckAffine, PrepareAffine));
-  }
-  return absl::OkStatus();
+  KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(
+      registry, "AffineBatchNorm", "any", "dnn_batchnorm", nullptr, PrepareAffineBatchNorm));
+  return cuda_graph::RegisterGraphKernel(registry, "AffineBatchNormGradient", "any",
+                                         "dnn_batchnorm", nullptr, PrepareAffineBatchNormGradient);
 }
 
 }  // namespace kiln
