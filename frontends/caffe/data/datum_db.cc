@@ -179,10 +179,12 @@ absl::StatusOr<std::unique_ptr<DatumReader>> DatumReader::Open(const std::string
 }
 
 absl::Status DatumReader::Advance() {
+  // The key is taken before the cursor moves: after a failed move there may be none to ask for.
+  const std::string key(store_->key());
   absl::Status moved = store_->Next();
   if (!moved.ok()) {
     return Annotate(moved, absl::StrCat("moving past record ", position_, " (key '",
-                                        absl::CHexEscape(store_->key()), "')"));
+                                        absl::CHexEscape(key), "')"));
   }
   ++position_;
   if (!store_->Valid()) {
