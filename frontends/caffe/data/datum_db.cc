@@ -2,11 +2,14 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "frontends/caffe/data/kv_store.h"
+#include "base/checked_int.h"
 #include "base/status_macros.h"
+#include "frontends/caffe/data/kv_store.h"
 
 namespace kiln {
 namespace {
@@ -66,6 +69,30 @@ absl::Status ParseDatum(absl::string_view bytes, absl::string_view where, caffe:
   if (!datum->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": not a caffe.Datum (", bytes.size(), " bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDatumSizes(const caffe::Datum& datum, absl::string_view where) {
+  if (datum.encoded()) return absl::OkStatus();
+  const int64_t c = datum.channels(), h = datum.height(), w = datum.width();
+  const std::string sizes = absl::StrCat(c, "x", h, "x", w);
+  if (c < 1 || h < 1 || w < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": datum size ", sizes, " is not positive"));
+  }
+  std::optional<int64_t> count = CheckedMul(c, h);
+  if (count) count = CheckedMul(*count, w);
+  if (!count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": datum size ", sizes, " overflows a 64-bit count"));
+  }
+  const bool bytes = !datum.data().empty();
+  const int64_t have = bytes ? static_cast<int64_t>(datum.data().size()) : datum.float_data_size();
+  if (have != *count) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": datum ", sizes, " needs ", *count,
+                                                   " values, its ", bytes ? "data" : "float_data",
+                                                   " has ", have));
   }
   return absl::OkStatus();
 }
@@ -152,11 +179,17 @@ absl::StatusOr<std::unique_ptr<DatumReader>> DatumReader::Open(const std::string
 }
 
 absl::Status DatumReader::Advance() {
-  KILN_RETURN_IF_ERROR(store_->Next());
+  // The key is taken before the cursor moves: after a failed move there may be none to ask for.
+  const std::string key(store_->key());
+  absl::Status moved = store_->Next();
+  if (!moved.ok()) {
+    return Annotate(moved, absl::StrCat("moving past record ", position_, " (key '",
+                                        absl::CHexEscape(key), "')"));
+  }
   ++position_;
   if (!store_->Valid()) {
     position_ = 0;
-    KILN_RETURN_IF_ERROR(store_->SeekToFirst());
+    KILN_RETURN_IF_ERROR(Annotate(store_->SeekToFirst(), "going back to record 0"));
     if (!store_->Valid()) {
       return absl::InternalError(absl::StrCat("'", path_, "': the database became empty"));
     }
@@ -172,8 +205,9 @@ absl::Status DatumReader::ReadRaw(std::string* key, std::string* value) {
 
 absl::Status DatumReader::Read(std::string* key, caffe::Datum* datum) {
   const absl::string_view k = store_->key();
-  KILN_RETURN_IF_ERROR(
-      ParseDatum(store_->value(), absl::StrCat("'", path_, "': record '", k, "'"), datum));
+  const std::string where = absl::StrCat("'", path_, "': record ", position_, " (key '", k, "')");
+  KILN_RETURN_IF_ERROR(ParseDatum(store_->value(), where, datum));
+  KILN_RETURN_IF_ERROR(CheckDatumSizes(*datum, where));
   if (key != nullptr) key->assign(k.data(), k.size());
   return Advance();
 }
@@ -204,7 +238,9 @@ absl::StatusOr<std::vector<std::string>> DatumReader::Keys() {
 
 absl::Status DatumReader::Get(const std::string& key, caffe::Datum* datum) {
   KILN_RETURN_IF_ERROR(store_->Get(key, &scratch_));
-  return ParseDatum(scratch_, absl::StrCat("'", path_, "': record '", key, "'"), datum);
+  const std::string where = absl::StrCat("'", path_, "': record '", key, "'");
+  KILN_RETURN_IF_ERROR(ParseDatum(scratch_, where, datum));
+  return CheckDatumSizes(*datum, where);
 }
 
 }  // namespace kiln

@@ -76,7 +76,8 @@ class DatumWriter {
 
 // Reads a database through a cursor in key order that wraps around to the first record at the
 // end, as Caffe's Data layer cycles through its source for as many epochs as training runs.
-// Not thread-safe: one thread uses a reader at a time (DatumBatchSource's prefetch thread owns one).
+// Not thread-safe: one thread uses a reader at a time (DatumBatchSource's prefetch thread owns
+// one).
 class DatumReader {
  public:
   // Opens an existing database read-only, the cursor on the first record. NotFound when there is
@@ -92,7 +93,8 @@ class DatumReader {
   int64_t position() const { return position_; }
 
   // Reads the record under the cursor and advances it (from the last record to the first).
-  // InvalidArgument naming the key when the value is not a Datum. `key` may be null.
+  // InvalidArgument naming the file and the key when the value is not a Datum or its sizes do
+  // not add up (CheckDatumSizes). `key` may be null.
   absl::Status Read(std::string* key, caffe::Datum* datum);
   // The same without parsing: the serialized Datum.
   absl::Status ReadRaw(std::string* key, std::string* value);
@@ -104,7 +106,7 @@ class DatumReader {
   // Every key in order (a separate pass; the cursor does not move). Shuffled reading uses it to
   // draw records in a permuted order through Get.
   absl::StatusOr<std::vector<std::string>> Keys();
-  // Random access by key; NotFound when absent.
+  // Random access by key; NotFound when absent; checked as Read checks.
   absl::Status Get(const std::string& key, caffe::Datum* datum);
 
   const std::string& path() const { return path_; }
@@ -122,6 +124,12 @@ class DatumReader {
 
 // Parses a serialized Datum; InvalidArgument naming `where` (e.g. the key) when it is not one.
 absl::Status ParseDatum(absl::string_view bytes, absl::string_view where, caffe::Datum* datum);
+
+// Checks a raw Datum's declared sizes against its values: channels, height and width positive,
+// and their product (computed with checked arithmetic, never wrapped) equal to the length of
+// `data` or, when data is empty, to the count of float_data. InvalidArgument naming `where`
+// otherwise. An encoded Datum's sizes are its decoder's business (it checks the image itself).
+absl::Status CheckDatumSizes(const caffe::Datum& datum, absl::string_view where);
 
 }  // namespace kiln
 

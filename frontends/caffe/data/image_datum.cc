@@ -1,8 +1,8 @@
 #include "frontends/caffe/data/image_datum.h"
 
 #include "absl/strings/str_cat.h"
-#include "data/image_resize.h"
 #include "base/status_macros.h"
+#include "data/image_resize.h"
 
 namespace kiln {
 

@@ -5,9 +5,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "frontends/caffe/data/image_datum.h"
 #include "base/status_macros.h"
 #include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/data/image_datum.h"
 
 namespace kiln {
 namespace {

@@ -1,15 +1,19 @@
 // LevelDB under the KvWriter/KvReader interface: a directory of tables, keys in byte order (the
-// default comparator, as Caffe uses).
+// default comparator, as Caffe uses). Reads check everything LevelDB can: the database is opened
+// with paranoid_checks and every block read verifies its checksum, so a damaged table is a
+// Corruption error (InvalidArgument here) instead of records silently skipped or garbage read.
 #include <leveldb/db.h>
 #include <leveldb/write_batch.h>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "frontends/caffe/data/kv_store.h"
 
 namespace kiln {
 namespace {
 
-absl::Status LevelDbError(const std::string& path, const char* call, const leveldb::Status& s) {
+absl::Status LevelDbError(const std::string& path, absl::string_view call,
+                          const leveldb::Status& s) {
   const absl::StatusCode code = s.IsNotFound()     ? absl::StatusCode::kNotFound
                                 : s.IsCorruption() ? absl::StatusCode::kInvalidArgument
                                                    : absl::StatusCode::kInternal;
@@ -47,14 +51,26 @@ class LevelDbReader : public KvReader {
     leveldb::Options options;
     options.create_if_missing = false;
     options.max_open_files = 100;
+    options.paranoid_checks = true;
     leveldb::DB* db = nullptr;
     const leveldb::Status s = leveldb::DB::Open(options, path, &db);
     if (!s.ok()) return LevelDbError(path, "open", s);
     db_.reset(db);
     // LevelDB keeps no record count, so count once: a pass over the keys.
-    iter_.reset(db_->NewIterator(leveldb::ReadOptions()));
-    for (iter_->SeekToFirst(); iter_->Valid(); iter_->Next()) ++count_;
-    if (!iter_->status().ok()) return LevelDbError(path_, "count", iter_->status());
+    iter_.reset(db_->NewIterator(Checked()));
+    std::string last;
+    for (iter_->SeekToFirst(); iter_->Valid() && iter_->status().ok(); iter_->Next()) {
+      ++count_;
+      last.assign(iter_->key().data(), iter_->key().size());
+    }
+    if (!iter_->status().ok()) {
+      // A damaged block: LevelDB's message names the table file; add where in the records.
+      return LevelDbError(path_,
+                          count_ == 0 ? std::string("reading record 0")
+                                      : absl::StrCat("reading record ", count_, " (after key '",
+                                                     absl::CHexEscape(last), "')"),
+                          iter_->status());
+    }
     return SeekToFirst();
   }
 
@@ -63,12 +79,12 @@ class LevelDbReader : public KvReader {
   int64_t Count() const override { return count_; }
   absl::Status SeekToFirst() override {
     iter_->SeekToFirst();
-    return Checked();
+    return IterStatus();
   }
   bool Valid() const override { return iter_->Valid(); }
   absl::Status Next() override {
     iter_->Next();
-    return Checked();
+    return IterStatus();
   }
   absl::string_view key() const override {
     const leveldb::Slice k = iter_->key();
@@ -79,7 +95,7 @@ class LevelDbReader : public KvReader {
     return absl::string_view(v.data(), v.size());
   }
   absl::Status Get(const std::string& key, std::string* value) override {
-    const leveldb::Status s = db_->Get(leveldb::ReadOptions(), key, value);
+    const leveldb::Status s = db_->Get(Checked(), key, value);
     if (s.IsNotFound()) {
       return absl::NotFoundError(absl::StrCat("leveldb '", path_, "': no key '", key, "'"));
     }
@@ -87,7 +103,13 @@ class LevelDbReader : public KvReader {
   }
 
  private:
-  absl::Status Checked() {
+  static leveldb::ReadOptions Checked() {
+    leveldb::ReadOptions options;
+    options.verify_checksums = true;
+    return options;
+  }
+
+  absl::Status IterStatus() {
     return iter_->status().ok() ? absl::OkStatus()
                                 : LevelDbError(path_, "iterate", iter_->status());
   }

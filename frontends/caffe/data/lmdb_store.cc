@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "frontends/caffe/data/kv_store.h"
+#include "frontends/caffe/data/lmdb_check.h"
 
 namespace kiln {
 namespace {
@@ -23,6 +25,19 @@ absl::Status LmdbError(const std::string& path, const char* call, int rc) {
                           ? absl::StatusCode::kInvalidArgument
                           : absl::StatusCode::kInternal);
   return absl::Status(code, absl::StrCat("lmdb '", path, "': ", call, ": ", mdb_strerror(rc)));
+}
+
+// liblmdb calls abort() right after this hook returns, so it cannot turn an assert into an
+// error; CheckLmdbFile is what keeps damaged files away from the library. Should an assert still
+// fire (the file changed after it was checked), the hook at least names the file first.
+void OnLmdbAssert(MDB_env* env, const char* message) {
+  const char* path = nullptr;
+  if (env == nullptr || mdb_env_get_path(env, &path) != MDB_SUCCESS) path = nullptr;
+  std::fprintf(stderr,
+               "kiln: lmdb '%s': liblmdb found a damaged page (%s); was the database changed "
+               "while it was read?\n",
+               path != nullptr ? path : "?", message != nullptr ? message : "");
+  std::fflush(stderr);
 }
 
 class LmdbWriter : public KvWriter {
@@ -96,6 +111,15 @@ class LmdbReader : public KvReader {
       env_ = nullptr;
       return LmdbError(path_, "mdb_env_create", rc);
     }
+    // Before liblmdb maps the file: a truncated file would be mapped past its end (SIGBUS) and a
+    // damaged page would trip an assert inside the library (abort).
+    const absl::StatusOr<uint64_t> declared = CheckLmdbFile(path);
+    if (!declared.ok()) return declared.status();
+    mdb_env_set_assert(env_, OnLmdbAssert);
+    // Map what the file holds, not the map size its meta page asks for (a damaged one asks for
+    // terabytes, and mapping fails with a bare ENOMEM).
+    rc = mdb_env_set_mapsize(env_, static_cast<size_t>(*declared));
+    if (rc != MDB_SUCCESS) return LmdbError(path_, "mdb_env_set_mapsize", rc);
     // No lock file: readers of static training data need no reader table, and this way a
     // database on a read-only file system (or opened by several sources at once) still opens.
     rc = mdb_env_open(env_, path.c_str(), MDB_RDONLY | MDB_NOTLS | MDB_NOLOCK, 0664);

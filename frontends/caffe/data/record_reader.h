@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "frontends/caffe/data/datum_db.h"
 #include "frontends/caffe/caffe.pb.h"
+#include "frontends/caffe/data/datum_db.h"
 
 namespace kiln {
 
