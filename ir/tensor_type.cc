@@ -22,17 +22,20 @@ absl::Status ValidateDims(absl::Span<const int64_t> dims) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", dims.size(), " exceeds the maximum of ", TensorType::kMaxRank));
   }
-  int64_t count = 1;
+  // The product of the dims with zeros read as 1, as RowMajorStrides multiplies them: a zero dim
+  // makes the element count 0 but not the strides of the dims before it, which must fit too.
+  int64_t extent = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("dim ", i, " of ", DimsToString(dims), " is negative"));
     }
-    if (MulOverflows(count, dims[i], kMaxElements)) {
+    const int64_t d = std::max<int64_t>(dims[i], 1);
+    if (MulOverflows(extent, d, kMaxElements)) {
       return absl::InvalidArgumentError(
           absl::StrCat("shape ", DimsToString(dims), " has too many elements (overflow)"));
     }
-    count *= dims[i];
+    extent *= d;
   }
   return absl::OkStatus();
 }

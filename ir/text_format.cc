@@ -1,6 +1,7 @@
 #include "ir/text_format.h"
 
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "absl/strings/ascii.h"
@@ -296,6 +297,11 @@ class GraphParser {
     HostTensor data(type);
     for (size_t i = 0; i < numbers.size(); ++i) {
       if (type.dtype() == DataType::kI32) {
+        // Converting a double outside int32's range (or NaN) to int32 is undefined.
+        if (!(numbers[i] >= std::numeric_limits<int32_t>::min() &&
+              numbers[i] <= std::numeric_limits<int32_t>::max())) {
+          return p.Error(absl::StrCat("constant value ", numbers[i], " does not fit i32"));
+        }
         std::vector<int64_t> index(type.rank());
         int64_t rest = static_cast<int64_t>(i);
         for (int d = type.rank() - 1; d >= 0; --d) {

@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
 # Long libFuzzer runs of every parser entry point (tests/fuzz), with ASan + UBSan.
-#   bash tools/fuzz.sh [RUNS]       default 1000000 executions per target
-# Builds with clang in a separate Bazel output base, seeds each corpus from ../shared (Caffe
-# files) or tests/fuzz, and prints one line per target with libFuzzer's execution count.
+#   bash tools/fuzz.sh [RUNS] [TARGET...]    default 1000000 executions per target, all targets
+# Environment:
+#   KILN_FUZZ_SECONDS=N   also stop each target after N seconds (libFuzzer's -max_total_time)
+#   KILN_FUZZ_PARALLEL=1  run the targets at once (one process each) instead of one after another
+#   KILN_FUZZ_MERGE=1     afterwards, add the inputs that reach new coverage to the kept corpus
+#                         tests/fuzz/corpus/<target>/ (libFuzzer -merge=1: only what adds coverage)
+#   KILN_FUZZ_OUT=DIR     working folder (default /tmp/kiln-fuzz): logs, working corpora, crashes
+# Builds with clang in a separate Bazel output base. Each target starts from its kept corpus plus
+# its seeds (Caffe files from ../shared, tests/fuzz/*seed*); the working corpus in DIR grows from
+# run to run. Prints one line per target: executions, rate, and crash or not (a crashing input is
+# left at DIR/<target>-crash-*; it belongs in tests/fuzz/corpus/<target>/ once fixed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-1000000}"
+shift || true
 base="${HOME}/.cache/kiln-fuzz-output-base"
 out="${KILN_FUZZ_OUT:-/tmp/kiln-fuzz}"
-targets=(net_text net_binary solver graph_text image)
+seconds="${KILN_FUZZ_SECONDS:-0}"
+all=(net_text net_binary solver graph_text image datum idx npy solverstate)
+if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all[@]}"); fi
 # libFuzzer comes with clang's runtime libraries.
 if ! command -v clang >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev
@@ -20,10 +31,10 @@ bazel --output_base="$base" build --config=libfuzzer --symlink_prefix=/ \
 bin="$(bazel --output_base="$base" info --config=libfuzzer bazel-bin)/tests/fuzz"
 models="$(cd .. && pwd)/shared/models/caffe"
 mkdir -p "$out"
-summary=()
-for t in "${targets[@]}"; do
-  corpus="$out/$t-corpus"
-  rm -rf "$corpus" && mkdir -p "$corpus"
+
+run_one() {
+  local t="$1" corpus="$out/$1-corpus" log="$out/$1.log"
+  mkdir -p "$corpus"
   case "$t" in
     net_text) cp "$models"/*.prototxt "$corpus"/; rm -f "$corpus"/*solver* ;;
     net_binary) cp "$models"/mtcnn_det1_pnet.caffemodel "$corpus"/ ;;
@@ -31,10 +42,30 @@ for t in "${targets[@]}"; do
     graph_text) cp tests/fuzz/graph_seed.txt "$corpus"/ ;;
     image) cp tests/fuzz/image_seed* "$corpus"/ ;;
   esac
-  log="$out/$t.log"
-  "$bin/${t}_libfuzzer" -runs="$runs" -max_len=4096 -rss_limit_mb=4096 -print_final_stats=1 \
-    "$corpus" >"$log" 2>&1 || { echo "$t: FAILED (see $log)"; tail -30 "$log"; exit 1; }
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
-  summary+=("$t: ${execs} executions, no crash")
+  local kept="tests/fuzz/corpus/$t"
+  mkdir -p "$kept"
+  "$bin/${t}_libfuzzer" -runs="$runs" -max_total_time="$seconds" -max_len=4096 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/$t-" \
+    "$corpus" "$kept" >"$log" 2>&1 || true
+  local execs rate status="no crash"
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+  if grep -q 'ERROR: libFuzzer\|ERROR: AddressSanitizer\|runtime error:\|Test unit written' "$log"; then
+    status="CRASH (see $log)"
+  elif [ "${KILN_FUZZ_MERGE:-0}" = 1 ]; then
+    "$bin/${t}_libfuzzer" -merge=1 -max_len=4096 -rss_limit_mb=2048 "$kept" "$corpus" \
+      >"$out/$t-merge.log" 2>&1 || status="merge failed (see $out/$t-merge.log)"
+  fi
+  echo "$t: ${execs:-0} executions, ${rate:-0}/s, $status" >"$out/$t.summary"
+}
+
+for t in "${targets[@]}"; do
+  if [ "${KILN_FUZZ_PARALLEL:-0}" = 1 ]; then run_one "$t" & else run_one "$t"; fi
 done
-printf '%s\n' "${summary[@]}"
+wait
+failed=0
+for t in "${targets[@]}"; do
+  cat "$out/$t.summary"
+  grep -q 'no crash' "$out/$t.summary" || failed=1
+done
+exit "$failed"

@@ -3,7 +3,11 @@
 // changes, insertions, deletions, duplicated and spliced ranges, truncation) until the
 // iteration count or the time budget runs out. Any crash or sanitizer report fails the test.
 // The long runs use real libFuzzer (tools/fuzz.sh); this keeps a short one in every CI run.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -15,6 +19,32 @@
 #include "tests/fuzz/fuzz_targets.h"
 
 namespace {
+
+// The input under test, for the crash handler: on a fatal signal it is written to crash-input in
+// $TEST_UNDECLARED_OUTPUTS_DIR (or the working directory), so the failure can be replayed.
+const std::string* g_current = nullptr;
+char g_crash_path[4096] = "crash-input";
+
+void OnFatalSignal(int sig) {
+  if (g_current != nullptr) {
+    const int fd = open(g_crash_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ssize_t ignored = write(fd, g_current->data(), g_current->size());
+      (void)ignored;
+      close(fd);
+      static const char kNote[] = "mutation_driver: the crashing input is in crash-input\n";
+      ignored = write(2, kNote, sizeof(kNote) - 1);
+    }
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void RunOne(const std::string& input) {
+  g_current = &input;
+  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
+  g_current = nullptr;
+}
 
 std::string Mutate(const std::vector<std::string>& seeds, std::mt19937_64& rng) {
   std::string s = seeds[rng() % seeds.size()];
@@ -77,12 +107,19 @@ int main(int argc, char** argv) {
   long iterations = 20000;
   double seconds = 20.0;
   std::vector<std::string> seeds;
-  std::string only;
+  // --only=S (repeatable): read only the seed files whose path contains one of the S.
+  std::vector<std::string> only;
+  const auto wanted = [&only](const std::string& path) {
+    for (const std::string& s : only) {
+      if (path.find(s) != std::string::npos) return true;
+    }
+    return only.empty();
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--only=", 0) == 0) {
-      only = arg.substr(7);
-    } else if (!only.empty() && arg.find(only) == std::string::npos && arg[0] != '-') {
+      only.push_back(arg.substr(7));
+    } else if (arg[0] != '-' && !wanted(arg)) {
       continue;
     } else if (arg.rfind("--iterations=", 0) == 0) {
       iterations = std::atol(arg.c_str() + 13);
@@ -98,15 +135,16 @@ int main(int argc, char** argv) {
     }
   }
   if (seeds.empty()) seeds.push_back("");
-  for (const std::string& s : seeds) {
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  if (const char* dir = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR")) {
+    std::snprintf(g_crash_path, sizeof(g_crash_path), "%s/crash-input", dir);
   }
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) std::signal(sig, OnFatalSignal);
+  for (const std::string& s : seeds) RunOne(s);
   std::mt19937_64 rng(20261121);
   const auto start = std::chrono::steady_clock::now();
   long done = 0;
   for (; done < iterations; ++done) {
-    const std::string input = Mutate(seeds, rng);
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
+    RunOne(Mutate(seeds, rng));
     if (done % 256 == 0 &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > seconds) {
       break;

@@ -1,10 +1,10 @@
 // The IR: builder, verifier, printer/parser round trip, graph mutation.
 #include "ir/graph.h"
 
+#include "gtest/gtest.h"
 #include "ir/graph_builder.h"
 #include "ir/text_format.h"
 #include "ir/verifier.h"
-#include "gtest/gtest.h"
 #include "ops/all_ops.h"
 #include "tests/util/op_test_util.h"
 
@@ -194,6 +194,11 @@ TEST(TextFormatTest, MalformedLinesAreRejected) {
        {"%0 = ", "%0 = ReLU", "%a = ReLU \"r\" () {} : f32[1]",
         "%0 = Parameter \"x\" () {dtype=\"f32\", shape=[1,3]} : f32[1,3] junk", "output \"y\" = %0",
         "%0 = Constant \"c\" () {} : f32[2] = [1]",
+        // Found by tests/fuzz/graph_text (corpus/graph_text/regress_i32_constant_out_of_range):
+        // a value outside int32 was converted to int32 (undefined behaviour, a UBSan report).
+        "%0 = Constant \"c\" () {} : i32[] = [5000000000000000]",
+        "%0 = Constant \"c\" () {} : i32[2] = [1, -2147483649]",
+        "%0 = Constant \"c\" () {} : i32[1] = [nan]",
         "%0 = Parameter \"x\" () {shape=[1], shape=[2], dtype=\"f32\"} : f32[1]"}) {
     EXPECT_FALSE(ParseGraph(bad, Registry()).ok()) << bad;
   }

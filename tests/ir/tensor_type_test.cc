@@ -4,8 +4,8 @@
 #include <limits>
 
 #include "base/dtype.h"
-#include "ir/host_tensor.h"
 #include "gtest/gtest.h"
+#include "ir/host_tensor.h"
 
 namespace kiln {
 namespace {
@@ -65,6 +65,18 @@ TEST(TensorTypeTest, RejectsElementCountOverflow) {
   auto t = TensorType::Create(DataType::kF32, {1 << 30, 1 << 30, 1 << 30});
   EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(t.status().message().find("overflow"), std::string::npos);
+}
+
+// Found by tests/fuzz/npy (corpus/npy/regress_zero_dim_stride_overflow): a zero dim makes the
+// element count 0, but the row-major strides of the other dims still overflowed int64.
+TEST(TensorTypeTest, RejectsOverflowBehindAZeroDim) {
+  auto t = TensorType::Create(DataType::kF32, {4, 666, 6666666666660, 0, 10, 12, 12});
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(t.status().message().find("overflow"), std::string::npos);
+  EXPECT_FALSE(TensorType::Create(DataType::kF32, {int64_t{1} << 40, 0, int64_t{1} << 40}).ok());
+  auto empty = TensorType::Create(DataType::kF32, {0, int64_t{1} << 40});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->num_elements(), 0);
 }
 
 TEST(TensorTypeTest, RejectsStrideOverflow) {
