@@ -64,7 +64,9 @@ const Converted& ConvertOnce() {
       conversion.overwrite = true;
       absl::StatusOr<int64_t> records = ConvertIdx(conversion);
       EXPECT_TRUE(records.ok()) << records.status();
-      if (records.ok()) EXPECT_EQ(*records, prefix == "train" ? 60000 : 10000);
+      if (records.ok()) {
+        EXPECT_EQ(*records, prefix == "train" ? 60000 : 10000);
+      }
     }
     c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return c;
