@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Long libFuzzer runs of every parser entry point (tests/fuzz), with ASan + UBSan.
 #   bash tools/fuzz.sh [RUNS] [TARGET...]    default 1000000 executions per target, all targets
+#   bash tools/fuzz.sh minimize [TARGET...]  shrink the kept corpus tests/fuzz/corpus/<target>/ to
+#                                            a small set with the same edge coverage (hit counts
+#                                            ignored: -use_counters=0; seed_* and regress_* stay)
 # Environment:
 #   KILN_FUZZ_SECONDS=N   also stop each target after N seconds (libFuzzer's -max_total_time)
 #   KILN_FUZZ_PARALLEL=1  run the targets at once (one process each) instead of one after another
@@ -13,8 +16,10 @@
 # left at DIR/<target>-crash-*; it belongs in tests/fuzz/corpus/<target>/ once fixed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=run
+if [ "${1:-}" = minimize ]; then mode=minimize; shift; fi
 runs="${1:-1000000}"
-shift || true
+[ "$mode" = run ] && { shift || true; }
 base="${HOME}/.cache/kiln-fuzz-output-base"
 out="${KILN_FUZZ_OUT:-/tmp/kiln-fuzz}"
 seconds="${KILN_FUZZ_SECONDS:-0}"
@@ -44,20 +49,41 @@ run_one() {
   esac
   local kept="tests/fuzz/corpus/$t"
   mkdir -p "$kept"
+  local rc=0
   "$bin/${t}_libfuzzer" -runs="$runs" -max_total_time="$seconds" -max_len=4096 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/$t-" \
-    "$corpus" "$kept" >"$log" 2>&1 || true
+    "$corpus" "$kept" >"$log" 2>&1 || rc=$?
   local execs rate status="no crash"
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
   rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
-  if grep -q 'ERROR: libFuzzer\|ERROR: AddressSanitizer\|runtime error:\|Test unit written' "$log"; then
-    status="CRASH (see $log)"
+  # libFuzzer exits non-zero on a crash, a sanitizer report, a leak, an OOM or a timeout (slow
+  # units are only reported). A run stopped by a signal counts too: it did not finish clean.
+  if [ "$rc" != 0 ] || grep -q 'runtime error:' "$log"; then
+    status="CRASH or stopped, exit $rc (see $log)"
   elif [ "${KILN_FUZZ_MERGE:-0}" = 1 ]; then
     "$bin/${t}_libfuzzer" -merge=1 -max_len=4096 -rss_limit_mb=2048 "$kept" "$corpus" \
       >"$out/$t-merge.log" 2>&1 || status="merge failed (see $out/$t-merge.log)"
   fi
   echo "$t: ${execs:-0} executions, ${rate:-0}/s, $status" >"$out/$t.summary"
 }
+
+minimize_one() {
+  local t="$1" kept="tests/fuzz/corpus/$1" fresh="$out/$1-minimized"
+  rm -rf "$fresh" && mkdir -p "$fresh"
+  # What is already in the first folder counts as covered: the named files go first.
+  find "$kept" -maxdepth 1 -type f \( -name 'seed_*' -o -name 'regress_*' \) -exec cp {} "$fresh"/ \;
+  "$bin/${t}_libfuzzer" -merge=1 -use_counters=0 -max_len=4096 -rss_limit_mb=2048 "$fresh" "$kept" \
+    >"$out/$t-minimize.log" 2>&1 || { echo "$t: minimize failed (see $out/$t-minimize.log)"; return 1; }
+  local before
+  before=$(find "$kept" -type f | wc -l)
+  find "$kept" -maxdepth 1 -type f -delete && cp "$fresh"/* "$kept"/
+  echo "$t: kept corpus $before -> $(find "$kept" -type f | wc -l) files, $(du -sk --apparent-size "$kept" | cut -f1) KB"
+}
+
+if [ "$mode" = minimize ]; then
+  for t in "${targets[@]}"; do minimize_one "$t"; done
+  exit 0
+fi
 
 for t in "${targets[@]}"; do
   if [ "${KILN_FUZZ_PARALLEL:-0}" = 1 ]; then run_one "$t" & else run_one "$t"; fi
