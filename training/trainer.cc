@@ -401,7 +401,13 @@ TrainingProgress Trainer::Progress() const {
 }
 
 absl::Status Trainer::RestoreProgress(const TrainingProgress& progress) {
-  if (progress.nets.size() != tests_.size() + 1) {
+  if (progress.nets.empty()) {
+    return absl::FailedPreconditionError("restore: the progress records no net");
+  }
+  // A data-parallel rank other than 0 has no test nets (rank 0 reports): it takes the trained
+  // net's progress and leaves the test nets' to rank 0.
+  const size_t recorded_tests = progress.nets.size() - 1;
+  if (!tests_.empty() && recorded_tests != tests_.size()) {
     return absl::FailedPreconditionError(
         absl::StrCat("restore: the progress is for ", progress.nets.size(), " nets, this run has ",
                      tests_.size() + 1, " (the trained net and ", tests_.size(), " test nets)"));

@@ -101,7 +101,8 @@ class Trainer {
   // Puts every net's pass count and every source where `progress` says (the iteration is set
   // apart, with the histories). FailedPrecondition naming the net and feed when the progress
   // is for other nets or feeds, or a source cannot be repositioned; a feed recorded as -1 (no
-  // count kept) is left where it is.
+  // count kept) is left where it is. A trainer without test nets (a data-parallel rank other
+  // than 0) restores the trained net's progress and ignores the recorded test nets'.
   absl::Status RestoreProgress(const TrainingProgress& progress);
   // The weighted loss of the last iteration, and the smoothed loss (average_loss iterations).
   double last_loss() const { return last_loss_; }

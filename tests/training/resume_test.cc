@@ -211,6 +211,31 @@ TEST(TrainerResume, ATornSnapshotPairIsRefused) {
   EXPECT_EQ((*resumed)->iter(), 1);
 }
 
+// A data-parallel rank other than 0 has no test nets: a snapshot that records test nets (written
+// by rank 0) restores the trained net's progress there. (Found on two GPUs: rank 1 refused the
+// snapshot and the job hung.)
+TEST(TrainerResume, ATrainerWithoutTestNetsIgnoresTheirProgress) {
+  const std::string prefix = ScratchFile("resume_no_tests");
+  auto config = WriteAndLoadSolver(
+      "resume_no_tests", ResumeNet(ResumeDb()),
+      absl::StrCat("type: \"SGD\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 4\n",
+                   "snapshot_prefix: \"", prefix, "\"\n"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto trainer = MakeTrainer(*config);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*trainer)->Step().ok());
+  TrainingProgress progress = (*trainer)->Progress();
+  ASSERT_EQ(progress.nets.size(), 1u);  // this solver has no test net
+  progress.nets.push_back({5, {5}});    // as rank 0 records its test net
+  auto resumed = MakeTrainer(*config);
+  ASSERT_TRUE(resumed.ok());
+  absl::Status restored = (*resumed)->RestoreProgress(progress);
+  EXPECT_TRUE(restored.ok()) << restored;
+  EXPECT_EQ((*resumed)->Progress().nets[0].batches_served, progress.nets[0].batches_served);
+  progress.nets.clear();
+  EXPECT_EQ((*resumed)->RestoreProgress(progress).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 // The batches a fresh MemoryBatchSource hands out after Seek(k) are batches k, k+1, ... of an
 // uninterrupted one, across epoch ends and reshuffles.
 TEST(BatchSourceSeek, MemorySourceContinuesTheShuffledStream) {
