@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/fault_injection.h"
 #include "base/file_identity.h"
 
 namespace kiln {
@@ -68,24 +69,34 @@ absl::Status WriteFileBytes(const std::string& path, absl::string_view bytes) {
     fchmod(fd, old.st_mode & 07777);  // a replaced file keeps its permissions
   }
   size_t done = 0;
+  const size_t half = bytes.size() / 2;
+  bool half_reached = false;
   while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (!half_reached && done >= half) {
+      half_reached = true;
+      ReachWritePoint("half of the bytes written", target);
+    }
+    const size_t limit = half_reached ? bytes.size() : half;
+    const ssize_t n = write(fd, bytes.data() + done, limit - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
       return fail(absl::StrCat("write failed after ", done, " of ", bytes.size(), " bytes"));
     done += static_cast<size_t>(n);
   }
+  if (!half_reached) ReachWritePoint("half of the bytes written", target);  // an empty file
   if (fsync(fd) != 0) return fail("fsync failed");
   if (close(fd) != 0) {
     const std::string reason = std::strerror(errno);
     unlink(temporary.c_str());
     return absl::InternalError(absl::StrCat(path, ": close failed: ", reason));
   }
+  ReachWritePoint("synced, before the rename", target);
   if (rename(temporary.c_str(), target.c_str()) != 0) {
     const std::string reason = std::strerror(errno);
     unlink(temporary.c_str());
     return absl::InternalError(absl::StrCat(path, ": ", reason));
   }
+  ReachWritePoint("renamed", target);
   // The rename itself reaches the disk with the folder.
   const size_t slash = target.rfind('/');
   const std::string folder =

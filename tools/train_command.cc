@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/fault_injection.h"
 #include "base/file_identity.h"
 #include "base/file_io.h"
 #include "base/status_macros.h"
@@ -53,11 +54,21 @@ struct TrainerSetup {
     DataParallelOptions data_parallel;
     data_parallel.sync_batch_norm_statistics = dist.sync_batch_norm;
     data_parallel.overlap_with_backward = dist.overlap_with_backward;
-    KILN_ASSIGN_OR_RETURN(worker,
-                          DataParallelWorker::Create(solver, options, comm.get(), data_parallel));
+    absl::StatusOr<std::unique_ptr<DataParallelWorker>> made =
+        DataParallelWorker::Create(solver, options, comm.get(), data_parallel);
+    if (!made.ok()) return Ended(made.status());
+    worker = *std::move(made);
     return absl::OkStatus();
   }
   SolverTrainer* trainer() { return worker != nullptr ? &worker->trainer() : single.get(); }
+
+  // Passes `status` through. On an error the communicator is aborted first: the orderly NCCL
+  // teardown waits (up to --dist-timeout) for peers that will never finish their collectives,
+  // so a failed rank would linger and the launcher would not see it fail and stop the job.
+  absl::Status Ended(absl::Status status) {
+    if (!status.ok() && comm != nullptr) comm->Abort(status.message());
+    return status;
+  }
 };
 
 using Clock = std::chrono::steady_clock;
@@ -253,6 +264,11 @@ absl::Status CheckRoomForSnapshot(const SolverTrainer& trainer, const std::strin
                                                    " free, a snapshot needs about ", size(needed)));
 }
 
+absl::Status TrainLoop(const CommandLine& line, const DistributedFlags& dist,
+                       const SolverConfig& solver, const std::string& prefix,
+                       const std::vector<FlagPath>& inputs, TrainerSetup& setup);
+
+// `kiln train`: checks the files and flags, sets up this process's trainer, then TrainLoop.
 absl::Status Train(const CommandLine& line) {
   if (!line.Has("solver")) return absl::InvalidArgumentError("train: --solver is required");
   KILN_ASSIGN_OR_RETURN(DistributedFlags dist, ParseDistributedFlags(line, "train"));
@@ -317,6 +333,14 @@ absl::Status Train(const CommandLine& line) {
   // One rank of a data-parallel job (--rank/--world-size/--rendezvous), or the whole training.
   TrainerSetup setup;
   KILN_RETURN_IF_ERROR(setup.Create(dist, line.Get("device", "auto"), "train", solver, options));
+  return setup.Ended(TrainLoop(line, dist, solver, prefix, inputs, setup));
+}
+
+absl::Status TrainLoop(const CommandLine& line, const DistributedFlags& dist,
+                       const SolverConfig& solver, const std::string& prefix,
+                       const std::vector<FlagPath>& inputs, TrainerSetup& setup) {
+  const std::string solver_path = line.Get("solver");
+  const caffe::SolverParameter& p = solver.param;
   SolverTrainer* trainer = setup.trainer();
   DataParallelWorker* worker = setup.worker.get();
   const bool root = dist.rank == 0;
@@ -361,6 +385,7 @@ absl::Status Train(const CommandLine& line) {
         (trainer->iter() > 0 || p.test_initialization())) {
       KILN_RETURN_IF_ERROR(RunTests(*trainer, progress, curve, nullptr));
     }
+    KILN_RETURN_IF_ERROR(InjectedRankFailure(dist.rank, trainer->iter()));
     absl::Status step = worker != nullptr ? worker->Step() : trainer->Step();
     if (!step.ok() && trainer->diverged()) {
       // The step stopped before changing anything: the state is the last good one.
@@ -416,7 +441,10 @@ absl::Status Train(const CommandLine& line) {
   }
   progress.Update(*trainer, first, stop, true, world);
   progress.Break();
-  if (p.snapshot_after_train()) KILN_RETURN_IF_ERROR(snapshot());
+  // Caffe's rule: not twice at one iteration (the loop has just snapshotted at a multiple).
+  if (p.snapshot_after_train() && (p.snapshot() <= 0 || trainer->iter() % p.snapshot() != 0)) {
+    KILN_RETURN_IF_ERROR(snapshot());
+  }
   std::string summary;
   if (trainer->num_test_nets() > 0) {
     KILN_RETURN_IF_ERROR(RunTests(*trainer, progress, curve, &summary));
@@ -522,7 +550,9 @@ absl::Status TimeTrainingStep(const CommandLine& line) {
       setup.Create(dist, line.Get("device", "auto"), "time --train", solver, options));
   SolverTrainer* trainer = setup.trainer();
   if (!json && root) std::fprintf(stderr, "kiln time --train: timing %d steps...\n", iterations);
-  KILN_ASSIGN_OR_RETURN(double ms, trainer->TimeSteps(iterations));
+  absl::StatusOr<double> timed = trainer->TimeSteps(iterations);
+  if (!timed.ok()) return setup.Ended(timed.status());
+  const double ms = *timed;
   if (!root) return absl::OkStatus();
   const TrainerMemory m = trainer->Memory();
   const int64_t images_per_step = trainer->images_per_iteration() * dist.world_size;

@@ -4,111 +4,30 @@
 // The folder holds tiny models made by the binary itself: a deploy net (2x1x4x4 -> 3 classes) and
 // its weights, an unrelated net's weights, an empty .caffemodel, an LMDB of 8 4x4 images, a
 // solver over it with snapshot prefix "snap" and max_iter 4, and that solver's snapshot.
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
-#include <sstream>
 #include <string>
-#include <thread>
-#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/util/kiln_process.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void Put(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-std::string Binary() {
-  const char* root = std::getenv("TEST_SRCDIR");
-  const std::string base = root ? root : ".";
-  for (const std::string& p : {base + "/kiln/tools/kiln", base + "/_main/tools/kiln"}) {
-    if (access(p.c_str(), X_OK) == 0) return p;
-  }
-  return "tools/kiln";
-}
-
-struct Outcome {
-  int status = -1;  // the exit status, or 128 + signal
-  std::string output;
-};
-
-// Starts the binary in `dir` with `args`, stdout and stderr together into `log`.
-pid_t Start(const std::string& dir, const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> all = {Binary()};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : all) argv.push_back(&a[0]);
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (chdir(dir.c_str()) != 0) _exit(120);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execv(argv[0], argv.data());
-    _exit(121);
-  }
-  return pid;
-}
-
-// Runs every job (a folder, its arguments and its log), `parallel` at a time; each is killed
-// after 60 s.
-std::vector<Outcome> RunAll(
-    const std::vector<std::tuple<std::string, std::vector<std::string>, std::string>>& jobs,
-    size_t parallel) {
-  using Clock = std::chrono::steady_clock;
-  std::vector<Outcome> out(jobs.size());
-  std::map<pid_t, std::pair<size_t, Clock::time_point>> running;
-  size_t next = 0;
-  while (next < jobs.size() || !running.empty()) {
-    while (next < jobs.size() && running.size() < parallel) {
-      const auto& [dir, args, log] = jobs[next];
-      running[Start(dir, args, log)] = {next++, Clock::now()};
-    }
-    for (auto it = running.begin(); it != running.end();) {
-      int status = 0;
-      const size_t job = it->second.first;
-      if (waitpid(it->first, &status, WNOHANG) == 0) {
-        if (Clock::now() - it->second.second < std::chrono::seconds(60)) {
-          ++it;
-          continue;
-        }
-        kill(it->first, SIGKILL);
-        waitpid(it->first, &status, 0);
-        out[job].output = "(timed out) ";
-      }
-      out[job].status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      out[job].output += Slurp(std::get<2>(jobs[job]));
-      it = running.erase(it);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return out;
-}
-
-Outcome Kiln(const std::string& dir, const std::vector<std::string>& args) {
-  return RunAll({{dir, args, dir + "/../kiln_output.txt"}}, 1)[0];
-}
+using kiln::Idx;
+using kiln::KilnJob;
+using kiln::KilnOutcome;
+using kiln::Npy;
+using kiln::Put;
+using kiln::RunKiln;
+using kiln::Slurp;
 
 // Every entry under `dir`: a file's bytes, a link's target, or "<folder>".
 std::map<std::string, std::string> Contents(const std::string& dir) {
@@ -128,35 +47,6 @@ std::map<std::string, std::string> Contents(const std::string& dir) {
     }
   }
   return all;
-}
-
-// A float32 .npy of `dims`, all values `v`.
-std::string Npy(const std::vector<int>& dims, float v) {
-  std::string shape;
-  size_t n = 1;
-  for (int d : dims) {
-    shape += std::to_string(d) + ", ";
-    n *= d;
-  }
-  if (dims.size() != 1) shape.resize(shape.size() - 2);
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::string out = "\x93NUMPY\x01";
-  out += '\0';
-  out += static_cast<char>(header.size() & 0xff);
-  out += static_cast<char>(header.size() >> 8);
-  out += header;
-  for (size_t i = 0; i < n; ++i) out.append(reinterpret_cast<const char*>(&v), 4);
-  return out;
-}
-
-std::string Idx(unsigned char type_dims, const std::vector<int>& dims, const std::string& data) {
-  std::string out = {0, 0, 8, static_cast<char>(type_dims)};
-  for (int d : dims) {
-    for (int shift : {24, 16, 8, 0}) out += static_cast<char>((d >> shift) & 0xff);
-  }
-  return out + data;
 }
 
 const char kTiny[] = R"(name: "tiny"
@@ -230,7 +120,7 @@ class KilnAbuseTest : public ::testing::Test {
              {"train", "--solver", "solver.prototxt", "--device", "cpu"}}) {
       if (setup[0] == "run" && setup[2] == "other.prototxt")
         Put(t + "/other_x.npy", Npy({1, 5}, 1));
-      const Outcome o = Kiln(t, setup);
+      const KilnOutcome o = RunKiln(t, setup);
       ASSERT_EQ(o.status, 0) << setup[0] << ": " << o.output;
     }
     ASSERT_TRUE(fs::exists(t + "/snap_iter_4.caffemodel"));
@@ -616,7 +506,7 @@ TEST_F(KilnAbuseTest, EveryBadInvocationFailsCleanlyAndChangesNoFile) {
   const bool root = geteuid() == 0;
   // Each row in its own copy of the template, run a few at a time.
   std::vector<std::map<std::string, std::string>> before(rows.size());
-  std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> jobs;
+  std::vector<KilnJob> jobs;
   std::vector<size_t> job_rows;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i].needs_non_root && root) continue;
@@ -628,14 +518,14 @@ TEST_F(KilnAbuseTest, EveryBadInvocationFailsCleanlyAndChangesNoFile) {
     for (std::string& a : args) {
       for (size_t at; (at = a.find("{dir}")) != std::string::npos;) a.replace(at, 5, dir);
     }
-    jobs.emplace_back(dir, args, root_ + "/row" + std::to_string(i + 1) + ".log");
+    jobs.push_back({dir, args, root_ + "/row" + std::to_string(i + 1) + ".log", {}});
     job_rows.push_back(i);
   }
-  const std::vector<Outcome> outcomes = RunAll(jobs, 4);
+  const std::vector<KilnOutcome> outcomes = kiln::RunKilnJobs(jobs, 4);
   for (size_t j = 0; j < jobs.size(); ++j) {
     const Row& row = rows[job_rows[j]];
-    const Outcome& o = outcomes[j];
-    const std::string& dir = std::get<0>(jobs[j]);
+    const KilnOutcome& o = outcomes[j];
+    const std::string& dir = jobs[j].dir;
     std::string shown;
     for (const std::string& a : row.args) shown += " " + a;
     SCOPED_TRACE("row " + std::to_string(job_rows[j] + 1) + ": kiln" + shown);
