@@ -39,3 +39,18 @@ for gpus in 0 0,1; do
     echo "gpus $gpus: DIFFERENT or missing"
   fi
 done
+# A rank that fails alone (the KILN_TEST_FAIL_RANK_AT hook, base/fault_injection.h) must end the
+# whole job with its error within seconds, not linger in the NCCL teardown until --dist-timeout.
+for r in 1 0; do
+  start=$(date +%s)
+  KILN_TEST_FAIL_RANK_AT=$r:5 timeout 150 "$kiln" train --solver s0_1.prototxt --gpus 0,1 \
+    --dist-timeout 100 >"$out/fail_rank$r.log" 2>&1
+  rc=$?
+  took=$(($(date +%s) - start))
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $took -lt 60 ] &&
+    grep -q "rank $r failed at iteration 5" "$out/fail_rank$r.log"; then
+    echo "rank $r fails alone: PASS (exit $rc after ${took} s)"
+  else
+    echo "rank $r fails alone: FAIL (exit $rc after ${took} s)"
+  fi
+done
