@@ -78,6 +78,15 @@ absl::Status PlanBuilder::ProbeDevice(CompileState& state) {
     state.probe.devices = {*options.cuda_target};
   } else if (options.backend == BackendChoice::kAuto || options.backend == BackendChoice::kCuda) {
     state.probe = ProbeCuda();
+    if (state.probe.usable) {
+      // The kernels ask the current device what it has, and kMeasure times on it.
+      const absl::Status selected = SelectCudaDevice(options.cuda_device);
+      if (!selected.ok()) return Annotate(selected, "compile");
+    } else if (options.cuda_device != 0 && options.backend == BackendChoice::kCuda) {
+      return absl::UnavailableError(
+          absl::StrCat("compile: cuda:", options.cuda_device,
+                       " asked for, but CUDA is not usable: ", state.probe.reason));
+    }
   }
   return absl::OkStatus();
 }
@@ -113,7 +122,8 @@ absl::Status PlanBuilder::ChooseBackend(CompileState& state) {
     }
     if (cuda_ok.ok()) {
       state.backend = Backend::kCuda;
-      reason = absl::StrCat("cuda: ", probe.devices[0].name);
+      const int gpu = options.cuda_target.has_value() ? 0 : options.cuda_device;
+      reason = absl::StrCat("cuda:", gpu, " ", probe.devices[gpu].name);
       plan.graph_ = std::move(state.cuda_graph);
       plan.precision_ = std::string(PrecisionName(options.precision));
       plan.layout_ = std::string(LayoutName(options.layout, options.precision));

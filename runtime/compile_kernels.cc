@@ -33,7 +33,9 @@ absl::Status PlanBuilder::ChooseKernels(CompileState& state) {
   }
   plan.for_absent_device_ = options.cuda_target.has_value();
   if (state.backend == Backend::kCuda) {
-    const CudaDeviceInfo& d = state.probe.devices[0];
+    const CudaDeviceInfo& d =
+        state.probe.devices[options.cuda_target.has_value() ? 0 : options.cuda_device];
+    plan.cuda_device_ = options.cuda_target.has_value() ? 0 : options.cuda_device;
     kernel_options.device_name = absl::StrCat(d.name, " sm_", d.major, d.minor);
     if (kernel_options.measure_algorithms && !options.tuning_file.empty()) {
       KILN_RETURN_IF_ERROR(Annotate(state.tuning.Load(options.tuning_file), "compile"));

@@ -1,6 +1,8 @@
 // Compile: the stages of runtime/plan_builder.h in order, and the plan's printing.
 #include "runtime/compiler.h"
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -43,6 +45,49 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> PlanBuilder::Build(const Graph& u
   KILN_RETURN_IF_ERROR(PlanArenas(state));
   KILN_RETURN_IF_ERROR(BuildKernels(state));
   return std::move(state.plan);
+}
+
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
+  if (name == "fp32") return Precision::kFp32;
+  if (name == "tf32") return Precision::kTf32;
+  if (name == "fp16") return Precision::kFp16;
+  if (name == "bf16") return Precision::kBf16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("precision '", name, "': use fp32, tf32, fp16 or bf16"));
+}
+
+absl::StatusOr<LayoutChoice> ParseLayoutChoice(absl::string_view name) {
+  if (name == "nchw") return LayoutChoice::kNchw;
+  if (name == "nhwc") return LayoutChoice::kNhwc;
+  if (name == "auto") return LayoutChoice::kAuto;
+  return absl::InvalidArgumentError(absl::StrCat("layout '", name, "': use nchw, nhwc or auto"));
+}
+
+absl::StatusOr<AlgoChoice> ParseAlgoChoice(absl::string_view name) {
+  if (name == "heuristic") return AlgoChoice::kHeuristic;
+  if (name == "measure") return AlgoChoice::kMeasure;
+  return absl::InvalidArgumentError(absl::StrCat("algo '", name, "': use heuristic or measure"));
+}
+
+absl::Status ParseDeviceChoice(absl::string_view name, CompileOptions& options) {
+  options.cuda_device = 0;
+  if (name == "auto") {
+    options.backend = BackendChoice::kAuto;
+  } else if (name == "cuda") {
+    options.backend = BackendChoice::kCuda;
+  } else if (name == "cpu") {
+    options.backend = BackendChoice::kCpu;
+  } else if (name == "reference") {
+    options.backend = BackendChoice::kReference;
+  } else if (absl::StartsWith(name, "cuda:") &&
+             absl::SimpleAtoi(name.substr(5), &options.cuda_device) && options.cuda_device >= 0) {
+    options.backend = BackendChoice::kCuda;
+  } else {
+    options.cuda_device = 0;
+    return absl::InvalidArgumentError(
+        absl::StrCat("device '", name, "': use auto, cuda, cuda:N, cpu or reference"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<ExecutionPlan>> Compile(const Graph& graph,

@@ -44,12 +44,14 @@ enum class AlgoChoice {
   kMeasure,    // every applicable algorithm timed (as cudnnFind), remembered in the tuning file
 };
 
-// The name a plan reports (ExecutionPlan::precision()): "fp32", ..., "as graph". The CLI's
-// spellings are parsed in tools/plan_flags.h.
+// The name a plan reports (ExecutionPlan::precision()): "fp32", ..., "as graph".
 absl::string_view PrecisionName(Precision p);
 
 struct CompileOptions {
   BackendChoice backend = BackendChoice::kAuto;
+  // The GPU a CUDA plan is for: its kernels are chosen (and with kMeasure timed) there, and
+  // every ExecutionContext of the plan runs there (ExecutionPlan::cuda_device()).
+  int cuda_device = 0;
   // CUDA plans only (the CPU backends run the graph as it is, f32 row-major, and say so).
   Precision precision = Precision::kAsGraph;
   LayoutChoice layout = LayoutChoice::kAsGraph;
@@ -101,6 +103,14 @@ struct CompileOptions {
   // Passes (by name) the optimizer skips.
   std::set<std::string> disabled_passes;
 };
+
+// The names of the choices above, as the CLI's flags and the public API spell them;
+// InvalidArgument listing the accepted names.
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name);        // fp32|tf32|fp16|bf16
+absl::StatusOr<LayoutChoice> ParseLayoutChoice(absl::string_view name);  // nchw|nhwc|auto
+absl::StatusOr<AlgoChoice> ParseAlgoChoice(absl::string_view name);      // heuristic|measure
+// auto|cuda|cuda:N|cpu|reference into options.backend and options.cuda_device.
+absl::Status ParseDeviceChoice(absl::string_view name, CompileOptions& options);
 
 absl::StatusOr<std::unique_ptr<ExecutionPlan>> Compile(const Graph& graph,
                                                        const KernelRegistry& kernels,

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "runtime/device.h"
 
 namespace kiln {
@@ -101,7 +102,12 @@ class CudaDevice : public Device {
                            info_.major, info_.minor, info_.multiprocessors,
                            info_.total_memory / 1073741824.0);
   }
+  absl::Status MakeCurrent() override {
+    KILN_CUDA_CALL(cudaSetDevice(info_.ordinal));
+    return absl::OkStatus();
+  }
   absl::StatusOr<void*> Allocate(size_t bytes) override {
+    KILN_RETURN_IF_ERROR(MakeCurrent());
     void* p = nullptr;
     const cudaError_t e = cudaMalloc(&p, bytes == 0 ? 256 : bytes);
     if (e == cudaErrorMemoryAllocation) {
@@ -112,7 +118,10 @@ class CudaDevice : public Device {
     if (e != cudaSuccess) return CudaError(e, "cudaMalloc", __LINE__);
     return p;
   }
-  void Free(void* ptr) override { cudaFree(ptr); }
+  void Free(void* ptr) override {
+    cudaSetDevice(info_.ordinal);
+    cudaFree(ptr);
+  }
   absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) override {
     KILN_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
     KILN_CUDA_CALL(cudaStreamSynchronize(stream_));
@@ -162,6 +171,10 @@ class CudaDevice : public Device {
     return absl::OkStatus();
   }
   int64_t FreeMemoryBytes() const override {
+    if (cudaSetDevice(info_.ordinal) != cudaSuccess) {
+      cudaGetLastError();
+      return -1;
+    }
     size_t free_bytes = 0, total = 0;
     if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
       cudaGetLastError();
@@ -258,8 +271,12 @@ CudaProbe ProbeCuda() {
     probe.devices.push_back({i, prop.name, prop.major, prop.minor,
                              static_cast<int64_t>(prop.totalGlobalMem), prop.multiProcessorCount});
   }
-  // Creating the context is where a broken driver or a wrong architecture shows up.
-  e = cudaSetDevice(0);
+  // Creating the context is where a broken driver or a wrong architecture shows up: on the
+  // calling thread's current device, which stays current (a probe must not move a thread that
+  // works on GPU 1 back to GPU 0).
+  int current = 0;
+  e = cudaGetDevice(&current);
+  if (e == cudaSuccess) e = cudaSetDevice(current);
   if (e == cudaSuccess) e = cudaFree(nullptr);
   if (e != cudaSuccess) {
     probe.reason = absl::StrCat("creating a CUDA context: ", cudaGetErrorString(e));
@@ -270,14 +287,22 @@ CudaProbe ProbeCuda() {
   return probe;
 }
 
-absl::StatusOr<std::unique_ptr<Device>> CreateCudaDevice(int ordinal) {
+absl::Status SelectCudaDevice(int ordinal) {
   CudaProbe probe = ProbeCuda();
   if (!probe.usable) return absl::UnavailableError(probe.reason);
   if (ordinal < 0 || ordinal >= static_cast<int>(probe.devices.size())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cuda:", ordinal, " does not exist (", probe.devices.size(), " devices)"));
+        absl::StrCat("cuda:", ordinal, " does not exist (this machine has ", probe.devices.size(),
+                     " CUDA device", probe.devices.size() == 1 ? "" : "s",
+                     ": cuda:0 to cuda:", probe.devices.size() - 1, ")"));
   }
   KILN_CUDA_CALL(cudaSetDevice(ordinal));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Device>> CreateCudaDevice(int ordinal) {
+  KILN_RETURN_IF_ERROR(SelectCudaDevice(ordinal));
+  CudaProbe probe = ProbeCuda();
   cudaStream_t stream = nullptr;
   KILN_CUDA_CALL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cublasHandle_t blas = nullptr;

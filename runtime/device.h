@@ -74,6 +74,10 @@ class Device {
   virtual absl::Status CopyWithinDevice(void* dst, const void* src, size_t bytes) = 0;
   // Waits for every queued operation; returns the first asynchronous error.
   virtual absl::Status Synchronize() = 0;
+  // Makes this device the calling thread's current one (CUDA: cudaSetDevice), so that work a
+  // thread enqueues through it lands on it. Call at the entry of anything a thread may do with
+  // a device other than the last one it used.
+  virtual absl::Status MakeCurrent() { return absl::OkStatus(); }
   virtual void* stream() const { return nullptr; }
   virtual void* blas_handle() const { return nullptr; }
 
@@ -142,6 +146,10 @@ CudaProbe ProbeCuda();
 
 // A CUDA device with its own stream and cuBLAS handle; Unavailable when none is usable.
 absl::StatusOr<std::unique_ptr<Device>> CreateCudaDevice(int ordinal = 0);
+
+// Makes GPU `ordinal` the calling thread's current device; InvalidArgument naming the devices
+// there are when it does not exist, Unavailable when CUDA is not usable.
+absl::Status SelectCudaDevice(int ordinal);
 
 }  // namespace kiln
 

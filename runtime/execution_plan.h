@@ -100,6 +100,8 @@ class ExecutionPlan {
   double budget_added_ms() const { return budget_added_ms_; }
   double measured_ms() const { return measured_ms_; }
 
+  // The GPU a CUDA plan was compiled for and runs on (CompileOptions::cuda_device).
+  int cuda_device() const { return cuda_device_; }
   // Inputs and outputs are always bound by the caller (CompileOptions::device_bound_io).
   bool device_bound_io() const { return device_bound_io_; }
   // Planned for an absent GPU (CompileOptions::cuda_target): for inspection, never run.
@@ -126,6 +128,7 @@ class ExecutionPlan {
   std::vector<PassRemark> remarks_;
   bool device_bound_io_ = false;
   bool for_absent_device_ = false;
+  int cuda_device_ = 0;
   int budget_rechosen_steps_ = 0;
   double budget_added_ms_ = 0, measured_ms_ = 0;
 };

@@ -16,6 +16,26 @@ bool IsExternallyBindable(const ExecutionPlan& plan, int buffer) {
   return plan.buffers()[buffer].arena == Arena::kActivations;
 }
 
+// The device a context or the shared weights of `plan` live on: its GPU, or the host.
+absl::StatusOr<std::unique_ptr<Device>> CreateDeviceFor(const ExecutionPlan& plan) {
+  if (plan.backend() != Backend::kCuda) return CreateHostDevice();
+  absl::StatusOr<std::unique_ptr<Device>> device = CreateCudaDevice(plan.cuda_device());
+  if (!device.ok()) return Annotate(device.status(), "run");
+  return device;
+}
+
+// Copies every Constant of `plan` into the weights arena at `base` on `device`.
+absl::Status UploadWeights(const ExecutionPlan& plan, Device& device, void* base) {
+  for (const auto& [node, buffer] : plan.weights()) {
+    const HostTensor& data = *node->constant();
+    const int root = plan.RootBuffer(buffer);
+    char* at = static_cast<char*>(base) + plan.buffers()[root].offset + plan.OffsetInRoot(buffer);
+    KILN_RETURN_IF_ERROR(
+        device.CopyToDevice(at, data.data(), static_cast<size_t>(data.type().span_bytes())));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ExecutionContext>> ExecutionContext::Create(
@@ -25,29 +45,30 @@ absl::StatusOr<std::unique_ptr<ExecutionContext>> ExecutionContext::Create(
         "run: this plan was made for a GPU that is not here (cuda_target), to be inspected; "
         "compile it without cuda_target to run it");
   }
-  std::unique_ptr<Device> device;
-  if (plan.backend() == Backend::kCuda) {
-    KILN_ASSIGN_OR_RETURN(device, CreateCudaDevice(0));
-  } else {
-    device = CreateHostDevice();
+  if (options.weights != nullptr && &options.weights->plan() != &plan) {
+    return absl::InvalidArgumentError(
+        "run: the shared weights (ContextOptions::weights) were uploaded for another plan");
   }
-  const int64_t needed = plan.weights_bytes() + plan.activations_bytes() + plan.workspace_bytes();
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, CreateDeviceFor(plan));
+  const int64_t own_weights = options.weights != nullptr ? 0 : plan.weights_bytes();
+  const int64_t needed = own_weights + plan.activations_bytes() + plan.workspace_bytes();
   const int64_t free_bytes = device->FreeMemoryBytes();
   if (free_bytes >= 0 && needed > free_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "run: the plan needs ", needed, " bytes of device memory (weights ", plan.weights_bytes(),
+        "run: the plan needs ", needed, " bytes of device memory (weights ", own_weights,
         ", activations ", plan.activations_bytes(), ", workspace ", plan.workspace_bytes(),
         ") but ", free_bytes, " are free on ", device->Describe()));
   }
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(plan, std::move(device), options));
-  KILN_ASSIGN_OR_RETURN(ctx->weights_, ctx->device_->Allocate(plan.weights_bytes()));
+  if (options.weights != nullptr) {
+    ctx->shared_weights_ = options.weights;
+    ctx->weights_ = options.weights->address();
+  } else {
+    KILN_ASSIGN_OR_RETURN(ctx->weights_, ctx->device_->Allocate(plan.weights_bytes()));
+    KILN_RETURN_IF_ERROR(UploadWeights(plan, *ctx->device_, ctx->weights_));
+  }
   KILN_ASSIGN_OR_RETURN(ctx->activations_, ctx->device_->Allocate(plan.activations_bytes()));
   KILN_ASSIGN_OR_RETURN(ctx->workspace_, ctx->device_->Allocate(plan.workspace_bytes()));
-  for (const auto& [node, buffer] : plan.weights()) {
-    const HostTensor& data = *node->constant();
-    KILN_RETURN_IF_ERROR(ctx->device_->CopyToDevice(ctx->Address(buffer), data.data(),
-                                                    static_cast<size_t>(data.type().span_bytes())));
-  }
   for (const auto* io : {&plan.inputs(), &plan.outputs()}) {
     if (plan.device_bound_io()) break;  // the caller binds device buffers: nothing to stage
     for (const auto& [name, buffer] : *io) {
@@ -62,12 +83,32 @@ absl::StatusOr<std::unique_ptr<ExecutionContext>> ExecutionContext::Create(
 
 ExecutionContext::~ExecutionContext() {
   if (device_ == nullptr) return;
+  device_->MakeCurrent().IgnoreError();
   device_->Synchronize().IgnoreError();  // nothing may still use what is freed below
   DropGraph();
+  caller_ready_.reset();
+  run_done_.reset();
   for (auto& [buffer, p] : staging_) device_->FreeStaging(p);
-  for (void* p : {weights_, activations_, workspace_}) {
+  for (void* p : {shared_weights_ != nullptr ? nullptr : weights_, activations_, workspace_}) {
     if (p != nullptr) device_->Free(p);
   }
+}
+
+absl::StatusOr<std::shared_ptr<const PlanWeights>> PlanWeights::Upload(const ExecutionPlan& plan) {
+  if (plan.for_absent_device()) {
+    return absl::FailedPreconditionError(
+        "run: this plan was made for a GPU that is not here (cuda_target); it has no device to "
+        "upload weights to");
+  }
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, CreateDeviceFor(plan));
+  std::shared_ptr<PlanWeights> weights(new PlanWeights(plan, std::move(device)));
+  KILN_ASSIGN_OR_RETURN(weights->data_, weights->device_->Allocate(plan.weights_bytes()));
+  KILN_RETURN_IF_ERROR(UploadWeights(plan, *weights->device_, weights->data_));
+  return std::shared_ptr<const PlanWeights>(std::move(weights));
+}
+
+PlanWeights::~PlanWeights() {
+  if (data_ != nullptr) device_->Free(data_);
 }
 
 void ExecutionContext::DropGraph() {
@@ -192,6 +233,7 @@ absl::Status ExecutionContext::RunSteps(const StepObserver* observer) {
 
 absl::StatusOr<std::map<std::string, HostTensor>> ExecutionContext::Run(
     const std::map<std::string, HostTensor>& inputs) {
+  KILN_RETURN_IF_ERROR(device_->MakeCurrent());
   if (plan_.device_bound_io()) {
     return absl::FailedPreconditionError(
         "run: this plan's inputs and outputs are bound by the caller (device_bound_io); use "
@@ -251,6 +293,7 @@ absl::StatusOr<std::map<std::string, HostTensor>> ExecutionContext::Run(
 absl::Status ExecutionContext::RunOnDevice(const std::map<std::string, const void*>& inputs,
                                            const std::map<std::string, void*>& outputs,
                                            const StepObserver* observer) {
+  KILN_RETURN_IF_ERROR(device_->MakeCurrent());
   std::map<int, void*> bound;
   auto bind = [&](const std::map<std::string, int>& ports, const std::string& name, void* p,
                   const char* what) -> absl::Status {
@@ -296,7 +339,27 @@ absl::Status ExecutionContext::RunOnDevice(const std::map<std::string, const voi
   return RunSteps(observer);
 }
 
-absl::Status ExecutionContext::Synchronize() { return Annotate(device_->Synchronize(), "run"); }
+absl::Status ExecutionContext::RunOnStream(const std::map<std::string, const void*>& inputs,
+                                           const std::map<std::string, void*>& outputs,
+                                           void* stream) {
+  if (stream == nullptr || stream == device_->stream()) return RunOnDevice(inputs, outputs);
+  KILN_RETURN_IF_ERROR(device_->MakeCurrent());
+  if (caller_ready_ == nullptr) {
+    KILN_ASSIGN_OR_RETURN(caller_ready_, device_->CreateEvent());
+    KILN_ASSIGN_OR_RETURN(run_done_, device_->CreateEvent());
+  }
+  // The caller's work so far, then the run on the context's stream, then the caller's again.
+  KILN_RETURN_IF_ERROR(Annotate(caller_ready_->Record(stream), "run: the caller's stream"));
+  KILN_RETURN_IF_ERROR(caller_ready_->MakeStreamWait(device_->stream()));
+  KILN_RETURN_IF_ERROR(RunOnDevice(inputs, outputs));
+  KILN_RETURN_IF_ERROR(run_done_->Record(device_->stream()));
+  return Annotate(run_done_->MakeStreamWait(stream), "run: the caller's stream");
+}
+
+absl::Status ExecutionContext::Synchronize() {
+  KILN_RETURN_IF_ERROR(device_->MakeCurrent());
+  return Annotate(device_->Synchronize(), "run");
+}
 
 absl::Status ExecutionContext::StageInputsAgain() {
   if (plan_.device_bound_io()) return absl::OkStatus();
@@ -312,6 +375,7 @@ absl::Status ExecutionContext::StageInputsAgain() {
 
 absl::StatusOr<double> ExecutionContext::TimeForward(int iterations, int warmup) {
   if (iterations < 1) return absl::InvalidArgumentError("time: iterations must be >= 1");
+  KILN_RETURN_IF_ERROR(device_->MakeCurrent());
   for (int i = 0; i < warmup; ++i) {
     KILN_RETURN_IF_ERROR(StageInputsAgain());
     KILN_RETURN_IF_ERROR(RunSteps());
@@ -335,6 +399,7 @@ absl::StatusOr<double> ExecutionContext::TimeForward(int iterations, int warmup)
 }
 
 absl::StatusOr<StepProfile> ExecutionContext::ProfileSteps() {
+  KILN_RETURN_IF_ERROR(device_->MakeCurrent());
   const int n = static_cast<int>(plan_.steps().size());
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<DeviceTimer> timer, device_->CreateTimer(n + 1));
   KILN_RETURN_IF_ERROR(StageInputsAgain());

@@ -23,6 +23,8 @@
 
 namespace kiln {
 
+class PlanWeights;
+
 struct ContextOptions {
   // Debug switch: fill activations and workspace with 0xff bytes (NaN for floats) before every
   // run, so a kernel reading memory nobody wrote shows up as NaN. Turns CUDA graphs off.
@@ -33,6 +35,10 @@ struct ContextOptions {
   // NaN or infinity, naming the step, its layers, the output and the element. Runs step by step
   // (no CUDA graph) and waits for each step: slow.
   bool check_finite = false;
+  // The plan's weights already on its device, shared with other contexts (PlanWeights): this
+  // context then uploads none and allocates only its activations and workspace. Null: the
+  // context uploads a copy of its own.
+  std::shared_ptr<const PlanWeights> weights;
 };
 
 // Lets the caller of a run act between its steps, on the host: for instance start work on
@@ -60,9 +66,34 @@ struct StepProfile {
   double total_ms = 0;          // First step's start to last step's end.
 };
 
+// A plan's weights uploaded once to the plan's device (ExecutionPlan::cuda_device() for CUDA
+// plans, host memory otherwise), read-only from then on: every ExecutionContext made with them
+// (ContextOptions::weights) uses these bytes, so N contexts of one plan hold its weights once.
+// Each context keeps a reference, so they live as long as the last of them. Contexts of one
+// PlanWeights may run on several threads at once (a kernel never writes a weight).
+class PlanWeights {
+ public:
+  static absl::StatusOr<std::shared_ptr<const PlanWeights>> Upload(const ExecutionPlan& plan);
+  ~PlanWeights();
+  PlanWeights(const PlanWeights&) = delete;
+  PlanWeights& operator=(const PlanWeights&) = delete;
+
+  const ExecutionPlan& plan() const { return plan_; }
+  void* address() const { return data_; }
+  int64_t bytes() const { return plan_.weights_bytes(); }
+
+ private:
+  PlanWeights(const ExecutionPlan& plan, std::unique_ptr<Device> device)
+      : plan_(plan), device_(std::move(device)) {}
+  const ExecutionPlan& plan_;
+  std::unique_ptr<Device> device_;
+  void* data_ = nullptr;
+};
+
 class ExecutionContext {
  public:
-  // Creates the device the plan's backend needs, allocates its arenas and uploads the weights.
+  // Creates the device the plan's backend needs (for CUDA, its own stream and cuBLAS handle on
+  // the plan's GPU), allocates its arenas and uploads the weights (or uses options.weights).
   // ResourceExhausted naming the bytes when the device has too little free memory.
   static absl::StatusOr<std::unique_ptr<ExecutionContext>> Create(
       const ExecutionPlan& plan, const ContextOptions& options = {});
@@ -86,6 +117,12 @@ class ExecutionContext {
   absl::Status RunOnDevice(const std::map<std::string, const void*>& inputs,
                            const std::map<std::string, void*>& outputs,
                            const StepObserver* observer = nullptr);
+  // RunOnDevice ordered on the caller's stream `stream` (a cudaStream_t of the plan's GPU; null
+  // means the context's own): the run starts after the work enqueued on `stream` so far, and
+  // work the caller enqueues on `stream` afterwards starts after the run. Ordered with events on
+  // the device, never by waiting on the host: this returns as soon as the work is enqueued.
+  absl::Status RunOnStream(const std::map<std::string, const void*>& inputs,
+                           const std::map<std::string, void*>& outputs, void* stream);
   absl::Status Synchronize();
 
   // These run the plan again on the inputs of the last Run: `iterations` whole forwards after
@@ -122,7 +159,10 @@ class ExecutionContext {
   std::unique_ptr<Device> device_;
   ContextOptions options_;
   KernelResources resources_;
+  std::shared_ptr<const PlanWeights> shared_weights_;  // null when weights_ is this context's own
   void* weights_ = nullptr;
+  // RunOnStream's two events: the caller's stream to the context's, and back.
+  std::unique_ptr<DeviceEvent> caller_ready_, run_done_;
   void* activations_ = nullptr;
   void* workspace_ = nullptr;
   // Page-locked copies of the graph's inputs and outputs, by buffer.

@@ -41,28 +41,6 @@ absl::StatusOr<int64_t> ParseBytes(std::string text) {
 
 }  // namespace
 
-absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
-  if (name == "fp32") return Precision::kFp32;
-  if (name == "tf32") return Precision::kTf32;
-  if (name == "fp16") return Precision::kFp16;
-  if (name == "bf16") return Precision::kBf16;
-  return absl::InvalidArgumentError(
-      absl::StrCat("precision '", name, "': use fp32, tf32, fp16 or bf16"));
-}
-
-absl::StatusOr<LayoutChoice> ParseLayoutChoice(absl::string_view name) {
-  if (name == "nchw") return LayoutChoice::kNchw;
-  if (name == "nhwc") return LayoutChoice::kNhwc;
-  if (name == "auto") return LayoutChoice::kAuto;
-  return absl::InvalidArgumentError(absl::StrCat("layout '", name, "': use nchw, nhwc or auto"));
-}
-
-absl::StatusOr<AlgoChoice> ParseAlgoChoice(absl::string_view name) {
-  if (name == "heuristic") return AlgoChoice::kHeuristic;
-  if (name == "measure") return AlgoChoice::kMeasure;
-  return absl::InvalidArgumentError(absl::StrCat("algo '", name, "': use heuristic or measure"));
-}
-
 const std::set<std::string>& PlanFlagNames() {
   static const std::set<std::string>* names = new std::set<std::string>{
       "device",          "precision",        "layout",   "algo",        "tuning-file",
@@ -72,18 +50,8 @@ const std::set<std::string>& PlanFlagNames() {
 
 absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options) {
   const std::string device = line.Get("device", "auto");
-  if (device == "auto") {
-    options.backend = BackendChoice::kAuto;
-  } else if (device == "cuda") {
-    options.backend = BackendChoice::kCuda;
-  } else if (device == "cpu") {
-    options.backend = BackendChoice::kCpu;
-  } else if (device == "reference") {
-    options.backend = BackendChoice::kReference;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--device ", device, ": use auto, cuda, cpu or reference"));
-  }
+  absl::Status device_ok = ParseDeviceChoice(device, options);
+  if (!device_ok.ok()) return FlagError("device", device_ok);
   auto precision = ParsePrecision(line.Get("precision", "fp32"));
   if (!precision.ok()) return FlagError("precision", precision.status());
   options.precision = *precision;
@@ -181,7 +149,7 @@ absl::Status ParseDebugFlag(const CommandLine& line, CompileOptions& compile,
 }
 
 const char* PlanFlagsUsage() {
-  return "            [--device auto|cuda|cpu|reference] [--precision fp32|tf32|fp16|bf16]\n"
+  return "            [--device auto|cuda|cuda:N|cpu|reference] [--precision fp32|tf32|fp16|bf16]\n"
          "            [--layout nchw|nhwc|auto] [--algo heuristic|measure]\n"
          "            [--tuning-file F] [--workspace-limit BYTES] [--workspace-budget FACTOR]\n"
          "            [--optimize on|off|memory] [--disable-pass NAME[,NAME...]]\n";

@@ -15,16 +15,11 @@
 
 namespace kiln {
 
-// The values of --precision, --layout and --algo; InvalidArgument listing the accepted ones.
-absl::StatusOr<Precision> ParsePrecision(absl::string_view name);        // fp32|tf32|fp16|bf16
-absl::StatusOr<LayoutChoice> ParseLayoutChoice(absl::string_view name);  // nchw|nhwc|auto
-absl::StatusOr<AlgoChoice> ParseAlgoChoice(absl::string_view name);      // heuristic|measure
-
 // The flag names, to add to a command's accepted set.
 const std::set<std::string>& PlanFlagNames();
 
-// --device auto|cuda|cpu|reference (default auto: CUDA when a GPU is usable and every layer has
-// a CUDA kernel, else the CPU, saying why), --precision fp32|tf32|fp16|bf16 (default fp32),
+// --device auto|cuda|cuda:N|cpu|reference (default auto: CUDA when a GPU is usable and every layer
+// has a CUDA kernel, else the CPU, saying why), --precision fp32|tf32|fp16|bf16 (default fp32),
 // --layout nchw|nhwc|auto (default auto), --algo heuristic|measure (default heuristic),
 // --tuning-file F (with measure), --workspace-limit BYTES (a number, or with a K/M/G suffix),
 // --optimize on|off|memory (default on: the inference rewrites of passes/; memory adds the

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(bazel-bootstrap g++ libabsl-dev libprotobuf-dev protobuf-compiler libgtest-dev
           libgmock-dev libbenchmark-dev libopenblas-dev graphviz liblmdb-dev libleveldb-dev
           libsnappy-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev
-          dataset-fashion-mnist python3)
+          dataset-fashion-mnist python3 cmake pkg-config)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -14,6 +14,7 @@ import sys
 
 # (layer folder, the layers it may include). Order is bottom to top.
 LAYERS = [
+    ("include", []),  # the public headers (kiln/kiln.h, kiln/kiln.hpp): nothing of the tree
     ("base", []),
     ("dnn", ["base"]),
     ("ir", ["base"]),
@@ -28,6 +29,9 @@ LAYERS = [
                          "distributed", "data"]),
     ("tools", ["base", "dnn", "ir", "ops", "kernels", "passes", "runtime", "training",
                "distributed", "data", "frontends/caffe"]),
+    # The C API behind libkiln.so: the layers below it, never the CLI's tools/.
+    ("api", ["base", "dnn", "ir", "ops", "kernels", "passes", "runtime", "training",
+             "distributed", "data", "frontends/caffe", "include"]),
 ]
 ABOVE_ALL = ["tests", "bench", "examples"]
 SOURCE = re.compile(r"\.(cc|h|cu|cuh)$")

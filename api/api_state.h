@@ -1,0 +1,101 @@
+// What the C API's opaque handles hold (include/kiln/kiln.h), and the one way every entry point
+// reports a failure: the thread's last error message plus the status code. Internal to libkiln.
+#ifndef KILN_API_API_STATE_H_
+#define KILN_API_API_STATE_H_
+
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "base/status_macros.h"
+#include "frontends/caffe/solver.h"
+#include "frontends/caffe/training/solver_trainer.h"
+#include "ir/graph_builder.h"
+#include "ir/host_tensor.h"
+#include "kiln/kiln.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
+
+namespace kiln::c_api {
+
+// Records `status` as this thread's last error and returns its code (KILN_OK for OK).
+kiln_status Report(const absl::Status& status);
+
+// Runs `body` (returning absl::Status) and reports its result; an exception (out of memory in a
+// container, say) becomes an error too, so no input ends the caller's process.
+template <typename Body>
+kiln_status Guarded(const char* where, Body&& body) {
+  try {
+    return Report(body());
+  } catch (const std::bad_alloc&) {
+    return Report(absl::ResourceExhaustedError(std::string(where) + ": out of host memory"));
+  } catch (const std::exception& e) {
+    return Report(absl::InternalError(std::string(where) + ": " + e.what()));
+  } catch (...) {
+    return Report(absl::InternalError(std::string(where) + ": an unknown exception"));
+  }
+}
+
+// InvalidArgument "where: `what` is NULL" when `p` is null.
+absl::Status NotNull(const void* p, const char* where, const char* what);
+
+// The options with their defaults filled in where the caller left them unset (NULL strings).
+absl::StatusOr<CompileOptions> ToCompileOptions(const kiln_compile_options* options,
+                                                const char* where);
+
+absl::StatusOr<DataType> ToDataType(kiln_dtype dtype);
+absl::StatusOr<kiln_dtype> FromDataType(DataType dtype);
+
+// "name=value, name=value" in Kiln's text IR attribute syntax; errors start with `where`.
+absl::StatusOr<AttrMap> ParseAttributes(absl::string_view text, const std::string& where);
+
+// An input or output of a plan, as the C API describes it.
+struct TensorPort {
+  std::string name;
+  int buffer = -1;
+  TensorType type;
+  kiln_tensor_info info{};
+};
+
+// A compiled plan and its weights on the device: what an engine is, shared by the contexts made
+// from it (each holds a reference, so it outlives the engine handle if they do).
+struct EngineState {
+  std::unique_ptr<ExecutionPlan> plan;
+  std::shared_ptr<const PlanWeights> weights;
+  std::vector<TensorPort> inputs, outputs;
+  std::string description;
+};
+
+absl::StatusOr<std::shared_ptr<EngineState>> MakeEngine(const Graph& graph,
+                                                        const CompileOptions& options);
+
+}  // namespace kiln::c_api
+
+struct kiln_graph {
+  std::unique_ptr<kiln::GraphBuilder> builder;
+  std::vector<kiln::Value> values;  // a kiln_value indexes this
+  std::string text;                 // kiln_graph_text's last answer
+};
+
+struct kiln_engine {
+  std::shared_ptr<kiln::c_api::EngineState> state;
+};
+
+struct kiln_context {
+  std::shared_ptr<kiln::c_api::EngineState> engine;
+  std::unique_ptr<kiln::ExecutionContext> context;
+  std::map<std::string, kiln::HostTensor> inputs;   // set by kiln_context_set_input
+  std::map<std::string, kiln::HostTensor> outputs;  // of the last kiln_context_run
+};
+
+struct kiln_trainer {
+  kiln::SolverConfig solver;
+  caffe::NetParameter initial_weights;
+  std::unique_ptr<kiln::SolverTrainer> trainer;
+  std::string snapshot_prefix;  // the solver's, resolved as `kiln train` does
+};
+
+#endif  // KILN_API_API_STATE_H_

@@ -1,0 +1,342 @@
+// Engines and contexts of the C API (include/kiln/kiln.h): a compiled plan whose weights are
+// uploaded once (PlanWeights) and shared by every context made from it; each context has its
+// own activations and, on CUDA, its own stream.
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "api/api_state.h"
+#include "base/file_io.h"
+#include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/caffe_model.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
+
+namespace kiln::c_api {
+namespace {
+
+absl::StatusOr<std::vector<TensorPort>> Ports(const ExecutionPlan& plan,
+                                              const std::map<std::string, int>& named) {
+  std::vector<TensorPort> ports;
+  ports.reserve(named.size());
+  for (const auto& [name, buffer] : named) {
+    TensorPort port;
+    port.name = name;
+    port.buffer = buffer;
+    port.type = plan.buffers()[buffer].type;
+    ports.push_back(std::move(port));
+  }
+  for (TensorPort& port : ports) {  // after the vector stops moving: info.name points into it
+    KILN_ASSIGN_OR_RETURN(port.info.dtype, FromDataType(port.type.dtype()));
+    port.info.name = port.name.c_str();
+    port.info.rank = port.type.rank();
+    for (int i = 0; i < port.type.rank(); ++i) port.info.dims[i] = port.type.dim(i);
+    port.info.bytes =
+        static_cast<size_t>(port.type.num_elements()) * DataTypeSize(port.type.dtype());
+  }
+  return ports;
+}
+
+const TensorPort* FindPort(const std::vector<TensorPort>& ports, absl::string_view name) {
+  for (const TensorPort& p : ports) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string PortNames(const std::vector<TensorPort>& ports) {
+  std::string names;
+  for (const TensorPort& p : ports)
+    absl::StrAppend(&names, names.empty() ? "" : ", ", "'", p.name, "'");
+  return names.empty() ? "none" : names;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<EngineState>> MakeEngine(const Graph& graph,
+                                                        const CompileOptions& options) {
+  auto state = std::make_shared<EngineState>();
+  KILN_ASSIGN_OR_RETURN(state->plan, Compile(graph, DefaultKernelRegistry(), options));
+  KILN_ASSIGN_OR_RETURN(state->weights, PlanWeights::Upload(*state->plan));
+  KILN_ASSIGN_OR_RETURN(state->inputs, Ports(*state->plan, state->plan->inputs()));
+  KILN_ASSIGN_OR_RETURN(state->outputs, Ports(*state->plan, state->plan->outputs()));
+  const ExecutionPlan& plan = *state->plan;
+  state->description = absl::StrFormat(
+      "backend %s (%s), precision %s, layout %s, %d steps, weights %.1f MiB, per context "
+      "%.1f MiB",
+      std::string(BackendName(plan.backend())), plan.backend_reason(), plan.precision(),
+      plan.layout(), static_cast<int>(plan.steps().size()), plan.weights_bytes() / 1048576.0,
+      (plan.activations_bytes() + plan.workspace_bytes()) / 1048576.0);
+  return state;
+}
+
+}  // namespace kiln::c_api
+
+using kiln::c_api::Guarded;
+using kiln::c_api::NotNull;
+
+extern "C" {
+
+kiln_status kiln_engine_from_caffe(const char* prototxt, const char* caffemodel,
+                                   const kiln_compile_options* options, kiln_engine** engine) {
+  return Guarded("kiln_engine_from_caffe", [&]() -> absl::Status {
+    const char* where = "kiln_engine_from_caffe";
+    KILN_RETURN_IF_ERROR(NotNull(prototxt, where, "prototxt"));
+    KILN_RETURN_IF_ERROR(NotNull(engine, where, "engine"));
+    *engine = nullptr;
+    KILN_ASSIGN_OR_RETURN(kiln::CompileOptions compile,
+                          kiln::c_api::ToCompileOptions(options, where));
+    KILN_ASSIGN_OR_RETURN(caffe::NetParameter net, kiln::ReadNetParameter(prototxt));
+    kiln::CaffeImportOptions import;
+    caffe::NetParameter weights;
+    if (caffemodel != nullptr) {
+      KILN_ASSIGN_OR_RETURN(weights, kiln::ReadNetParameter(caffemodel));
+      import.weights = &weights;
+    }
+    // Without weights only a net with no learnable blob is accepted: random filler weights
+    // would give answers that look real.
+    import.init = kiln::ParamInit::kZeros;
+    const int64_t batch = options != nullptr ? options->batch : 0;
+    if (batch > 0) {
+      kiln::CaffeImportOptions shapes = import;
+      KILN_ASSIGN_OR_RETURN(kiln::CaffeModel probe,
+                            kiln::ImportCaffeNet(net, shapes, kiln::DefaultOpRegistry()));
+      for (const kiln::CaffeInput& input : probe.inputs) {
+        std::vector<int64_t> dims = input.dims;
+        if (!dims.empty()) dims[0] = batch;
+        import.input_shapes[input.name] = dims;
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(kiln::CaffeModel model,
+                          kiln::ImportCaffeNet(net, import, kiln::DefaultOpRegistry()));
+    for (const kiln::CaffeParam& param : model.params) {
+      if (param.source != "zeros") continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": layer '", param.layer, "' blob ", param.index, " has no weights ",
+                       caffemodel == nullptr ? "(no .caffemodel was given)"
+                                             : absl::StrCat("in ", caffemodel, " or ", prototxt),
+                       "; give the .caffemodel trained for this net"));
+    }
+    KILN_ASSIGN_OR_RETURN(auto state, kiln::c_api::MakeEngine(*model.graph, compile));
+    *engine = new kiln_engine{std::move(state)};
+    return absl::OkStatus();
+  });
+}
+
+kiln_status kiln_engine_from_graph(const kiln_graph* graph, const kiln_compile_options* options,
+                                   kiln_engine** engine) {
+  return Guarded("kiln_engine_from_graph", [&]() -> absl::Status {
+    const char* where = "kiln_engine_from_graph";
+    KILN_RETURN_IF_ERROR(NotNull(graph, where, "graph"));
+    KILN_RETURN_IF_ERROR(NotNull(engine, where, "engine"));
+    *engine = nullptr;
+    KILN_ASSIGN_OR_RETURN(kiln::CompileOptions compile,
+                          kiln::c_api::ToCompileOptions(options, where));
+    if (options != nullptr && options->batch > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": options->batch applies to Caffe models; a built graph has its inputs' dims"));
+    }
+    KILN_ASSIGN_OR_RETURN(auto state, kiln::c_api::MakeEngine(graph->builder->graph(), compile));
+    *engine = new kiln_engine{std::move(state)};
+    return absl::OkStatus();
+  });
+}
+
+void kiln_engine_destroy(kiln_engine* engine) { delete engine; }
+
+int kiln_engine_num_inputs(const kiln_engine* engine) {
+  return engine ? static_cast<int>(engine->state->inputs.size()) : 0;
+}
+
+int kiln_engine_num_outputs(const kiln_engine* engine) {
+  return engine ? static_cast<int>(engine->state->outputs.size()) : 0;
+}
+
+static kiln_status PortInfo(const kiln_engine* engine, int index, kiln_tensor_info* info,
+                            bool input) {
+  const char* where = input ? "kiln_engine_input" : "kiln_engine_output";
+  return Guarded(where, [&]() -> absl::Status {
+    KILN_RETURN_IF_ERROR(NotNull(engine, where, "engine"));
+    KILN_RETURN_IF_ERROR(NotNull(info, where, "info"));
+    const auto& ports = input ? engine->state->inputs : engine->state->outputs;
+    if (index < 0 || static_cast<size_t>(index) >= ports.size()) {
+      return absl::OutOfRangeError(
+          absl::StrCat(where, ": index ", index, " (the engine has ", ports.size(), ")"));
+    }
+    *info = ports[index].info;
+    return absl::OkStatus();
+  });
+}
+
+kiln_status kiln_engine_input(const kiln_engine* engine, int index, kiln_tensor_info* info) {
+  return PortInfo(engine, index, info, true);
+}
+
+kiln_status kiln_engine_output(const kiln_engine* engine, int index, kiln_tensor_info* info) {
+  return PortInfo(engine, index, info, false);
+}
+
+const char* kiln_engine_describe(const kiln_engine* engine) {
+  return engine ? engine->state->description.c_str() : "";
+}
+
+int kiln_engine_cuda_device(const kiln_engine* engine) {
+  if (engine == nullptr || engine->state->plan->backend() != kiln::Backend::kCuda) return -1;
+  return engine->state->plan->cuda_device();
+}
+
+int64_t kiln_engine_weights_bytes(const kiln_engine* engine) {
+  return engine ? engine->state->plan->weights_bytes() : 0;
+}
+
+int64_t kiln_engine_context_bytes(const kiln_engine* engine) {
+  if (engine == nullptr) return 0;
+  return engine->state->plan->activations_bytes() + engine->state->plan->workspace_bytes();
+}
+
+kiln_status kiln_context_create(kiln_engine* engine, kiln_context** context) {
+  return Guarded("kiln_context_create", [&]() -> absl::Status {
+    const char* where = "kiln_context_create";
+    KILN_RETURN_IF_ERROR(NotNull(engine, where, "engine"));
+    KILN_RETURN_IF_ERROR(NotNull(context, where, "context"));
+    *context = nullptr;
+    kiln::ContextOptions options;
+    options.weights = engine->state->weights;
+    auto made = std::make_unique<kiln_context>();
+    made->engine = engine->state;
+    KILN_ASSIGN_OR_RETURN(made->context,
+                          kiln::ExecutionContext::Create(*engine->state->plan, options));
+    *context = made.release();
+    return absl::OkStatus();
+  });
+}
+
+void kiln_context_destroy(kiln_context* context) { delete context; }
+
+kiln_status kiln_context_set_input(kiln_context* context, const char* name, const void* data,
+                                   size_t bytes) {
+  return Guarded("kiln_context_set_input", [&]() -> absl::Status {
+    const char* where = "kiln_context_set_input";
+    KILN_RETURN_IF_ERROR(NotNull(context, where, "context"));
+    KILN_RETURN_IF_ERROR(NotNull(name, where, "name"));
+    KILN_RETURN_IF_ERROR(NotNull(data, where, "data"));
+    const kiln::c_api::TensorPort* port = kiln::c_api::FindPort(context->engine->inputs, name);
+    if (port == nullptr) {
+      return absl::NotFoundError(absl::StrCat(
+          where, ": '", name,
+          "' is not an input (inputs: ", kiln::c_api::PortNames(context->engine->inputs), ")"));
+    }
+    if (bytes != port->info.bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " '", name, "': ", bytes, " bytes given, the input ",
+                       port->type.ToString(), " has ", port->info.bytes));
+    }
+    KILN_ASSIGN_OR_RETURN(kiln::TensorType dense,
+                          kiln::TensorType::Create(port->type.dtype(), port->type.dims()));
+    kiln::HostTensor tensor(dense);
+    std::memcpy(tensor.data(), data, bytes);
+    context->inputs[name] = std::move(tensor);
+    return absl::OkStatus();
+  });
+}
+
+kiln_status kiln_context_run(kiln_context* context) {
+  return Guarded("kiln_context_run", [&]() -> absl::Status {
+    KILN_RETURN_IF_ERROR(NotNull(context, "kiln_context_run", "context"));
+    for (const kiln::c_api::TensorPort& port : context->engine->inputs) {
+      if (!context->inputs.count(port.name)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "kiln_context_run: input '", port.name, "' was not set (kiln_context_set_input)"));
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(context->outputs, context->context->Run(context->inputs));
+    return absl::OkStatus();
+  });
+}
+
+kiln_status kiln_context_get_output(const kiln_context* context, const char* name, void* data,
+                                    size_t bytes) {
+  return Guarded("kiln_context_get_output", [&]() -> absl::Status {
+    const char* where = "kiln_context_get_output";
+    KILN_RETURN_IF_ERROR(NotNull(context, where, "context"));
+    KILN_RETURN_IF_ERROR(NotNull(name, where, "name"));
+    KILN_RETURN_IF_ERROR(NotNull(data, where, "data"));
+    const kiln::c_api::TensorPort* port = kiln::c_api::FindPort(context->engine->outputs, name);
+    if (port == nullptr) {
+      return absl::NotFoundError(absl::StrCat(
+          where, ": '", name,
+          "' is not an output (outputs: ", kiln::c_api::PortNames(context->engine->outputs), ")"));
+    }
+    auto it = context->outputs.find(name);
+    if (it == context->outputs.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(where, " '", name, "': no run has finished yet (kiln_context_run)"));
+    }
+    if (bytes != port->info.bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " '", name, "': room for ", bytes,
+                                                     " bytes, the output ", port->type.ToString(),
+                                                     " has ", port->info.bytes));
+    }
+    const kiln::HostTensor& out = it->second;
+    if (out.type().IsContiguous()) {
+      std::memcpy(data, out.data(), bytes);
+    } else {
+      KILN_ASSIGN_OR_RETURN(kiln::TensorType dense,
+                            kiln::TensorType::Create(out.type().dtype(), out.type().dims()));
+      kiln::HostTensor relaid(dense);
+      for (int64_t i = 0; i < dense.num_elements(); ++i) relaid.SetFloat(i, out.GetFloat(i));
+      std::memcpy(data, relaid.data(), bytes);
+    }
+    return absl::OkStatus();
+  });
+}
+
+kiln_status kiln_context_run_device(kiln_context* context, int num_inputs,
+                                    const char* const* input_names, const void* const* inputs,
+                                    int num_outputs, const char* const* output_names,
+                                    void* const* outputs, void* cuda_stream) {
+  return Guarded("kiln_context_run_device", [&]() -> absl::Status {
+    const char* where = "kiln_context_run_device";
+    KILN_RETURN_IF_ERROR(NotNull(context, where, "context"));
+    if (num_inputs < 0 || num_outputs < 0 ||
+        (num_inputs > 0 && (input_names == nullptr || inputs == nullptr)) ||
+        (num_outputs > 0 && (output_names == nullptr || outputs == nullptr))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": the name and pointer arrays must hold num_inputs (", num_inputs,
+                       ") and num_outputs (", num_outputs, ") entries"));
+    }
+    // The C API promises dense row-major buffers: refuse a port the plan keeps otherwise.
+    for (const auto* ports : {&context->engine->inputs, &context->engine->outputs}) {
+      for (const kiln::c_api::TensorPort& port : *ports) {
+        if (!port.type.IsContiguous()) {
+          return absl::UnimplementedError(
+              absl::StrCat(where, ": '", port.name, "' is ", port.type.ToString(),
+                           " in this plan, not dense row-major; use kiln_context_set_input/run"));
+        }
+      }
+    }
+    std::map<std::string, const void*> in;
+    std::map<std::string, void*> out;
+    for (int i = 0; i < num_inputs; ++i) {
+      KILN_RETURN_IF_ERROR(NotNull(input_names[i], where, "an input name"));
+      in[input_names[i]] = inputs[i];
+    }
+    for (int i = 0; i < num_outputs; ++i) {
+      KILN_RETURN_IF_ERROR(NotNull(output_names[i], where, "an output name"));
+      out[output_names[i]] = outputs[i];
+    }
+    absl::Status s = context->context->RunOnStream(in, out, cuda_stream);
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
+    return absl::OkStatus();
+  });
+}
+
+kiln_status kiln_context_synchronize(kiln_context* context) {
+  return Guarded("kiln_context_synchronize", [&]() -> absl::Status {
+    KILN_RETURN_IF_ERROR(NotNull(context, "kiln_context_synchronize", "context"));
+    return context->context->Synchronize();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,232 @@
+/* Kiln's C API: the stable interface of libkiln.so (docs/EMBEDDING.md walks through it).
+ *
+ * Plain C (C99), no C++ type crosses it, so any language with a C FFI can call it (Rust, Go, C#,
+ * Python's ctypes). The rules every function follows:
+ *
+ *   - Objects are opaque handles made by a *_create / *_from_* function and freed by the matching
+ *     *_destroy (which accepts NULL). An engine is immutable once made and may be shared by any
+ *     number of threads; a context or a trainer is used by one thread at a time.
+ *   - A function that can fail returns a kiln_status: KILN_OK (0), or a code naming the kind of
+ *     failure. kiln_last_error() then gives the message ("where: what"), valid on the calling
+ *     thread until its next Kiln call. Nothing aborts the process on bad input.
+ *   - Strings passed in are UTF-8 and NUL-terminated; strings returned belong to the object that
+ *     returned them and live as long as it does.
+ *   - Options structs start with struct_size: set it with the *_init function, which fills the
+ *     defaults, so a program built against this header keeps working with a later libkiln.so.
+ */
+#ifndef KILN_KILN_H_
+#define KILN_KILN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define KILN_API
+#else
+#define KILN_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this header; kiln_version() gives the library's. The major number changes only
+ * when a function or struct of this header changes incompatibly (the soname follows it). */
+#define KILN_VERSION_MAJOR 0
+#define KILN_VERSION_MINOR 1
+#define KILN_VERSION_PATCH 0
+
+/* The kinds of failure (the same numbers as absl::StatusCode and gRPC's codes). */
+typedef enum kiln_status {
+  KILN_OK = 0,
+  KILN_CANCELLED = 1,
+  KILN_UNKNOWN = 2,
+  KILN_INVALID_ARGUMENT = 3, /* a bad file, shape, name, attribute or option */
+  KILN_DEADLINE_EXCEEDED = 4,
+  KILN_NOT_FOUND = 5, /* a file or a name that does not exist */
+  KILN_ALREADY_EXISTS = 6,
+  KILN_PERMISSION_DENIED = 7,
+  KILN_RESOURCE_EXHAUSTED = 8,  /* out of device or host memory */
+  KILN_FAILED_PRECONDITION = 9, /* a call that does not fit the object's state */
+  KILN_ABORTED = 10,
+  KILN_OUT_OF_RANGE = 11, /* an index past the end */
+  KILN_UNIMPLEMENTED = 12,
+  KILN_INTERNAL = 13,
+  KILN_UNAVAILABLE = 14, /* no usable GPU where one was asked for */
+  KILN_DATA_LOSS = 15
+} kiln_status;
+
+/* The message of the last failed call on this thread ("" when none failed). */
+KILN_API const char* kiln_last_error(void);
+/* The name of a status code: "OK", "INVALID_ARGUMENT", ... */
+KILN_API const char* kiln_status_name(kiln_status status);
+/* The library's version, "MAJOR.MINOR.PATCH". */
+KILN_API const char* kiln_version(void);
+/* How many CUDA devices this process can use (0 without a usable GPU; never fails). */
+KILN_API int kiln_cuda_device_count(void);
+
+/* Element types of tensors. */
+typedef enum kiln_dtype {
+  KILN_F32 = 0,
+  KILN_F16 = 1, /* IEEE binary16 */
+  KILN_BF16 = 2,
+  KILN_I32 = 3,
+  KILN_U8 = 4
+} kiln_dtype;
+/* Bytes per element of `dtype` (0 for an unknown value). */
+KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
+
+#define KILN_MAX_RANK 8
+
+/* One input or output of an engine: dense, row-major, in the engine's dtype. */
+typedef struct kiln_tensor_info {
+  const char* name;
+  kiln_dtype dtype;
+  int rank;
+  int64_t dims[KILN_MAX_RANK];
+  size_t bytes; /* the product of dims times the element size */
+} kiln_tensor_info;
+
+/* How an engine is compiled. */
+typedef struct kiln_compile_options {
+  size_t struct_size;
+  /* "auto" (a GPU when one is usable and every op has a CUDA kernel, else the CPU), "cpu",
+   * "reference" (the plain reference kernels), "cuda" (GPU 0) or "cuda:N". Default "auto". */
+  const char* device;
+  /* CUDA only: "fp32" (default), "tf32", "fp16", "bf16"; inputs and outputs keep the model's
+   * dtype (f32), the engine converts at its edges. */
+  const char* precision;
+  /* CUDA only: "auto" (default: NHWC where the tensor cores want it), "nchw", "nhwc". */
+  const char* layout;
+  /* Convolution algorithms: "heuristic" (default) or "measure" (each timed once, at compile). */
+  const char* algo;
+  /* 1 (default): the inference rewrites (BatchNorm folding, fused epilogues, ...); 0: the
+   * graph's nodes as they are. */
+  int optimize;
+  /* The batch size to compile for (the first dim of every input); 0 (default): as the model
+   * says. */
+  int64_t batch;
+} kiln_compile_options;
+
+KILN_API void kiln_compile_options_init(kiln_compile_options* options);
+
+/* ---- Graphs built op by op ------------------------------------------------------------------ */
+
+typedef struct kiln_graph kiln_graph;
+/* A value of a graph under construction: an index the graph hands out (>= 0). */
+typedef int32_t kiln_value;
+
+KILN_API kiln_status kiln_graph_create(kiln_graph** graph);
+KILN_API void kiln_graph_destroy(kiln_graph* graph);
+/* A graph input named `name` of `dtype` and dims[0..rank). */
+KILN_API kiln_status kiln_graph_input(kiln_graph* graph, const char* name, kiln_dtype dtype,
+                                      int rank, const int64_t* dims, kiln_value* value);
+/* A weight tensor, copied from `data` (dense, row-major, `dtype`). */
+KILN_API kiln_status kiln_graph_constant(kiln_graph* graph, const char* name, kiln_dtype dtype,
+                                         int rank, const int64_t* dims, const void* data,
+                                         kiln_value* value);
+/* Any op Kiln has (`kiln ops` lists them; docs/EMBEDDING.md the attributes), on `inputs`, with
+ * `attributes` written as in Kiln's text IR, comma separated: "kernel=[3,3], stride=[2,2],
+ * mode=\"max\"" (NULL or "" for the defaults). The op's outputs are written to
+ * outputs[0..*num_outputs); at most `max_outputs` of them (an op with more is an error). Shapes
+ * are inferred at once: a bad shape or attribute fails here, naming the node. */
+KILN_API kiln_status kiln_graph_op(kiln_graph* graph, const char* op, const char* name,
+                                   int num_inputs, const kiln_value* inputs, const char* attributes,
+                                   int max_outputs, kiln_value* outputs, int* num_outputs);
+/* Marks `value` as a graph output named `name`. */
+KILN_API kiln_status kiln_graph_output(kiln_graph* graph, const char* name, kiln_value value);
+/* The graph in Kiln's text IR (owned by the graph, valid until its next change). */
+KILN_API const char* kiln_graph_text(kiln_graph* graph);
+
+/* ---- Engines: a compiled plan and its weights ----------------------------------------------- */
+
+typedef struct kiln_engine kiln_engine;
+
+/* Imports a Caffe deploy net (`prototxt`) with the weights of `caffemodel` and compiles it.
+ * caffemodel may be NULL only for a net without learnable blobs. */
+KILN_API kiln_status kiln_engine_from_caffe(const char* prototxt, const char* caffemodel,
+                                            const kiln_compile_options* options,
+                                            kiln_engine** engine);
+/* Compiles `graph` (which is left as it was and may be destroyed afterwards). */
+KILN_API kiln_status kiln_engine_from_graph(const kiln_graph* graph,
+                                            const kiln_compile_options* options,
+                                            kiln_engine** engine);
+/* Frees the engine; contexts made from it keep what they need and stay usable. */
+KILN_API void kiln_engine_destroy(kiln_engine* engine);
+
+KILN_API int kiln_engine_num_inputs(const kiln_engine* engine);
+KILN_API int kiln_engine_num_outputs(const kiln_engine* engine);
+/* The index-th input or output (ordered by name); KILN_OUT_OF_RANGE past the end. */
+KILN_API kiln_status kiln_engine_input(const kiln_engine* engine, int index,
+                                       kiln_tensor_info* info);
+KILN_API kiln_status kiln_engine_output(const kiln_engine* engine, int index,
+                                        kiln_tensor_info* info);
+/* One line: backend, device, precision, layout, steps and memory. */
+KILN_API const char* kiln_engine_describe(const kiln_engine* engine);
+/* The CUDA device the engine runs on, or -1 for a CPU engine. */
+KILN_API int kiln_engine_cuda_device(const kiln_engine* engine);
+/* Bytes of the weights, held once on the device however many contexts there are. */
+KILN_API int64_t kiln_engine_weights_bytes(const kiln_engine* engine);
+/* Bytes each context allocates for itself (activations and workspace). */
+KILN_API int64_t kiln_engine_context_bytes(const kiln_engine* engine);
+
+/* ---- Contexts: one thread's activations --------------------------------------------------- */
+
+typedef struct kiln_context kiln_context;
+
+/* A context of `engine` with its own activations (and, for CUDA, its own stream); the weights
+ * stay the engine's. Make one per thread that runs the engine. */
+KILN_API kiln_status kiln_context_create(kiln_engine* engine, kiln_context** context);
+KILN_API void kiln_context_destroy(kiln_context* context);
+
+/* Host memory in and out: copies `bytes` (exactly the input's bytes) from `data`. */
+KILN_API kiln_status kiln_context_set_input(kiln_context* context, const char* name,
+                                            const void* data, size_t bytes);
+/* Runs on the inputs set, synchronously. */
+KILN_API kiln_status kiln_context_run(kiln_context* context);
+/* Copies the output `name` of the last run into `data` (`bytes` must be the output's bytes). */
+KILN_API kiln_status kiln_context_get_output(const kiln_context* context, const char* name,
+                                             void* data, size_t bytes);
+
+/* Device memory the caller owns, no copies: every input and output by name, each pointer on the
+ * engine's device laid out as kiln_engine_input/output say. The run is ordered on the caller's
+ * `cuda_stream` (a cudaStream_t of the engine's GPU; NULL for the context's own stream): it
+ * starts after the work enqueued there so far, and the caller's later work on that stream starts
+ * after it. Returns once the work is enqueued, without waiting on the host. For a CPU engine the
+ * pointers are host memory and the run is synchronous. */
+KILN_API kiln_status kiln_context_run_device(kiln_context* context, int num_inputs,
+                                             const char* const* input_names,
+                                             const void* const* inputs, int num_outputs,
+                                             const char* const* output_names, void* const* outputs,
+                                             void* cuda_stream);
+/* Waits for the context's own stream (after runs on it with cuda_stream NULL). */
+KILN_API kiln_status kiln_context_synchronize(kiln_context* context);
+
+/* ---- Training with a Caffe solver ------------------------------------------------------------ */
+
+typedef struct kiln_trainer kiln_trainer;
+
+/* A trainer for the solver file `solver` (its net and data as the file says), starting from the
+ * weights of `caffemodel` (NULL: the net's fillers). options->device, precision, layout and algo
+ * apply; batch and optimize do not. */
+KILN_API kiln_status kiln_trainer_from_solver(const char* solver, const char* caffemodel,
+                                              const kiln_compile_options* options,
+                                              kiln_trainer** trainer);
+KILN_API void kiln_trainer_destroy(kiln_trainer* trainer);
+/* Runs `iterations` training iterations (forward, backward, update; no tests, no snapshots). */
+KILN_API kiln_status kiln_trainer_step(kiln_trainer* trainer, int iterations);
+/* The iterations done so far (the solverstate's iter). */
+KILN_API int64_t kiln_trainer_iteration(const kiln_trainer* trainer);
+/* The loss of the last iteration. */
+KILN_API double kiln_trainer_loss(const kiln_trainer* trainer);
+/* Writes <prefix>_iter_N.caffemodel and .solverstate (and the manifest that pairs them); prefix
+ * NULL: the solver's snapshot_prefix. */
+KILN_API kiln_status kiln_trainer_snapshot(kiln_trainer* trainer, const char* prefix);
+/* Restores the weights, history and data position of a .solverstate Kiln or Caffe wrote. */
+KILN_API kiln_status kiln_trainer_restore(kiln_trainer* trainer, const char* solverstate);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_KILN_H_ */
