@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The public API's GPU checks (issue 33, item 6) on a machine with two GPUs (nvidia-h100-x2).
+# Stage here:
+#   bazel build --config=portable //tools:kiln //tests/api:engine_gpu_test \
+#     //tests/runtime:cuda_network_test
+#   bash tools/pack_gpu_binaries.sh .gpu tools/kiln tests/api/engine_gpu_test \
+#     tests/runtime/cuda_network_test
+#   mkdir -p .gpu/models && cp ../shared/models/caffe/*.prototxt \
+#     ../shared/models/caffe/lenet_iter_10000.caffemodel .gpu/models/
+# then run there (carry [".gpu"]): OUT=$OUT bash tools/gpu_check_api.sh
+set -u
+cd "$(dirname "$0")/.."
+out="${OUT:-/tmp/kiln-gpu}"
+mkdir -p "$out" /tmp/kb && tar -C /tmp/kb -xJf .gpu/bin.tar.xz
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64
+models="$PWD/.gpu/models"
+declare -A result
+/tmp/kb/tests/api/engine_gpu_test >"$out/engine_gpu_test.log" 2>&1 && result[api]=PASS ||
+  result[api]=FAIL
+# The same plans as before the executor changed (weights shared, device per plan), whole nets.
+KILN_MODELS_DIR="$models" /tmp/kb/tests/runtime/cuda_network_test >"$out/cuda_network_test.log" \
+  2>&1 && result[network]=PASS || result[network]=FAIL
+# The CLI on the second GPU.
+/tmp/kb/tools/kiln run --model "$models/lenet.prototxt" --weights \
+  "$models/lenet_iter_10000.caffemodel" --device cuda:1 >"$out/kiln_run_cuda1.log" 2>&1 &&
+  grep -q "cuda:1" "$out/kiln_run_cuda1.log" && result[cli]=PASS || result[cli]=FAIL
+grep -h "contexts added\|RunOnDevice returned\|cuda:1 took\|\[  PASSED\|\[  FAILED\|SKIPPED \]" \
+  "$out/engine_gpu_test.log"
+grep -h "tests ran\|PASSED\|FAILED" "$out/cuda_network_test.log" | tail -3
+grep -h "backend" "$out/kiln_run_cuda1.log" | head -2
+echo "engine_gpu_test: ${result[api]}; cuda_network_test: ${result[network]}; kiln run --device cuda:1: ${result[cli]}"
