@@ -63,6 +63,8 @@ struct TensorPort {
 // A compiled plan and its weights on the device: what an engine is, shared by the contexts made
 // from it (each holds a reference, so it outlives the engine handle if they do).
 struct EngineState {
+  std::unique_ptr<Graph> source;  // as given to Compile, and its options: what a saved plan keeps
+  CompileOptions options;
   std::unique_ptr<ExecutionPlan> plan;
   std::shared_ptr<const PlanWeights> weights;
   std::vector<TensorPort> inputs, outputs;
@@ -71,6 +73,10 @@ struct EngineState {
 
 absl::StatusOr<std::shared_ptr<EngineState>> MakeEngine(const Graph& graph,
                                                         const CompileOptions& options);
+// An engine of a plan already compiled from `source` with `options` (a loaded plan file).
+absl::StatusOr<std::shared_ptr<EngineState>> MakeEngineFromPlan(
+    std::unique_ptr<Graph> source, const CompileOptions& options,
+    std::unique_ptr<ExecutionPlan> compiled);
 
 }  // namespace kiln::c_api
 

@@ -2,6 +2,7 @@
 // uploaded once (PlanWeights) and shared by every context made from it; each context has its
 // own activations and, on CUDA, its own stream.
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "frontends/caffe/caffe_model.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
+#include "runtime/plan_file.h"
 
 namespace kiln::c_api {
 namespace {
@@ -56,8 +58,18 @@ std::string PortNames(const std::vector<TensorPort>& ports) {
 
 absl::StatusOr<std::shared_ptr<EngineState>> MakeEngine(const Graph& graph,
                                                         const CompileOptions& options) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionPlan> plan,
+                        Compile(graph, DefaultKernelRegistry(), options));
+  return MakeEngineFromPlan(graph.Clone(), options, std::move(plan));
+}
+
+absl::StatusOr<std::shared_ptr<EngineState>> MakeEngineFromPlan(
+    std::unique_ptr<Graph> source, const CompileOptions& options,
+    std::unique_ptr<ExecutionPlan> compiled) {
   auto state = std::make_shared<EngineState>();
-  KILN_ASSIGN_OR_RETURN(state->plan, Compile(graph, DefaultKernelRegistry(), options));
+  state->source = std::move(source);
+  state->options = options;
+  state->plan = std::move(compiled);
   KILN_ASSIGN_OR_RETURN(state->weights, PlanWeights::Upload(*state->plan));
   KILN_ASSIGN_OR_RETURN(state->inputs, Ports(*state->plan, state->plan->inputs()));
   KILN_ASSIGN_OR_RETURN(state->outputs, Ports(*state->plan, state->plan->outputs()));
@@ -144,6 +156,51 @@ kiln_status kiln_engine_from_graph(const kiln_graph* graph, const kiln_compile_o
 }
 
 void kiln_engine_destroy(kiln_engine* engine) { delete engine; }
+
+kiln_status kiln_engine_save(const kiln_engine* engine, const char* path, int overwrite) {
+  return Guarded("kiln_engine_save", [&]() -> absl::Status {
+    const char* where = "kiln_engine_save";
+    KILN_RETURN_IF_ERROR(NotNull(engine, where, "engine"));
+    KILN_RETURN_IF_ERROR(NotNull(path, where, "path"));
+    if (!overwrite && std::filesystem::exists(path)) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(where, ": ", path, " exists; pass overwrite = 1 to replace it"));
+    }
+    const kiln::c_api::EngineState& s = *engine->state;
+    absl::StatusOr<std::string> bytes = kiln::SerializePlan(*s.source, s.options, *s.plan);
+    if (!bytes.ok()) return kiln::Annotate(bytes.status(), where);
+    return kiln::Annotate(kiln::WriteFileBytes(path, *bytes), where);
+  });
+}
+
+kiln_status kiln_engine_load(const char* path, const kiln_compile_options* options,
+                             kiln_engine** engine) {
+  return Guarded("kiln_engine_load", [&]() -> absl::Status {
+    const char* where = "kiln_engine_load";
+    KILN_RETURN_IF_ERROR(NotNull(path, where, "path"));
+    KILN_RETURN_IF_ERROR(NotNull(engine, where, "engine"));
+    *engine = nullptr;
+    // Only the device is taken from the options: the rest is the plan's.
+    int cuda_device = -1;
+    if (options != nullptr && options->device != nullptr &&
+        std::string(options->device) != "auto") {
+      kiln::CompileOptions device;
+      absl::Status parsed = kiln::ParseDeviceChoice(options->device, device);
+      if (!parsed.ok()) return kiln::Annotate(parsed, where);
+      if (device.backend == kiln::BackendChoice::kCuda) cuda_device = device.cuda_device;
+    }
+    absl::StatusOr<std::string> bytes = kiln::ReadFileBytes(path);
+    if (!bytes.ok()) return kiln::Annotate(bytes.status(), where);
+    absl::StatusOr<kiln::LoadedPlan> loaded = kiln::LoadPlan(
+        *bytes, path, kiln::DefaultOpRegistry(), kiln::DefaultKernelRegistry(), cuda_device);
+    if (!loaded.ok()) return kiln::Annotate(loaded.status(), where);
+    KILN_ASSIGN_OR_RETURN(
+        auto state, kiln::c_api::MakeEngineFromPlan(std::move(loaded->source), loaded->options,
+                                                    std::move(loaded->plan)));
+    *engine = new kiln_engine{std::move(state)};
+    return absl::OkStatus();
+  });
+}
 
 int kiln_engine_num_inputs(const kiln_engine* engine) {
   return engine ? static_cast<int>(engine->state->inputs.size()) : 0;

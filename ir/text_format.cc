@@ -68,7 +68,9 @@ std::string PrintGraph(const Graph& graph, const PrintOptions& options) {
                     absl::StrJoin(inputs, ", "), ") {", absl::StrJoin(attrs, ", "),
                     "} : ", absl::StrJoin(types, ", "));
     if (node->constant() != nullptr) {
-      if (options.print_constant_values) {
+      if (options.external_constants) {
+        absl::StrAppend(&out, " = external");
+      } else if (options.print_constant_values) {
         absl::StrAppend(&out, " = ", ConstantValues(*node->constant()));
       } else {
         absl::StrAppend(&out, " = <", node->constant()->type().num_elements(), " values elided>");
@@ -183,7 +185,8 @@ std::vector<std::string> SplitTypes(absl::string_view text) {
 
 class GraphParser {
  public:
-  explicit GraphParser(const OpRegistry* registry) : graph_(std::make_unique<Graph>(registry)) {}
+  GraphParser(const OpRegistry* registry, ExternalConstantFn external)
+      : graph_(std::make_unique<Graph>(registry)), external_(std::move(external)) {}
 
   absl::Status ParseLine(absl::string_view line, int line_number) {
     LineParser p(line, line_number);
@@ -231,8 +234,16 @@ class GraphParser {
     if (OpKindFromName(op) == OpKind::kConstant) {
       if (types.size() != 1) return p.Error("a Constant has exactly one type");
       KILN_RETURN_IF_ERROR(p.Expect("="));
-      KILN_ASSIGN_OR_RETURN(AttrValue values, p.Attr());
-      KILN_ASSIGN_OR_RETURN(HostTensor data, ConstantData(p, types[0], values));
+      HostTensor data;
+      if (p.Consume("external")) {
+        if (!external_) return p.Error("an external constant, but no constants were given");
+        absl::StatusOr<HostTensor> given = external_(name, types[0]);
+        if (!given.ok()) return p.Error(given.status().message());
+        data = *std::move(given);
+      } else {
+        KILN_ASSIGN_OR_RETURN(AttrValue values, p.Attr());
+        KILN_ASSIGN_OR_RETURN(data, ConstantData(p, types[0], values));
+      }
       auto v = graph_->AddConstant(name, std::move(data));
       if (!v.ok()) return p.Error(v.status().message());
       node = v->node;
@@ -317,6 +328,7 @@ class GraphParser {
   }
 
   std::unique_ptr<Graph> graph_;
+  ExternalConstantFn external_;
   std::map<int64_t, Node*> nodes_;
 };
 
@@ -324,7 +336,13 @@ class GraphParser {
 
 absl::StatusOr<std::unique_ptr<Graph>> ParseGraph(absl::string_view text,
                                                   const OpRegistry* registry) {
-  GraphParser parser(registry);
+  return ParseGraph(text, registry, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> ParseGraph(absl::string_view text,
+                                                  const OpRegistry* registry,
+                                                  const ExternalConstantFn& external_constant) {
+  GraphParser parser(registry, external_constant);
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_number;

@@ -11,6 +11,7 @@
 #ifndef KILN_IR_TEXT_FORMAT_H_
 #define KILN_IR_TEXT_FORMAT_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,9 @@ namespace kiln {
 struct PrintOptions {
   // Constants print their values (needed to parse back). Off: "= <N values elided>".
   bool print_constant_values = true;
+  // Constants print "= external": their bytes are kept elsewhere (a saved plan's weights
+  // section) and ParseGraph asks `external_constant` for them.
+  bool external_constants = false;
 };
 
 // The text form of `graph`. A graph with a cycle prints an error line instead of nodes.
@@ -32,6 +36,14 @@ std::string PrintGraph(const Graph& graph, const PrintOptions& options = {});
 // must equal the inferred ones.
 absl::StatusOr<std::unique_ptr<Graph>> ParseGraph(absl::string_view text,
                                                   const OpRegistry* registry);
+
+// The data of a Constant written "= external", by its node name and type.
+using ExternalConstantFn =
+    std::function<absl::StatusOr<HostTensor>(const std::string& name, const TensorType& type)>;
+// ParseGraph for text with external constants (PrintOptions::external_constants).
+absl::StatusOr<std::unique_ptr<Graph>> ParseGraph(absl::string_view text,
+                                                  const OpRegistry* registry,
+                                                  const ExternalConstantFn& external_constant);
 
 }  // namespace kiln
 

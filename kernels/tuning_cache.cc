@@ -23,6 +23,11 @@ void TuningCache::Insert(const std::string& key, const std::string& value) {
   dirty_ = true;
 }
 
+std::map<std::string, std::string> TuningCache::Entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_;
+}
+
 size_t TuningCache::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return entries_.size();

@@ -18,6 +18,8 @@ class TuningCache {
   std::optional<std::string> Lookup(const std::string& key) const;
   void Insert(const std::string& key, const std::string& value);
   size_t size() const;
+  // Every entry, by key (what a saved plan keeps of its measured choices).
+  std::map<std::string, std::string> Entries() const;
   // True when Insert added or changed an entry since the last Load or Save.
   bool dirty() const;
 

@@ -40,6 +40,7 @@ absl::Status PlanBuilder::ChooseKernels(CompileState& state) {
     if (kernel_options.measure_algorithms && !options.tuning_file.empty()) {
       KILN_RETURN_IF_ERROR(Annotate(state.tuning.Load(options.tuning_file), "compile"));
     }
+    for (const auto& [key, value] : options.tuning_entries) state.tuning.Insert(key, value);
     kernel_options.tuning = &state.tuning;
   }
 

@@ -52,6 +52,7 @@ absl::Status PlanBuilder::PlanArenas(CompileState& state) {
       !options.tuning_file.empty() && state.tuning.dirty()) {
     KILN_RETURN_IF_ERROR(Annotate(state.tuning.Save(options.tuning_file), "compile"));
   }
+  plan.tuning_entries_ = state.tuning.Entries();
   AssignOffsets(state);
   return absl::OkStatus();
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -58,6 +59,9 @@ struct CompileOptions {
   AlgoChoice algo = AlgoChoice::kHeuristic;
   // With kMeasure: measured choices are read from and written back to this file ("" = none).
   std::string tuning_file;
+  // With kMeasure: choices already measured (a saved plan's, runtime/plan_file.h), used before
+  // the tuning file's and before measuring anything.
+  std::map<std::string, std::string> tuning_entries;
   // Plan for this GPU on a machine that has none (with kCuda): a plan to inspect (steps,
   // kernels, memory), such as CI's checks of CUDA plans; ExecutionContext refuses to run it,
   // and Compile refuses it where a GPU is usable. Choices that need the device are left out

@@ -100,6 +100,9 @@ class ExecutionPlan {
   double budget_added_ms() const { return budget_added_ms_; }
   double measured_ms() const { return measured_ms_; }
 
+  // The measured algorithm choices the plan was made with (with AlgoChoice::kMeasure), by key:
+  // what a saved plan keeps so that loading it measures nothing (runtime/plan_file.h).
+  const std::map<std::string, std::string>& tuning_entries() const { return tuning_entries_; }
   // The GPU a CUDA plan was compiled for and runs on (CompileOptions::cuda_device).
   int cuda_device() const { return cuda_device_; }
   // Inputs and outputs are always bound by the caller (CompileOptions::device_bound_io).
@@ -129,6 +132,7 @@ class ExecutionPlan {
   bool device_bound_io_ = false;
   bool for_absent_device_ = false;
   int cuda_device_ = 0;
+  std::map<std::string, std::string> tuning_entries_;
   int budget_rechosen_steps_ = 0;
   double budget_added_ms_ = 0, measured_ms_ = 0;
 };

@@ -5,6 +5,7 @@
 // rewrite the compiler declined with its reason.
 #include "tools/compile_command.h"
 
+#include <chrono>
 #include <cstdio>
 #include <set>
 
@@ -12,9 +13,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/file_io.h"
 #include "base/status_macros.h"
 #include "kernels/all_kernels.h"
 #include "runtime/compiler.h"
+#include "runtime/plan_file.h"
 #include "tools/caffe_commands.h"
 #include "tools/plan_flags.h"
 #include "tools/plan_layers.h"
@@ -44,12 +47,15 @@ int64_t CaffeActivationBytes(const CaffeModel& model) {
 
 absl::Status Compile(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
-  flags.insert({"fill-seed", "batch", "cuda-target"});
+  flags.insert({"fill-seed", "batch", "cuda-target", "save-plan"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
   std::set<std::string> switches = CommonModelSwitches();
   switches.insert({"json", "why-not-fused"});
   KILN_ASSIGN_OR_RETURN(CommandLine line, CommandLine::Parse(argc, argv, 2, flags, switches));
-  KILN_RETURN_IF_ERROR(CheckCommandFiles(line, {}, {}));
+  KILN_RETURN_IF_ERROR(CheckCommandFiles(
+      line, {},
+      line.Has("save-plan") ? std::vector<FlagPath>{{"--save-plan", line.Get("save-plan")}}
+                            : std::vector<FlagPath>{}));
   CaffeImportOptions options;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
   KILN_RETURN_IF_ERROR(ApplyFillSeedFlag(line, options));
@@ -60,7 +66,17 @@ absl::Status Compile(int argc, char** argv) {
   LoadedModel loaded;
   KILN_RETURN_IF_ERROR(LoadModel(line, options, loaded));
   const CaffeModel& model = loaded.model;
+  const auto started = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(auto plan, Compile(*model.graph, DefaultKernelRegistry(), compile));
+  const double compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  if (line.Has("save-plan")) {
+    // The graph as imported, the options, the measured choices and the weights (plan_file.h).
+    KILN_ASSIGN_OR_RETURN(std::string bytes, SerializePlan(*model.graph, compile, *plan));
+    KILN_RETURN_IF_ERROR(WriteFileBytes(line.Get("save-plan"), bytes));
+    std::fprintf(stderr, "kiln compile: plan written to %s (%.1f MiB; compiled in %.1f ms)\n",
+                 line.Get("save-plan").c_str(), bytes.size() / 1048576.0, compile_ms);
+  }
   const LayerIndex index(model);
   const int64_t naive = CaffeActivationBytes(model);
 

@@ -25,8 +25,16 @@ declare -A result
 /tmp/kb/tools/kiln time --model "$models/lenet.prototxt" --weights \
   "$models/lenet_iter_10000.caffemodel" --device cuda:1 >"$out/kiln_run_cuda1.log" 2>&1 &&
   grep -q "cuda:1" "$out/kiln_run_cuda1.log" && result[cli]=PASS || result[cli]=FAIL
-grep -h "contexts added\|RunOnDevice returned\|cuda:1 took\|\[  PASSED\|\[  FAILED\|SKIPPED \]" \
+# Saved plans on ResNet-18 (filler weights): compile with measured algorithms and save, then
+# load and time (no measuring).
+r18="$models/resnet18_deploy.prototxt"
+/tmp/kb/tools/kiln compile --model "$r18" --fill-seed 1 --batch 64 --precision fp16 \
+  --algo measure --save-plan /tmp/r18.plan >"$out/r18_compile.log" 2>&1 &&
+  /tmp/kb/tools/kiln time --plan /tmp/r18.plan --iterations 20 >"$out/r18_plan.log" 2>&1 &&
+  result[plan]=PASS || result[plan]=FAIL
+grep -h "plan written\|loaded in\|forward" "$out/r18_compile.log" "$out/r18_plan.log"
+grep -h "contexts added\|loaded in\|RunOnDevice returned\|cuda:1 took\|\[  PASSED\|\[  FAILED\|SKIPPED \]" \
   "$out/engine_gpu_test.log"
 grep -h "tests ran\|PASSED\|FAILED" "$out/cuda_network_test.log" | tail -3
 grep -h "backend" "$out/kiln_run_cuda1.log" | head -2
-echo "engine_gpu_test: ${result[api]}; cuda_network_test: ${result[network]}; kiln time --device cuda:1: ${result[cli]}"
+echo "saved ResNet-18 plan: ${result[plan]}; engine_gpu_test: ${result[api]}; cuda_network_test: ${result[network]}; kiln time --device cuda:1: ${result[cli]}"

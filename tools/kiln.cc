@@ -23,7 +23,7 @@
 #include "tools/plan_flags.h"
 #include "tools/time_command.h"
 #include "tools/train_command.h"
-#include "tools/version.h"
+#include "base/version.h"
 
 namespace {
 

@@ -153,6 +153,16 @@ KILN_API kiln_status kiln_engine_from_graph(const kiln_graph* graph,
                                             kiln_engine** engine);
 /* Frees the engine; contexts made from it keep what they need and stay usable. */
 KILN_API void kiln_engine_destroy(kiln_engine* engine);
+/* Saves the engine as a plan file: its graph and weights, compile options and every measured
+ * algorithm choice, checksummed. An existing `path` is replaced only with overwrite = 1 (then
+ * atomically). */
+KILN_API kiln_status kiln_engine_save(const kiln_engine* engine, const char* path, int overwrite);
+/* Loads a plan file kiln_engine_save (or `kiln compile --save-plan`) wrote, measuring nothing.
+ * Only options->device is used (NULL or "auto": the saved GPU, cuda:0 by default); the rest is
+ * the plan's. A plan from another Kiln version, for another kind of GPU or another backend, or
+ * damaged, is refused (KILN_FAILED_PRECONDITION or KILN_DATA_LOSS) with the reason. */
+KILN_API kiln_status kiln_engine_load(const char* path, const kiln_compile_options* options,
+                                      kiln_engine** engine);
 
 KILN_API int kiln_engine_num_inputs(const kiln_engine* engine);
 KILN_API int kiln_engine_num_outputs(const kiln_engine* engine);

@@ -481,7 +481,23 @@ class Engine {
     if (!s.ok()) return s;
     return Engine(e);
   }
+  // A plan file written by Save (or `kiln compile --save-plan`); `device` "" keeps the saved
+  // one, "cuda:N" picks another GPU of the same kind.
+  static Result<Engine> Load(const std::string& path, const std::string& device = "") {
+    kiln_compile_options c;
+    kiln_compile_options_init(&c);
+    c.device = device.empty() ? nullptr : device.c_str();
+    kiln_engine* e = nullptr;
+    Status s = Status::FromC(kiln_engine_load(path.c_str(), &c, &e));
+    if (!s.ok()) return s;
+    return Engine(e);
+  }
   Engine() = default;
+
+  // Writes the engine as a plan file; an existing file is replaced only with `overwrite`.
+  Status Save(const std::string& path, bool overwrite = false) const {
+    return Status::FromC(kiln_engine_save(engine_.get(), path.c_str(), overwrite ? 1 : 0));
+  }
 
   std::vector<TensorInfo> Inputs() const { return Ports(true); }
   std::vector<TensorInfo> Outputs() const { return Ports(false); }

@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -182,6 +184,69 @@ TEST_F(EngineGpuTest, TheCallersStreamIsHonouredWithoutHostSynchronization) {
   cudaFree(out);
   cudaFreeHost(pinned);
   cudaStreamDestroy(stream);
+}
+
+// conv 3x3 (64 -> 64) x3 with ReLUs on [16, 64, 56, 56], then an inner product to 10: enough
+// convolutions for --algo measure to take a while.
+kiln::Graph ConvStack() {
+  kiln::Graph graph = std::move(kiln::Graph::Create().value());
+  auto x = graph.Input("x", {16, 64, 56, 56});
+  kiln::Value v = *x;
+  kiln::ConvolutionOptions conv;
+  conv.pad = {1};
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "conv" + std::to_string(i);
+    auto w = graph.Constant(name + ".w", {64, 64, 3, 3}, Pseudorandom(64 * 64 * 9, 20 + i));
+    auto c = graph.Convolution(v, *w, nullptr, conv, name);
+    auto r = graph.ReLU(*c, 0.0, name + ".relu");
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    v = *r;
+  }
+  kiln::PoolingOptions pool;
+  pool.global = true;
+  pool.mode = "avg";
+  auto p = graph.Pooling(v, pool, "pool");
+  auto fc = graph.Constant("fc.w", {10, 64}, Pseudorandom(640, 30));
+  auto logits = graph.InnerProduct(*p, *fc, nullptr, 1, "fc");
+  EXPECT_TRUE(logits.ok()) << logits.status().ToString();
+  EXPECT_TRUE(graph.Output("logits", *logits).ok());
+  return graph;
+}
+
+TEST_F(EngineGpuTest, ASavedPlanLoadsWithItsMeasuredChoicesAndTheSameBits) {
+  kiln::Graph graph = ConvStack();
+  kiln::CompileOptions options;
+  options.device = "cuda:0";
+  options.algo = "measure";
+  options.precision = "fp16";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto engine = kiln::Engine::FromGraph(graph, options);
+  const auto t1 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(tmp ? tmp : "/tmp") + "/conv_stack.plan";
+  std::remove(path.c_str());
+  ASSERT_TRUE(engine->Save(path).ok());
+  const auto t2 = std::chrono::steady_clock::now();
+  auto loaded = kiln::Engine::Load(path);
+  const auto t3 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const double compile_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  const double load_ms = std::chrono::duration<double, std::milli>(t3 - t2).count();
+  std::printf(
+      "conv stack, fp16, --algo measure: compiled in %.1f ms, the saved plan loaded in "
+      "%.1f ms\n",
+      compile_ms, load_ms);
+  EXPECT_LT(load_ms, compile_ms / 2) << "the load measured again";
+  const std::vector<float> x = Pseudorandom(16 * 64 * 56 * 56, 40);
+  auto run = [&](const kiln::Engine& e) {
+    auto context = e.CreateContext();
+    EXPECT_TRUE(context.ok());
+    EXPECT_TRUE(context->SetInput("x", x).ok());
+    EXPECT_TRUE(context->Run().ok());
+    return context->Output<float>("logits", 160).value();
+  };
+  EXPECT_EQ(run(*loaded), run(*engine));
 }
 
 TEST_F(EngineGpuTest, AnEngineOnGpuOneRunsThereBesideOneOnGpuZero) {
