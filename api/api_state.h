@@ -60,9 +60,21 @@ struct TensorPort {
   kiln_tensor_info info{};
 };
 
+// One more batch size of a variable-batch engine: its plan, and the weights it runs with (the
+// engine's own when they are laid out alike, SameWeightsLayout).
+struct BatchProfile {
+  int64_t batch = 0;
+  std::unique_ptr<ExecutionPlan> plan;
+  std::shared_ptr<const PlanWeights> weights;
+};
+
 // A compiled plan and its weights on the device: what an engine is, shared by the contexts made
 // from it (each holds a reference, so it outlives the engine handle if they do).
 struct EngineState {
+  // Variable batch: `plan` is for max_batch, `smaller` for the powers of two below it
+  // (ascending). 0 and empty for a fixed batch.
+  int64_t max_batch = 0;
+  std::vector<BatchProfile> smaller;
   std::unique_ptr<Graph> source;  // as given to Compile, and its options: what a saved plan keeps
   CompileOptions options;
   std::unique_ptr<ExecutionPlan> plan;
@@ -70,6 +82,12 @@ struct EngineState {
   std::vector<TensorPort> inputs, outputs;
   std::string description;
 };
+
+// Compiles `graph` at batch `batch` as another profile of `state` (whose plan is the largest).
+absl::Status AddBatchProfile(EngineState& state, const Graph& graph, int64_t batch);
+
+// The host-memory run of a context at the batch its inputs have (kiln_context_run).
+absl::Status RunContext(kiln_context& context);
 
 absl::StatusOr<std::shared_ptr<EngineState>> MakeEngine(const Graph& graph,
                                                         const CompileOptions& options);
@@ -92,7 +110,10 @@ struct kiln_engine {
 
 struct kiln_context {
   std::shared_ptr<kiln::c_api::EngineState> engine;
-  std::unique_ptr<kiln::ExecutionContext> context;
+  std::unique_ptr<kiln::ExecutionContext> context;  // of the engine's plan (its largest batch)
+  // Of the smaller batch profiles, made at their first use.
+  std::map<int64_t, std::unique_ptr<kiln::ExecutionContext>> by_batch;
+  int64_t batch = 0;                                // of the last run
   std::map<std::string, kiln::HostTensor> inputs;   // set by kiln_context_set_input
   std::map<std::string, kiln::HostTensor> outputs;  // of the last kiln_context_run
 };

@@ -109,28 +109,58 @@ kiln_status kiln_engine_from_caffe(const char* prototxt, const char* caffemodel,
     // Without weights only a net with no learnable blob is accepted: random filler weights
     // would give answers that look real.
     import.init = kiln::ParamInit::kZeros;
-    const int64_t batch = options != nullptr ? options->batch : 0;
-    if (batch > 0) {
-      kiln::CaffeImportOptions shapes = import;
-      KILN_ASSIGN_OR_RETURN(kiln::CaffeModel probe,
-                            kiln::ImportCaffeNet(net, shapes, kiln::DefaultOpRegistry()));
-      for (const kiln::CaffeInput& input : probe.inputs) {
-        std::vector<int64_t> dims = input.dims;
-        if (!dims.empty()) dims[0] = batch;
-        import.input_shapes[input.name] = dims;
+    // The model at a batch size (0: the file's), its weights checked.
+    auto import_at = [&](int64_t batch) -> absl::StatusOr<kiln::CaffeModel> {
+      kiln::CaffeImportOptions at = import;
+      if (batch > 0) {
+        KILN_ASSIGN_OR_RETURN(kiln::CaffeModel probe,
+                              kiln::ImportCaffeNet(net, import, kiln::DefaultOpRegistry()));
+        for (const kiln::CaffeInput& input : probe.inputs) {
+          std::vector<int64_t> dims = input.dims;
+          if (!dims.empty()) dims[0] = batch;
+          at.input_shapes[input.name] = dims;
+        }
       }
-    }
-    KILN_ASSIGN_OR_RETURN(kiln::CaffeModel model,
-                          kiln::ImportCaffeNet(net, import, kiln::DefaultOpRegistry()));
-    for (const kiln::CaffeParam& param : model.params) {
-      if (param.source != "zeros") continue;
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": layer '", param.layer, "' blob ", param.index, " has no weights ",
-                       caffemodel == nullptr ? "(no .caffemodel was given)"
-                                             : absl::StrCat("in ", caffemodel, " or ", prototxt),
-                       "; give the .caffemodel trained for this net"));
-    }
+      KILN_ASSIGN_OR_RETURN(kiln::CaffeModel model,
+                            kiln::ImportCaffeNet(net, at, kiln::DefaultOpRegistry()));
+      for (const kiln::CaffeParam& param : model.params) {
+        if (param.source != "zeros") continue;
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": layer '", param.layer, "' blob ", param.index, " has no weights ",
+            caffemodel == nullptr ? "(no .caffemodel was given)"
+                                  : absl::StrCat("in ", caffemodel, " or ", prototxt),
+            "; give the .caffemodel trained for this net"));
+      }
+      return model;
+    };
+    const int64_t batch = options != nullptr ? options->batch : 0;
+    const int64_t max_batch =
+        options != nullptr && options->struct_size >= sizeof(kiln_compile_options)
+            ? options->max_batch
+            : 0;
+    KILN_ASSIGN_OR_RETURN(kiln::CaffeModel model, import_at(max_batch > 0 ? max_batch : batch));
     KILN_ASSIGN_OR_RETURN(auto state, kiln::c_api::MakeEngine(*model.graph, compile));
+    if (max_batch > 0) {
+      for (const kiln::c_api::TensorPort& port : state->inputs) {
+        if (port.type.rank() == 0 || port.type.dim(0) != max_batch) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ": options->max_batch needs every input's first dim to be the batch; '",
+              port.name, "' is ", port.type.ToString()));
+        }
+      }
+      state->max_batch = max_batch;
+      for (int64_t b = 1; b < max_batch; b *= 2) {
+        KILN_ASSIGN_OR_RETURN(kiln::CaffeModel smaller, import_at(b));
+        KILN_RETURN_IF_ERROR(kiln::c_api::AddBatchProfile(*state, *smaller.graph, b));
+      }
+      int copies = 1;
+      for (const kiln::c_api::BatchProfile& p : state->smaller) {
+        if (p.weights != state->weights) ++copies;
+      }
+      absl::StrAppend(&state->description, "; variable batch 1 to ", max_batch, " (",
+                      state->smaller.size() + 1, " plans, the weights held ",
+                      copies == 1 ? "once" : absl::StrCat(copies, " times"), ")");
+    }
     *engine = new kiln_engine{std::move(state)};
     return absl::OkStatus();
   });
@@ -167,6 +197,11 @@ kiln_status kiln_engine_save(const kiln_engine* engine, const char* path, int ov
           absl::StrCat(where, ": ", path, " exists; pass overwrite = 1 to replace it"));
     }
     const kiln::c_api::EngineState& s = *engine->state;
+    if (s.max_batch > 0) {
+      return absl::UnimplementedError(
+          absl::StrCat(where, ": a variable-batch engine (max_batch ", s.max_batch,
+                       ") cannot be saved yet; save one compiled for a fixed batch"));
+    }
     absl::StatusOr<std::string> bytes = kiln::SerializePlan(*s.source, s.options, *s.plan);
     if (!bytes.ok()) return kiln::Annotate(bytes.status(), where);
     return kiln::Annotate(kiln::WriteFileBytes(path, *bytes), where);
@@ -247,6 +282,12 @@ int64_t kiln_engine_weights_bytes(const kiln_engine* engine) {
   return engine ? engine->state->plan->weights_bytes() : 0;
 }
 
+int64_t kiln_engine_max_batch(const kiln_engine* engine) {
+  return engine ? engine->state->max_batch : 0;
+}
+
+int64_t kiln_context_batch(const kiln_context* context) { return context ? context->batch : 0; }
+
 int64_t kiln_engine_context_bytes(const kiln_engine* engine) {
   if (engine == nullptr) return 0;
   return engine->state->plan->activations_bytes() + engine->state->plan->workspace_bytes();
@@ -284,13 +325,25 @@ kiln_status kiln_context_set_input(kiln_context* context, const char* name, cons
           where, ": '", name,
           "' is not an input (inputs: ", kiln::c_api::PortNames(context->engine->inputs), ")"));
     }
-    if (bytes != port->info.bytes) {
+    std::vector<int64_t> dims = port->type.dims();
+    const int64_t max_batch = context->engine->max_batch;
+    if (max_batch > 0) {
+      // Any whole number of rows from 1 to max_batch.
+      const size_t row = port->info.bytes / static_cast<size_t>(max_batch);
+      if (row == 0 || bytes % row != 0 || bytes / row < 1 ||
+          bytes / row > static_cast<size_t>(max_batch)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " '", name, "': ", bytes, " bytes given; the input takes 1 to ", max_batch,
+            " rows of ", row, " bytes (", port->type.ToString(), " at the largest batch)"));
+      }
+      dims[0] = static_cast<int64_t>(bytes / row);
+    } else if (bytes != port->info.bytes) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, " '", name, "': ", bytes, " bytes given, the input ",
                        port->type.ToString(), " has ", port->info.bytes));
     }
     KILN_ASSIGN_OR_RETURN(kiln::TensorType dense,
-                          kiln::TensorType::Create(port->type.dtype(), port->type.dims()));
+                          kiln::TensorType::Create(port->type.dtype(), dims));
     kiln::HostTensor tensor(dense);
     std::memcpy(tensor.data(), data, bytes);
     context->inputs[name] = std::move(tensor);
@@ -301,14 +354,7 @@ kiln_status kiln_context_set_input(kiln_context* context, const char* name, cons
 kiln_status kiln_context_run(kiln_context* context) {
   return Guarded("kiln_context_run", [&]() -> absl::Status {
     KILN_RETURN_IF_ERROR(NotNull(context, "kiln_context_run", "context"));
-    for (const kiln::c_api::TensorPort& port : context->engine->inputs) {
-      if (!context->inputs.count(port.name)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "kiln_context_run: input '", port.name, "' was not set (kiln_context_set_input)"));
-      }
-    }
-    KILN_ASSIGN_OR_RETURN(context->outputs, context->context->Run(context->inputs));
-    return absl::OkStatus();
+    return kiln::c_api::RunContext(*context);
   });
 }
 
@@ -330,21 +376,13 @@ kiln_status kiln_context_get_output(const kiln_context* context, const char* nam
       return absl::FailedPreconditionError(
           absl::StrCat(where, " '", name, "': no run has finished yet (kiln_context_run)"));
     }
-    if (bytes != port->info.bytes) {
+    const kiln::HostTensor& out = it->second;  // dense (RunContext), at the run's batch
+    if (bytes != static_cast<size_t>(out.size_bytes())) {
       return absl::InvalidArgumentError(absl::StrCat(where, " '", name, "': room for ", bytes,
-                                                     " bytes, the output ", port->type.ToString(),
-                                                     " has ", port->info.bytes));
+                                                     " bytes, the output ", out.type().ToString(),
+                                                     " of the last run has ", out.size_bytes()));
     }
-    const kiln::HostTensor& out = it->second;
-    if (out.type().IsContiguous()) {
-      std::memcpy(data, out.data(), bytes);
-    } else {
-      KILN_ASSIGN_OR_RETURN(kiln::TensorType dense,
-                            kiln::TensorType::Create(out.type().dtype(), out.type().dims()));
-      kiln::HostTensor relaid(dense);
-      for (int64_t i = 0; i < dense.num_elements(); ++i) relaid.SetFloat(i, out.GetFloat(i));
-      std::memcpy(data, relaid.data(), bytes);
-    }
+    std::memcpy(data, out.data(), bytes);
     return absl::OkStatus();
   });
 }

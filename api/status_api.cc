@@ -69,6 +69,15 @@ absl::StatusOr<CompileOptions> ToCompileOptions(const kiln_compile_options* opti
         absl::StrCat(where, ": options->optimize is ", given.optimize, "; use 1 (on) or 0 (off)"));
   }
   out.optimize = given.optimize == 1;
+  if (given.max_batch < 0 || (given.max_batch > 0 && given.batch > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": options->max_batch is ", given.max_batch, " and options->batch ", given.batch,
+        "; give one of them (a fixed batch, or every batch up to max_batch)"));
+  }
+  if (given.max_batch > (int64_t{1} << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": options->max_batch ", given.max_batch, " is over 2^20"));
+  }
   if (given.batch < 0) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": options->batch is ", given.batch,
                                                    "; use 0 (as the model says) "
@@ -163,6 +172,7 @@ void kiln_compile_options_init(kiln_compile_options* options) {
   options->algo = "heuristic";
   options->optimize = 1;
   options->batch = 0;
+  options->max_batch = 0;
 }
 
 }  // extern "C"

@@ -45,9 +45,10 @@ absl::StatusOr<std::unique_ptr<ExecutionContext>> ExecutionContext::Create(
         "run: this plan was made for a GPU that is not here (cuda_target), to be inspected; "
         "compile it without cuda_target to run it");
   }
-  if (options.weights != nullptr && &options.weights->plan() != &plan) {
+  if (options.weights != nullptr && !SameWeightsLayout(options.weights->plan(), plan)) {
     return absl::InvalidArgumentError(
-        "run: the shared weights (ContextOptions::weights) were uploaded for another plan");
+        "run: the shared weights (ContextOptions::weights) were uploaded for a plan whose weights "
+        "are laid out otherwise");
   }
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, CreateDeviceFor(plan));
   const int64_t own_weights = options.weights != nullptr ? 0 : plan.weights_bytes();
@@ -92,6 +93,27 @@ ExecutionContext::~ExecutionContext() {
   for (void* p : {shared_weights_ != nullptr ? nullptr : weights_, activations_, workspace_}) {
     if (p != nullptr) device_->Free(p);
   }
+}
+
+bool SameWeightsLayout(const ExecutionPlan& a, const ExecutionPlan& b) {
+  if (&a == &b) return true;
+  if (a.backend() != b.backend() || a.cuda_device() != b.cuda_device() ||
+      a.weights_bytes() != b.weights_bytes() || a.weights().size() != b.weights().size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.weights().size(); ++i) {
+    const auto& [node_a, buffer_a] = a.weights()[i];
+    const auto& [node_b, buffer_b] = b.weights()[i];
+    const HostTensor& data_a = *node_a->constant();
+    const HostTensor& data_b = *node_b->constant();
+    const int64_t at_a = a.buffers()[a.RootBuffer(buffer_a)].offset + a.OffsetInRoot(buffer_a);
+    const int64_t at_b = b.buffers()[b.RootBuffer(buffer_b)].offset + b.OffsetInRoot(buffer_b);
+    if (node_a->name() != node_b->name() || at_a != at_b || data_a.type() != data_b.type() ||
+        std::memcmp(data_a.data(), data_b.data(), static_cast<size_t>(data_a.size_bytes())) != 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 absl::StatusOr<std::shared_ptr<const PlanWeights>> PlanWeights::Upload(const ExecutionPlan& plan) {

@@ -90,6 +90,11 @@ class PlanWeights {
   void* data_ = nullptr;
 };
 
+// Whether the weights arenas of `a` and `b` hold the same bytes at the same offsets on the same
+// device, so that one PlanWeights serves both (plans of one network compiled for two batch
+// sizes, say).
+bool SameWeightsLayout(const ExecutionPlan& a, const ExecutionPlan& b);
+
 class ExecutionContext {
  public:
   // Creates the device the plan's backend needs (for CUDA, its own stream and cuBLAS handle on

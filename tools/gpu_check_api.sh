@@ -15,6 +15,12 @@ mkdir -p "$out" /tmp/kb && tar -C /tmp/kb -xJf .gpu/bin.tar.xz
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64
 models="$PWD/.gpu/models"
 declare -A result
+# ResNet-18 filler weights for the variable-batch case (a .caffemodel written by `kiln run`).
+python3 -c "import numpy; numpy.save('/tmp/r18_x.npy', numpy.zeros((1, 3, 224, 224), 'float32'))"
+/tmp/kb/tools/kiln run --model "$models/resnet18_deploy.prototxt" --fill-seed 1 \
+  --input data=/tmp/r18_x.npy --save-weights /tmp/r18.caffemodel --overwrite >/dev/null 2>&1
+export KILN_RESNET18_PROTOTXT="$models/resnet18_deploy.prototxt"
+export KILN_RESNET18_CAFFEMODEL=/tmp/r18.caffemodel
 /tmp/kb/tests/api/engine_gpu_test >"$out/engine_gpu_test.log" 2>&1 && result[api]=PASS ||
   result[api]=FAIL
 # The same plans as before the executor changed (weights shared, device per plan), whole nets.
@@ -33,7 +39,7 @@ r18="$models/resnet18_deploy.prototxt"
   /tmp/kb/tools/kiln time --plan /tmp/r18.plan --iterations 20 >"$out/r18_plan.log" 2>&1 &&
   result[plan]=PASS || result[plan]=FAIL
 grep -h "plan written\|loaded in\|forward" "$out/r18_compile.log" "$out/r18_plan.log"
-grep -h "contexts added\|loaded in\|RunOnDevice returned\|cuda:1 took\|\[  PASSED\|\[  FAILED\|SKIPPED \]" \
+grep -h "ResNet-18 up to\|largest difference\|contexts added\|loaded in\|RunOnDevice returned\|cuda:1 took\|\[  PASSED\|\[  FAILED\|SKIPPED \]" \
   "$out/engine_gpu_test.log"
 grep -h "tests ran\|PASSED\|FAILED" "$out/cuda_network_test.log" | tail -3
 grep -h "backend" "$out/kiln_run_cuda1.log" | head -2

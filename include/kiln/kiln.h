@@ -103,9 +103,14 @@ typedef struct kiln_compile_options {
   /* 1 (default): the inference rewrites (BatchNorm folding, fused epilogues, ...); 0: the
    * graph's nodes as they are. */
   int optimize;
-  /* The batch size to compile for (the first dim of every input); 0 (default): as the model
-   * says. */
+  /* The batch size to compile a Caffe model for (the first dim of every input); 0 (default): as
+   * the model says. */
   int64_t batch;
+  /* Variable batch (Caffe models): > 0 compiles for every batch up to max_batch, and a run may
+   * then use any batch from 1 to it without compiling again. The engine holds plans for the
+   * powers of two below max_batch and for max_batch itself (sharing one copy of the weights); a
+   * run uses the smallest that fits, its extra rows zero. 0 (default): one batch. */
+  int64_t max_batch;
 } kiln_compile_options;
 
 KILN_API void kiln_compile_options_init(kiln_compile_options* options);
@@ -177,6 +182,9 @@ KILN_API const char* kiln_engine_describe(const kiln_engine* engine);
 KILN_API int kiln_engine_cuda_device(const kiln_engine* engine);
 /* Bytes of the weights, held once on the device however many contexts there are. */
 KILN_API int64_t kiln_engine_weights_bytes(const kiln_engine* engine);
+/* The largest batch of a variable-batch engine (kiln_compile_options.max_batch), 0 for a fixed
+ * one. For a variable-batch engine, kiln_engine_input/output give dims[0] = max_batch. */
+KILN_API int64_t kiln_engine_max_batch(const kiln_engine* engine);
 /* Bytes each context allocates for itself (activations and workspace). */
 KILN_API int64_t kiln_engine_context_bytes(const kiln_engine* engine);
 
@@ -189,12 +197,15 @@ typedef struct kiln_context kiln_context;
 KILN_API kiln_status kiln_context_create(kiln_engine* engine, kiln_context** context);
 KILN_API void kiln_context_destroy(kiln_context* context);
 
-/* Host memory in and out: copies `bytes` (exactly the input's bytes) from `data`. */
+/* Host memory in and out: copies `bytes` (exactly the input's bytes) from `data`. For a
+ * variable-batch engine, `bytes` is B rows of the input (B from 1 to max_batch), the same B for
+ * every input. */
 KILN_API kiln_status kiln_context_set_input(kiln_context* context, const char* name,
                                             const void* data, size_t bytes);
 /* Runs on the inputs set, synchronously. */
 KILN_API kiln_status kiln_context_run(kiln_context* context);
-/* Copies the output `name` of the last run into `data` (`bytes` must be the output's bytes). */
+/* Copies the output `name` of the last run into `data` (`bytes` must be the output's bytes; for
+ * a variable-batch engine, the last run's B rows of it). */
 KILN_API kiln_status kiln_context_get_output(const kiln_context* context, const char* name,
                                              void* data, size_t bytes);
 
@@ -203,12 +214,15 @@ KILN_API kiln_status kiln_context_get_output(const kiln_context* context, const 
  * `cuda_stream` (a cudaStream_t of the engine's GPU; NULL for the context's own stream): it
  * starts after the work enqueued there so far, and the caller's later work on that stream starts
  * after it. Returns once the work is enqueued, without waiting on the host. For a CPU engine the
- * pointers are host memory and the run is synchronous. */
+ * pointers are host memory and the run is synchronous. A variable-batch engine runs here at
+ * max_batch (the buffers hold max_batch rows). */
 KILN_API kiln_status kiln_context_run_device(kiln_context* context, int num_inputs,
                                              const char* const* input_names,
                                              const void* const* inputs, int num_outputs,
                                              const char* const* output_names, void* const* outputs,
                                              void* cuda_stream);
+/* The batch of the last kiln_context_run (0 before the first). */
+KILN_API int64_t kiln_context_batch(const kiln_context* context);
 /* Waits for the context's own stream (after runs on it with cuda_stream NULL). */
 KILN_API kiln_status kiln_context_synchronize(kiln_context* context);
 

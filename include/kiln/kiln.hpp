@@ -84,6 +84,7 @@ struct CompileOptions {
   std::string algo = "heuristic";  // heuristic | measure
   bool optimize = true;            // the inference rewrites (fusion)
   int64_t batch = 0;               // Caffe models: the batch to compile for (0: the file's)
+  int64_t max_batch = 0;           // Caffe models: any batch from 1 to this (0: one batch)
 
   // The C struct; its strings point into this object.
   kiln_compile_options ToC() const {
@@ -95,6 +96,7 @@ struct CompileOptions {
     c.algo = algo.c_str();
     c.optimize = optimize ? 1 : 0;
     c.batch = batch;
+    c.max_batch = max_batch;
     return c;
   }
 };
@@ -506,6 +508,8 @@ class Engine {
   int CudaDevice() const { return kiln_engine_cuda_device(engine_.get()); }
   int64_t WeightsBytes() const { return kiln_engine_weights_bytes(engine_.get()); }
   int64_t ContextBytes() const { return kiln_engine_context_bytes(engine_.get()); }
+  // The largest batch of a variable-batch engine, 0 for a fixed one.
+  int64_t MaxBatch() const { return kiln_engine_max_batch(engine_.get()); }
   // A context for one thread: its own activations, the engine's weights.
   Result<Context> CreateContext() const;
 
@@ -581,6 +585,8 @@ class Context {
         static_cast<int>(out.size()), out_names.data(), out.data(), cuda_stream));
   }
   Status Synchronize() { return Status::FromC(kiln_context_synchronize(context_)); }
+  // The batch of the last Run.
+  int64_t Batch() const { return kiln_context_batch(context_); }
 
  private:
   friend class Engine;

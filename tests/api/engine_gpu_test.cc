@@ -249,6 +249,62 @@ TEST_F(EngineGpuTest, ASavedPlanLoadsWithItsMeasuredChoicesAndTheSameBits) {
   EXPECT_EQ(run(*loaded), run(*engine));
 }
 
+// ResNet-18 compiled once for batches up to 64 against plans compiled for 1, 7, 33 and 64. Its
+// weights come from the environment (KILN_RESNET18_PROTOTXT, KILN_RESNET18_CAFFEMODEL:
+// tools/gpu_check_api.sh makes filler weights with `kiln run --save-weights`).
+TEST_F(EngineGpuTest, ResNet18UpTo64RunsEveryBatchAsItsOwnPlanDoes) {
+  const char* model = std::getenv("KILN_RESNET18_PROTOTXT");
+  const char* weights = std::getenv("KILN_RESNET18_CAFFEMODEL");
+  if (model == nullptr || weights == nullptr) GTEST_SKIP() << "no ResNet-18 weights given";
+  kiln::CompileOptions options;
+  options.device = "cuda:0";
+  options.max_batch = 64;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto variable = kiln::Engine::FromCaffe(model, weights, options);
+  const double compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(variable.ok()) << variable.status().ToString();
+  std::printf("ResNet-18 up to batch 64 compiled in %.0f ms: %s\n", compile_ms,
+              variable->Describe().c_str());
+  auto context = variable->CreateContext();
+  ASSERT_TRUE(context.ok()) << context.status().ToString();
+  for (int64_t batch : {1, 7, 33, 64}) {
+    kiln::CompileOptions fixed_options;
+    fixed_options.device = "cuda:0";
+    fixed_options.batch = batch;
+    auto fixed = kiln::Engine::FromCaffe(model, weights, fixed_options);
+    ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
+    auto fixed_context = fixed->CreateContext();
+    ASSERT_TRUE(fixed_context.ok());
+    const std::vector<float> images =
+        Pseudorandom(static_cast<size_t>(batch) * 3 * 224 * 224, static_cast<unsigned>(batch));
+    ASSERT_TRUE(context->SetInput("data", images).ok());
+    ASSERT_TRUE(fixed_context->SetInput("data", images).ok());
+    const auto t1 = std::chrono::steady_clock::now();
+    kiln::Status run = context->Run();
+    const double run_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+    ASSERT_TRUE(run.ok()) << run.ToString();
+    ASSERT_TRUE(fixed_context->Run().ok());
+    const std::string out = fixed->Outputs()[0].name;
+    auto got = context->Output<float>(out, static_cast<size_t>(batch) * 1000);
+    auto want = fixed_context->Output<float>(out, static_cast<size_t>(batch) * 1000);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    double worst = 0;
+    size_t same = 0;
+    for (size_t i = 0; i < got->size(); ++i) {
+      worst = std::fmax(worst, std::fabs((*got)[i] - (*want)[i]));
+      same += (*got)[i] == (*want)[i];
+    }
+    std::printf(
+        "batch %2lld: largest difference from its own plan %.3g, %zu of %zu values "
+        "bit-equal (first run %.1f ms)\n",
+        static_cast<long long>(batch), worst, same, got->size(), run_ms);
+    EXPECT_LT(worst, 1e-5) << "batch " << batch;
+  }
+}
+
 TEST_F(EngineGpuTest, AnEngineOnGpuOneRunsThereBesideOneOnGpuZero) {
   if (kiln_cuda_device_count() < 2) GTEST_SKIP() << "one GPU: the two-GPU case needs two";
   kiln::Graph graph = WideMlp(16, 2048, 4096);  // 32 MiB of weights
