@@ -83,6 +83,61 @@ class Reader {
 
 }  // namespace
 
+// The compile options a plan file's header records.
+static absl::Status OptionsFromHeader(std::map<std::string, std::string>& h,
+                                      const std::string& where, CompileOptions& o) {
+  // Integers with SimpleAtoi (a double would round int64's maximum), reals with SimpleAtod.
+  auto number = [&](const char* key, auto* value) -> absl::Status {
+    using T = std::remove_pointer_t<decltype(value)>;
+    bool ok = false;
+    if constexpr (std::is_floating_point_v<T>) {
+      ok = absl::SimpleAtod(h[key], value);
+    } else {
+      int64_t v = 0;
+      ok = absl::SimpleAtoi(h[key], &v) && v >= std::numeric_limits<T>::min() &&
+           v <= std::numeric_limits<T>::max();
+      *value = static_cast<T>(v);
+    }
+    if (!ok) {
+      return absl::DataLossError(absl::StrCat(where, ": header '", key, "' is '", h[key], "'"));
+    }
+    return absl::OkStatus();
+  };
+  int backend = 0, precision = 0, layout = 0, algo = 0, reuse = 1, in_place = 1, in_arena = 1,
+      bound = 0, optimize = 0, split = 0;
+  KILN_RETURN_IF_ERROR(number("backend_choice", &backend));
+  KILN_RETURN_IF_ERROR(number("precision", &precision));
+  KILN_RETURN_IF_ERROR(number("layout", &layout));
+  KILN_RETURN_IF_ERROR(number("algo", &algo));
+  if (backend < 0 || backend > 3 || precision < 0 || precision > 4 || layout < 0 || layout > 3 ||
+      algo < 0 || algo > 1) {
+    return absl::DataLossError(where + ": a compile option out of range");
+  }
+  o.backend = static_cast<BackendChoice>(backend);
+  o.precision = static_cast<Precision>(precision);
+  o.layout = static_cast<LayoutChoice>(layout);
+  o.algo = static_cast<AlgoChoice>(algo);
+  KILN_RETURN_IF_ERROR(number("workspace_limit", &o.workspace_limit));
+  KILN_RETURN_IF_ERROR(number("reuse_activation_memory", &reuse));
+  KILN_RETURN_IF_ERROR(number("in_place", &in_place));
+  KILN_RETURN_IF_ERROR(number("workspace_in_activation_arena", &in_arena));
+  KILN_RETURN_IF_ERROR(number("workspace_peak_slack", &o.workspace_peak_slack));
+  KILN_RETURN_IF_ERROR(number("workspace_budget_max_slowdown", &o.workspace_budget_max_slowdown));
+  KILN_RETURN_IF_ERROR(number("device_bound_io", &bound));
+  KILN_RETURN_IF_ERROR(number("optimize", &optimize));
+  KILN_RETURN_IF_ERROR(number("split_for_memory", &split));
+  o.reuse_activation_memory = reuse != 0;
+  o.in_place = in_place != 0;
+  o.workspace_in_activation_arena = in_arena != 0;
+  o.device_bound_io = bound != 0;
+  o.optimize = optimize != 0;
+  o.split_for_memory = split != 0;
+  for (absl::string_view pass : absl::StrSplit(h["disabled_passes"], ',', absl::SkipEmpty())) {
+    o.disabled_passes.insert(std::string(pass));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> SerializePlan(const Graph& source, const CompileOptions& options,
                                           const ExecutionPlan& plan) {
   if (plan.for_absent_device()) {
@@ -171,55 +226,7 @@ absl::StatusOr<LoadedPlan> LoadPlan(absl::string_view bytes, const std::string& 
   }
   LoadedPlan loaded;
   CompileOptions& o = loaded.options;
-  // Integers with SimpleAtoi (a double would round int64's maximum), reals with SimpleAtod.
-  auto number = [&](const char* key, auto* value) -> absl::Status {
-    using T = std::remove_pointer_t<decltype(value)>;
-    bool ok = false;
-    if constexpr (std::is_floating_point_v<T>) {
-      ok = absl::SimpleAtod(h[key], value);
-    } else {
-      int64_t v = 0;
-      ok = absl::SimpleAtoi(h[key], &v) && v >= std::numeric_limits<T>::min() &&
-           v <= std::numeric_limits<T>::max();
-      *value = static_cast<T>(v);
-    }
-    if (!ok) {
-      return absl::DataLossError(absl::StrCat(where, ": header '", key, "' is '", h[key], "'"));
-    }
-    return absl::OkStatus();
-  };
-  int backend = 0, precision = 0, layout = 0, algo = 0, reuse = 1, in_place = 1, in_arena = 1,
-      bound = 0, optimize = 0, split = 0;
-  KILN_RETURN_IF_ERROR(number("backend_choice", &backend));
-  KILN_RETURN_IF_ERROR(number("precision", &precision));
-  KILN_RETURN_IF_ERROR(number("layout", &layout));
-  KILN_RETURN_IF_ERROR(number("algo", &algo));
-  if (backend < 0 || backend > 3 || precision < 0 || precision > 4 || layout < 0 || layout > 3 ||
-      algo < 0 || algo > 1) {
-    return absl::DataLossError(where + ": a compile option out of range");
-  }
-  o.backend = static_cast<BackendChoice>(backend);
-  o.precision = static_cast<Precision>(precision);
-  o.layout = static_cast<LayoutChoice>(layout);
-  o.algo = static_cast<AlgoChoice>(algo);
-  KILN_RETURN_IF_ERROR(number("workspace_limit", &o.workspace_limit));
-  KILN_RETURN_IF_ERROR(number("reuse_activation_memory", &reuse));
-  KILN_RETURN_IF_ERROR(number("in_place", &in_place));
-  KILN_RETURN_IF_ERROR(number("workspace_in_activation_arena", &in_arena));
-  KILN_RETURN_IF_ERROR(number("workspace_peak_slack", &o.workspace_peak_slack));
-  KILN_RETURN_IF_ERROR(number("workspace_budget_max_slowdown", &o.workspace_budget_max_slowdown));
-  KILN_RETURN_IF_ERROR(number("device_bound_io", &bound));
-  KILN_RETURN_IF_ERROR(number("optimize", &optimize));
-  KILN_RETURN_IF_ERROR(number("split_for_memory", &split));
-  o.reuse_activation_memory = reuse != 0;
-  o.in_place = in_place != 0;
-  o.workspace_in_activation_arena = in_arena != 0;
-  o.device_bound_io = bound != 0;
-  o.optimize = optimize != 0;
-  o.split_for_memory = split != 0;
-  for (absl::string_view pass : absl::StrSplit(h["disabled_passes"], ',', absl::SkipEmpty())) {
-    o.disabled_passes.insert(std::string(pass));
-  }
+  KILN_RETURN_IF_ERROR(OptionsFromHeader(h, where, o));
   // The device: the same kind of GPU (its kernels and measured choices are for it), or the host.
   const bool cuda = h["backend"] == "cuda";
   if (!cuda && cuda_device >= 0) {
