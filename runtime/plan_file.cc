@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/fnv_hash.h"
 #include "base/status_macros.h"
 #include "base/version.h"
 #include "ir/text_format.h"
@@ -25,15 +26,6 @@ namespace {
 // (8-byte little-endian length, bytes): the graph text, the tuning entries, then per constant
 // its name and its bytes. Last, 8 bytes of FNV-1a over everything before.
 constexpr char kMagic[] = "KILN-PLAN 1\n";
-
-uint64_t Fnv1a(absl::string_view bytes) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 void PutU64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
@@ -182,7 +174,7 @@ absl::StatusOr<std::string> SerializePlan(const Graph& source, const CompileOpti
     PutSection(out, absl::string_view(static_cast<const char*>(t.data()),
                                       static_cast<size_t>(t.type().span_bytes())));
   }
-  PutU64(out, Fnv1a(out));
+  PutU64(out, Fnv1a64(out));
   return out;
 }
 
@@ -204,7 +196,7 @@ absl::StatusOr<LoadedPlan> LoadPlan(absl::string_view bytes, const std::string& 
   for (int i = 0; i < 8; ++i) {
     stored |= uint64_t{static_cast<unsigned char>(bytes[bytes.size() - 8 + i])} << (8 * i);
   }
-  if (stored != Fnv1a(body)) {
+  if (stored != Fnv1a64(body)) {
     return absl::DataLossError(absl::StrCat(where, " is damaged (its checksum does not match)"));
   }
   // The header.

@@ -5,37 +5,25 @@
 // engine_gpu_test.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/fnv_hash.h"
 #include "gtest/gtest.h"
 #include "kiln/kiln.hpp"
 #include "tests/util/caffe_files.h"
+#include "tests/util/kiln_process.h"
 
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void Put(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
+using kiln::Put;
+using kiln::Slurp;
 
 // The plan file's checksum (FNV-1a 64 over all but its last 8 bytes), set again after an edit:
 // what a file written by another Kiln would have.
 std::string Resealed(std::string bytes) {
   bytes.resize(bytes.size() - 8);
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
+  const uint64_t h = kiln::Fnv1a64(bytes);
   for (int i = 0; i < 8; ++i) bytes += static_cast<char>((h >> (8 * i)) & 0xff);
   return bytes;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/file_io.h"
+#include "base/fnv_hash.h"
 #include "base/status_macros.h"
 
 namespace kiln {
@@ -56,14 +57,7 @@ std::string ManifestPathFor(const std::string& solverstate_path) {
   return std::filesystem::path(solverstate_path).replace_extension(".manifest").string();
 }
 
-uint64_t SnapshotHash(absl::string_view bytes) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+uint64_t SnapshotHash(absl::string_view bytes) { return Fnv1a64(bytes); }
 
 absl::Status WriteSnapshotManifest(const std::string& caffemodel_path,
                                    absl::string_view caffemodel_bytes,
