@@ -50,8 +50,10 @@ const std::set<std::string>& PlanFlagNames() {
 
 absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options) {
   const std::string device = line.Get("device", "auto");
-  absl::Status device_ok = ParseDeviceChoice(device, options);
-  if (!device_ok.ok()) return FlagError("device", device_ok);
+  if (!ParseDeviceChoice(device, options).ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device ", device, ": use auto, cuda, cuda:N, cpu or reference"));
+  }
   auto precision = ParsePrecision(line.Get("precision", "fp32"));
   if (!precision.ok()) return FlagError("precision", precision.status());
   options.precision = *precision;
