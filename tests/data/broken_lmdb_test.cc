@@ -15,7 +15,7 @@
 #include "frontends/caffe/data/datum_db.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "gtest/gtest.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 
 namespace kiln {
 namespace {

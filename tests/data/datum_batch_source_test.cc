@@ -10,7 +10,7 @@
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/data/datum_db.h"
 #include "gtest/gtest.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 
 namespace kiln {
 namespace {

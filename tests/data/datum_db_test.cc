@@ -6,7 +6,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 
 namespace kiln {
 namespace {

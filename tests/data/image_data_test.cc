@@ -11,7 +11,7 @@
 #include "frontends/caffe/data/datum_batch_source.h"
 #include "frontends/caffe/data/image_list.h"
 #include "gtest/gtest.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 #include "tests/util/image_files.h"
 
 namespace kiln {

@@ -7,7 +7,7 @@
 #include "frontends/caffe/data/datum_batch_source.h"
 #include "frontends/caffe/data/datum_db.h"
 #include "gtest/gtest.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 #include "tools/convert_command.h"
 
 namespace kiln {

@@ -12,7 +12,7 @@
 #include "frontends/caffe/data/datum_db.h"
 #include "frontends/caffe/data/image_datum.h"
 #include "gtest/gtest.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 #include "tests/util/image_files.h"
 #include "tools/convert_command.h"
 #include "tools/convert_images.h"

@@ -9,7 +9,7 @@
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/data/image_datum.h"
 #include "gtest/gtest.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 #include "tests/util/image_files.h"
 
 namespace kiln {

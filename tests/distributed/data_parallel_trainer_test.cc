@@ -18,7 +18,7 @@
 #include "frontends/caffe/solver.h"
 #include "gtest/gtest.h"
 #include "tests/distributed/small_net.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 
 namespace kiln {
 namespace {

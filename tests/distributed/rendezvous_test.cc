@@ -23,7 +23,7 @@
 #include "distributed/open_rendezvous.h"
 #include "distributed/tcp_rendezvous.h"
 #include "gtest/gtest.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 
 namespace kiln {
 namespace {

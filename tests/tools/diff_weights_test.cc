@@ -5,7 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "frontends/caffe/caffe_io.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 #include "tools/diff_weights_command.h"
 
 namespace kiln {

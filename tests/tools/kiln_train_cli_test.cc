@@ -16,7 +16,7 @@
 #include "frontends/caffe/data/datum_db.h"
 #include "gtest/gtest.h"
 #include "runtime/device.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 #include "tools/train_command.h"
 
 namespace kiln {

@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 #include "tools/command_line.h"
 
 namespace kiln {

@@ -15,7 +15,7 @@
 #include "frontends/caffe/solver.h"
 #include "frontends/caffe/training/solver_trainer.h"
 #include "gtest/gtest.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 #include "tools/convert_command.h"
 
 namespace kiln {

@@ -16,7 +16,7 @@
 #include "frontends/caffe/solver_state.h"
 #include "gtest/gtest.h"
 #include "tests/training/trainer_fixtures.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 #include "training/memory_batch_source.h"
 
 namespace kiln {

@@ -18,7 +18,7 @@
 #include "frontends/caffe/training/solver_trainer.h"
 #include "gtest/gtest.h"
 #include "tests/training/trainer_fixtures.h"
-#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
 #include "tests/util/image_files.h"
 #include "training/memory_batch_source.h"
 
