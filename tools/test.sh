@@ -40,6 +40,10 @@ for xml in $(find -L bazel-testlogs/ -name test.xml 2>/dev/null); do
   f=$(grep -o 'failures="[0-9]*"' "$xml" | head -1 | tr -dc 0-9)
   e=$(grep -o 'errors="[0-9]*"' "$xml" | head -1 | tr -dc 0-9)
   s=$(grep -c 'result="skipped"' "$xml")
+  # A binary whose Caffe corpus was incomplete (tests/util/caffe_files.h) ran none of its tests.
+  if grep -q "the Caffe test corpus is incomplete" "$(dirname "$xml")/test.log" 2>/dev/null; then
+    s=${t:-0}
+  fi
   passed=$((passed + ${t:-0} - ${f:-0} - ${e:-0} - ${s:-0}))
   failed=$((failed + ${f:-0} + ${e:-0}))
   skipped=$((skipped + ${s:-0}))
