@@ -22,6 +22,7 @@
 #include "runtime/executor.h"
 #include "tools/command_line.h"
 #include "tools/npy.h"
+#include "tools/plan_file_commands.h"
 #include "tools/plan_flags.h"
 
 namespace kiln {
@@ -288,10 +289,11 @@ absl::Status Info(int argc, char** argv) {
 
 absl::Status Run(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
-  flags.insert({"fill-seed", "save-weights", "input", "output", "debug"});
+  flags.insert({"fill-seed", "save-weights", "input", "output", "debug", "plan"});
   flags.insert(PlanFlagNames().begin(), PlanFlagNames().end());
   KILN_ASSIGN_OR_RETURN(CommandLine line,
                         CommandLine::Parse(argc, argv, 2, flags, CommonModelSwitches()));
+  if (line.Has("plan")) return RunPlanFile(line);
   CaffeImportOptions options;
   KILN_RETURN_IF_ERROR(ParseCommonOptions(line, options));
   if (line.Has("weights") == line.Has("fill-seed")) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_join.h"
+#include "base/version.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 #include "runtime/device.h"
@@ -23,7 +24,6 @@
 #include "tools/plan_flags.h"
 #include "tools/time_command.h"
 #include "tools/train_command.h"
-#include "base/version.h"
 
 namespace {
 
@@ -91,13 +91,17 @@ int main(int argc, char** argv) {
       "            [--output NAME=Y.npy ...] [--save-weights OUT.caffemodel] [--overwrite]\n"
       "            [--debug no-reuse,no-in-place,poison,check-finite]\n"
       "            [--phase ...] [--input-shape ...] [plan flags]\n"
+      "  run       --plan P --input NAME=X.npy ... [--output NAME=Y.npy ...] [--device cuda:N]:\n"
+      "            a saved plan (compile --save-plan), no algorithm measured again\n"
       "  time      --model F [--weights W | --fill-seed S] [--batch N] [--iterations K]\n"
       "            [--json] [--compare-unfused] [plan flags]; --train --input-shape ...\n"
       "            times training steps (with --gpus L or --rank/--world-size/--rendezvous:\n"
-      "            data-parallel steps, images/s of all GPUs)\n"
+      "            data-parallel steps, images/s of all GPUs); --plan P [--iterations K]:\n"
+      "            a saved plan's load and forward times\n"
       "  compile   --model F [--weights W | --fill-seed S] [--batch N] [--json]\n"
-      "            [--why-not-fused] [--cuda-target sm_80|sm_90] [plan flags]: the steps,\n"
-      "            fused layers, memory (--cuda-target: of a CUDA plan, without the GPU)\n"
+      "            [--why-not-fused] [--cuda-target sm_80|sm_90] [--save-plan P [--overwrite]]\n"
+      "            [plan flags]: the steps, fused layers, memory (--cuda-target: of a CUDA\n"
+      "            plan, without the GPU); --save-plan writes the plan for run/time --plan\n"
       "  dump      --model F [--svg G.svg] [--dot G.dot] [--memory M.svg] [--why-not-fused]\n"
       "            [--batch N] [--cuda-target sm_80|sm_90] [--overwrite] [plan flags]: the\n"
       "            fused graph and the arena over time\n"

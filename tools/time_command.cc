@@ -20,9 +20,9 @@
 #include "ops/all_ops.h"
 #include "runtime/compiler.h"
 #include "runtime/executor.h"
-#include "runtime/plan_file.h"
 #include "tools/caffe_commands.h"
 #include "tools/multi_gpu_launch.h"
+#include "tools/plan_file_commands.h"
 #include "tools/plan_flags.h"
 #include "tools/plan_layers.h"
 #include "tools/train_command.h"
@@ -48,57 +48,6 @@ absl::StatusOr<int64_t> PositiveFlag(const CommandLine& line, const std::string&
         absl::StrCat("--", flag, " ", line.Get(flag), ": expected a positive integer"));
   }
   return v;
-}
-
-// `kiln time --plan F`: a saved plan (kiln compile --save-plan) loaded, measuring nothing, and
-// its forward timed on random inputs. --device cuda:N picks another GPU of the same kind.
-absl::Status TimePlanFile(const CommandLine& line) {
-  for (const char* other : {"model", "weights", "batch", "fill-seed", "precision", "layout", "algo",
-                            "train", "solver", "compare-unfused", "input-shape"}) {
-    if (line.Has(other)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("time: --plan holds the model and how it was compiled; --", other,
-                       " does not go with it"));
-    }
-  }
-  KILN_ASSIGN_OR_RETURN(int64_t iterations, PositiveFlag(line, "iterations", 50));
-  int cuda_device = -1;
-  if (line.Has("device")) {
-    CompileOptions device;
-    KILN_RETURN_IF_ERROR(ParseDeviceChoice(line.Get("device"), device));
-    if (device.backend == BackendChoice::kCuda) cuda_device = device.cuda_device;
-  }
-  const std::string path = line.Get("plan");
-  const auto started = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
-  KILN_ASSIGN_OR_RETURN(LoadedPlan loaded, LoadPlan(bytes, path, DefaultOpRegistry(),
-                                                    DefaultKernelRegistry(), cuda_device));
-  const double load_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  const ExecutionPlan& plan = *loaded.plan;
-  KILN_ASSIGN_OR_RETURN(auto context, ExecutionContext::Create(plan));
-  std::map<std::string, HostTensor> bindings;
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  int64_t batch = 1;
-  for (const auto& [name, buffer] : plan.inputs()) {
-    HostTensor t(plan.buffers()[buffer].type);
-    for (int64_t i = 0; i < t.type().num_elements(); ++i) t.SetFloat(i, dist(rng));
-    if (t.type().rank() > 0) batch = t.type().dim(0);
-    bindings[name] = t;
-  }
-  KILN_RETURN_IF_ERROR(context->Run(bindings).status());
-  KILN_ASSIGN_OR_RETURN(double ms, context->TimeForward(static_cast<int>(iterations)));
-  std::printf(
-      "%s: backend %s (%s), precision %s, layout %s, %zu steps; loaded in %.1f ms "
-      "(%zu measured choices reused, none measured)\n",
-      path.c_str(), std::string(BackendName(plan.backend())).c_str(), plan.backend_reason().c_str(),
-      plan.precision().c_str(), plan.layout().c_str(), plan.steps().size(), load_ms,
-      loaded.options.tuning_entries.size());
-  std::printf("forward (median of %lld%s): %.4f ms, %.1f images/s\n",
-              static_cast<long long>(iterations), context->replayed_graph() ? ", CUDA graph" : "",
-              ms, ms > 0 ? batch * 1000.0 / ms : 0.0);
-  return absl::OkStatus();
 }
 
 absl::Status Time(int argc, char** argv) {
