@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <fstream>
 #include <string>
 
 #include "frontends/caffe/caffe_io.h"
