@@ -138,6 +138,26 @@ absl::Status CheckCommandFiles(const CommandLine& line, std::vector<FlagPath> in
       inputs, all, line.Has("overwrite") ? ExistingOutput::kReplace : ExistingOutput::kRefuse);
 }
 
+absl::Status WriteRunOutputs(const std::map<std::string, HostTensor>& results,
+                             const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (const auto& [name, path] : outputs) {
+    KILN_ASSIGN_OR_RETURN(std::string bytes, SerializeNpy(results.at(name)));
+    KILN_RETURN_IF_ERROR(WriteFileBytes(path, bytes));
+    std::printf("%s %s -> %s\n", name.c_str(), results.at(name).type().ToString().c_str(),
+                path.c_str());
+  }
+  if (!outputs.empty()) return absl::OkStatus();
+  for (const auto& [name, tensor] : results) {
+    std::string head;
+    for (int64_t i = 0; i < std::min<int64_t>(8, tensor.type().num_elements()); ++i) {
+      absl::StrAppend(&head, i ? " " : "", tensor.GetFloat(i));
+    }
+    std::printf("%s %s: %s%s\n", name.c_str(), tensor.type().ToString().c_str(), head.c_str(),
+                tensor.type().num_elements() > 8 ? " ..." : "");
+  }
+  return absl::OkStatus();
+}
+
 const std::set<std::string>& CommonModelSwitches() {
   static const std::set<std::string>* switches =
       new std::set<std::string>{"allow-missing-weights", "overwrite"};
@@ -382,23 +402,7 @@ absl::Status Run(int argc, char** argv) {
           ? absl::StrCat(", precision ", plan->precision(), ", layout ", plan->layout()).c_str()
           : "");
   KILN_ASSIGN_OR_RETURN(auto results, context->Run(bindings));
-  for (const auto& [blob, path] : outputs) {
-    KILN_ASSIGN_OR_RETURN(std::string bytes, SerializeNpy(results.at(blob)));
-    KILN_RETURN_IF_ERROR(WriteFileBytes(path, bytes));
-    std::printf("%s %s -> %s\n", blob.c_str(), results.at(blob).type().ToString().c_str(),
-                path.c_str());
-  }
-  if (outputs.empty()) {
-    for (const auto& [name, tensor] : results) {
-      std::string head;
-      for (int64_t i = 0; i < std::min<int64_t>(8, tensor.type().num_elements()); ++i) {
-        absl::StrAppend(&head, i ? " " : "", tensor.GetFloat(i));
-      }
-      std::printf("%s %s: %s%s\n", name.c_str(), tensor.type().ToString().c_str(), head.c_str(),
-                  tensor.type().num_elements() > 8 ? " ..." : "");
-    }
-  }
-  return absl::OkStatus();
+  return WriteRunOutputs(results, outputs);
 }
 
 }  // namespace

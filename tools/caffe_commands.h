@@ -2,6 +2,7 @@
 #ifndef KILN_TOOLS_CAFFE_COMMANDS_H_
 #define KILN_TOOLS_CAFFE_COMMANDS_H_
 
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "base/file_identity.h"
 #include "frontends/caffe/caffe_model.h"
+#include "ir/host_tensor.h"
 #include "tools/command_line.h"
 
 namespace kiln {
@@ -47,6 +49,10 @@ absl::Status ApplyFillSeedFlag(const CommandLine& line, CaffeImportOptions& opti
 // --batch N (when given): reads the net's structure once and sets dim 0 of every input's shape
 // in `options` to N.
 absl::Status ApplyBatchFlag(const CommandLine& line, CaffeImportOptions& options);
+// `kiln run`'s outputs: each --output NAME=PATH written as .npy (the paths already checked), or
+// with none asked for, the first values of every graph output printed.
+absl::Status WriteRunOutputs(const std::map<std::string, HostTensor>& results,
+                             const std::vector<std::pair<std::string, std::string>>& outputs);
 // NAME=VALUE pairs of a repeated flag.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pairs(const CommandLine& line,
                                                                        const std::string& flag);

@@ -140,23 +140,7 @@ absl::Status RunPlanFile(const CommandLine& line) {
                line.Get("plan").c_str(), file.load_ms,
                std::string(BackendName(plan.backend())).c_str(), plan.backend_reason().c_str());
   KILN_ASSIGN_OR_RETURN(auto results, context->Run(bindings));
-  for (const auto& [name, path] : outputs) {
-    KILN_ASSIGN_OR_RETURN(std::string bytes, SerializeNpy(results.at(name)));
-    KILN_RETURN_IF_ERROR(WriteFileBytes(path, bytes));
-    std::printf("%s %s -> %s\n", name.c_str(), results.at(name).type().ToString().c_str(),
-                path.c_str());
-  }
-  if (outputs.empty()) {
-    for (const auto& [name, tensor] : results) {
-      std::string head;
-      for (int64_t i = 0; i < std::min<int64_t>(8, tensor.type().num_elements()); ++i) {
-        absl::StrAppend(&head, i ? " " : "", tensor.GetFloat(i));
-      }
-      std::printf("%s %s: %s%s\n", name.c_str(), tensor.type().ToString().c_str(), head.c_str(),
-                  tensor.type().num_elements() > 8 ? " ..." : "");
-    }
-  }
-  return absl::OkStatus();
+  return WriteRunOutputs(results, outputs);
 }
 
 absl::Status TimePlanFile(const CommandLine& line) {
