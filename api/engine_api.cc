@@ -109,21 +109,25 @@ kiln_status kiln_engine_from_caffe(const char* prototxt, const char* caffemodel,
     // Without weights only a net with no learnable blob is accepted: random filler weights
     // would give answers that look real.
     import.init = kiln::ParamInit::kZeros;
+    // Import errors name the call and the file ("import: layer 'conv1' ..." alone does not).
+    const std::string named = absl::StrCat(where, ": ", prototxt);
     // The model at a batch size (0: the file's), its weights checked.
     auto import_at = [&](int64_t batch) -> absl::StatusOr<kiln::CaffeModel> {
       kiln::CaffeImportOptions at = import;
       if (batch > 0) {
-        KILN_ASSIGN_OR_RETURN(kiln::CaffeModel probe,
-                              kiln::ImportCaffeNet(net, import, kiln::DefaultOpRegistry()));
-        for (const kiln::CaffeInput& input : probe.inputs) {
+        absl::StatusOr<kiln::CaffeModel> probe =
+            kiln::ImportCaffeNet(net, import, kiln::DefaultOpRegistry());
+        if (!probe.ok()) return kiln::Annotate(probe.status(), named);
+        for (const kiln::CaffeInput& input : probe->inputs) {
           std::vector<int64_t> dims = input.dims;
           if (!dims.empty()) dims[0] = batch;
           at.input_shapes[input.name] = dims;
         }
       }
-      KILN_ASSIGN_OR_RETURN(kiln::CaffeModel model,
-                            kiln::ImportCaffeNet(net, at, kiln::DefaultOpRegistry()));
-      for (const kiln::CaffeParam& param : model.params) {
+      absl::StatusOr<kiln::CaffeModel> model =
+          kiln::ImportCaffeNet(net, at, kiln::DefaultOpRegistry());
+      if (!model.ok()) return kiln::Annotate(model.status(), named);
+      for (const kiln::CaffeParam& param : model->params) {
         if (param.source != "zeros") continue;
         return absl::InvalidArgumentError(absl::StrCat(
             where, ": layer '", param.layer, "' blob ", param.index, " has no weights ",
