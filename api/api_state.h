@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "base/status_macros.h"
 #include "frontends/caffe/solver.h"
+#include "frontends/caffe/training/blob_net.h"
 #include "frontends/caffe/training/solver_trainer.h"
 #include "ir/graph_builder.h"
 #include "ir/host_tensor.h"
@@ -51,6 +52,10 @@ absl::StatusOr<kiln_dtype> FromDataType(DataType dtype);
 
 // "name=value, name=value" in Kiln's text IR attribute syntax; errors start with `where`.
 absl::StatusOr<AttrMap> ParseAttributes(absl::string_view text, const std::string& where);
+
+// Fills `info` for a blob or parameter of `shape` (more than KILN_MAX_RANK dims is an error).
+absl::Status DescribeBlob(const std::string& name, int index, const std::vector<int64_t>& shape,
+                          float* data, float* diff, kiln_blob_info& info, const char* where);
 
 // An input or output of a plan, as the C API describes it.
 struct TensorPort {
@@ -123,6 +128,12 @@ struct kiln_trainer {
   caffe::NetParameter initial_weights;
   std::unique_ptr<kiln::SolverTrainer> trainer;
   std::string snapshot_prefix;  // the solver's, resolved as `kiln train` does
+  std::vector<kiln::SolverTrainer::ParamBlob> params;
+  mutable std::string text;  // the last JSON answer
+};
+
+struct kiln_net {
+  std::unique_ptr<kiln::BlobNet> net;
 };
 
 #endif  // KILN_API_API_STATE_H_

@@ -6,7 +6,9 @@ set -euo pipefail
 packages=(bazel-bootstrap g++ libabsl-dev libprotobuf-dev protobuf-compiler libgtest-dev
           libgmock-dev libbenchmark-dev libopenblas-dev graphviz liblmdb-dev libleveldb-dev
           libsnappy-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev
-          dataset-fashion-mnist python3 cmake pkg-config)
+          dataset-fashion-mnist python3 cmake pkg-config
+          python3-dev python3-numpy python3-pip python3-venv python3-setuptools python3-wheel
+          pybind11-dev python3-pybind11 python3-pytest python3-tqdm python3-torch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -73,10 +73,13 @@ absl::Status SeedDropouts(Graph& graph, TrainableGraph& out) {
 
 // Turns the trained parameters and statistics into graph inputs; returns the parameters' input
 // values, which backward differentiates with respect to.
+// `wrt_params` receives, per returned value, its index in out.params (a weight promoted only
+// because of every_param_an_input is not differentiated).
 absl::StatusOr<std::vector<Value>> PromoteParams(Graph& graph, const std::vector<ParamSpec>& params,
                                                  const std::set<std::string>& statistics,
                                                  const TrainableGraphOptions& options,
-                                                 TrainableGraph& out) {
+                                                 TrainableGraph& out,
+                                                 std::vector<size_t>& wrt_params) {
   std::set<std::string> wanted;
   if (options.only != nullptr) wanted.insert(options.only->begin(), options.only->end());
   std::vector<Value> wrt;
@@ -93,7 +96,7 @@ absl::StatusOr<std::vector<Value>> PromoteParams(Graph& graph, const std::vector
     const bool trained =
         options.only == nullptr ? p.learnable && p.lr_mult != 0.0f : wanted.count(p.node) > 0;
     const bool statistic = statistics.count(p.node) > 0;
-    if (!trained && !statistic) {
+    if (!trained && !statistic && !options.every_param_an_input) {
       out.fixed[p.node] = *constant->constant();
       continue;
     }
@@ -121,15 +124,18 @@ absl::StatusOr<std::vector<Value>> PromoteParams(Graph& graph, const std::vector
     t.lr_mult = p.lr_mult;
     t.decay_mult = p.decay_mult;
     t.initial = *constant->constant();
-    if (options.only == nullptr) wrt.push_back(value);
+    if (options.only == nullptr && trained) {
+      wrt.push_back(value);
+      wrt_params.push_back(out.params.size());
+    }
     out.params.push_back(std::move(t));
   }
   return wrt;
 }
 
-absl::Status AddBackward(Graph& graph, const std::vector<LossSpec>& losses,
-                         const std::vector<Value>& wrt, const TrainableGraphOptions& options,
-                         TrainableGraph& out) {
+absl::Status AddBackward(Graph& graph, const std::vector<LossSpec>& losses, std::vector<Value> wrt,
+                         const std::vector<size_t>& wrt_params,
+                         const TrainableGraphOptions& options, TrainableGraph& out) {
   if (losses.empty()) {
     return absl::InvalidArgumentError(
         "training: the training graph has no loss (no output with a non-zero loss weight)");
@@ -139,11 +145,33 @@ absl::Status AddBackward(Graph& graph, const std::vector<LossSpec>& losses,
     terms.push_back({loss.value, loss.weight * options.loss_scale});
   BackwardOptions backward;
   backward.propagate_down = options.propagate_down;
+  const size_t num_params = wrt.size();
+  for (const auto& [output, gradient] : options.output_gradients) {
+    Value value;
+    for (const GraphOutput& o : graph.outputs()) {
+      if (o.name == output) value = o.value;
+    }
+    for (Node* input : graph.Parameters()) {
+      if (value.node == nullptr && input->name() == output) value = input->output(0);
+    }
+    if (value.node == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("training: no graph output or input '", output, "' to differentiate"));
+    }
+    wrt.push_back(value);
+  }
   KILN_ASSIGN_OR_RETURN(std::vector<Value> grads, BuildBackward(graph, terms, wrt, backward));
-  for (size_t i = 0; i < grads.size(); ++i) {
+  for (size_t i = 0; i < num_params; ++i) {
     if (grads[i].node == nullptr) continue;  // no loss depends on it: left as it is
-    out.params[i].gradient = absl::StrCat("grad/", out.params[i].node);
-    KILN_RETURN_IF_ERROR(graph.AddOutput(out.params[i].gradient, grads[i]));
+    TrainableParam& param = out.params[wrt_params[i]];
+    param.gradient = absl::StrCat("grad/", param.node);
+    KILN_RETURN_IF_ERROR(graph.AddOutput(param.gradient, grads[i]));
+  }
+  for (size_t i = num_params; i < grads.size(); ++i) {
+    if (grads[i].node == nullptr) continue;
+    const auto& [output, gradient] = options.output_gradients[i - num_params];
+    KILN_RETURN_IF_ERROR(graph.AddOutput(gradient, grads[i]));
+    out.output_gradients[output] = gradient;
   }
   // The backward's own rewrites run on the finished graph: they may replace a node that makes
   // a parameter's gradient, which the outputs above then follow.
@@ -168,8 +196,9 @@ absl::StatusOr<TrainableGraph> MakeTrainableGraph(std::unique_ptr<Graph> graph,
   std::set<std::string> statistics;
   std::vector<Node*> batch_norms;
   if (options.only == nullptr) batch_norms = TrainingBatchNorms(*graph, statistics);
+  std::vector<size_t> wrt_params;
   KILN_ASSIGN_OR_RETURN(std::vector<Value> wrt,
-                        PromoteParams(*graph, params, statistics, options, out));
+                        PromoteParams(*graph, params, statistics, options, out, wrt_params));
   KILN_RETURN_IF_ERROR(UpdateStatistics(*graph, batch_norms));
   KILN_RETURN_IF_ERROR(SeedDropouts(*graph, out));
   if (options.passes != nullptr) {
@@ -181,7 +210,9 @@ absl::StatusOr<TrainableGraph> MakeTrainableGraph(std::unique_ptr<Graph> graph,
   graph->RemoveDeadNodes();
   out.data_inputs = std::move(data_inputs);
   for (const LossSpec& loss : losses) out.losses.push_back({loss.name, loss.weight});
-  if (options.with_backward) KILN_RETURN_IF_ERROR(AddBackward(*graph, losses, wrt, options, out));
+  if (options.with_backward) {
+    KILN_RETURN_IF_ERROR(AddBackward(*graph, losses, std::move(wrt), wrt_params, options, out));
+  }
   out.graph = std::move(graph);
   return out;
 }

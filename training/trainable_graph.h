@@ -55,6 +55,13 @@ struct TrainableGraphOptions {
   const PassManagerOptions* passes = nullptr;
   // Per node name: which of its inputs backward reaches (Caffe's propagate_down).
   std::map<std::string, std::vector<bool>> propagate_down;
+  // Weights that are neither trained nor statistics become graph inputs too (in `params`, with
+  // no gradient), so the caller can change any weight between runs (pycaffe's net.params);
+  // false: they stay Constants (TrainableGraph::fixed).
+  bool every_param_an_input = false;
+  // With backward: graph outputs or inputs (by name) whose gradient is also output, under the
+  // paired name (pycaffe's blob diffs). An output no loss depends on gets no gradient output.
+  std::vector<std::pair<std::string, std::string>> output_gradients;
 };
 
 // One trained parameter.
@@ -95,6 +102,8 @@ struct TrainableGraph {
   // Every weight of `params` specs that is not trained (BatchNorm statistics without backward,
   // lr_mult 0), by node, so a snapshot can write every weight.
   std::map<std::string, HostTensor> fixed;
+  // TrainableGraphOptions::output_gradients that got one: output name -> gradient output name.
+  std::map<std::string, std::string> output_gradients;
 };
 
 // Makes `graph` trainable. `params` lists the candidate weights (a shared weight once);

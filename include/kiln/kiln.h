@@ -249,6 +249,98 @@ KILN_API kiln_status kiln_trainer_snapshot(kiln_trainer* trainer, const char* pr
 /* Restores the weights, history and data position of a .solverstate Kiln or Caffe wrote. */
 KILN_API kiln_status kiln_trainer_restore(kiln_trainer* trainer, const char* solverstate);
 
+/* The creation options of a trainer (kiln_trainer_create). */
+typedef struct kiln_trainer_options {
+  size_t struct_size;
+  /* NULL: the solver file's `type`; else one of "SGD", "Nesterov", "AdaGrad", "RMSProp",
+   * "AdaDelta", "Adam" in its place (pycaffe's SGDSolver, AdamSolver, ...). */
+  const char* solver_type;
+  /* NULL: the nets' fillers; else the .caffemodel to start from. */
+  const char* caffemodel;
+  /* NULL: the defaults; as for kiln_trainer_from_solver. */
+  const kiln_compile_options* compile;
+} kiln_trainer_options;
+
+KILN_API void kiln_trainer_options_init(kiln_trainer_options* options);
+/* kiln_trainer_from_solver with the solver type chosen by the caller. */
+KILN_API kiln_status kiln_trainer_create(const char* solver, const kiln_trainer_options* options,
+                                         kiln_trainer** trainer);
+/* The solver's settings as one JSON object (owned by the trainer): type, base_lr, max_iter,
+ * display, average_loss, test_interval, test_iter (a list, one per test net), test_initialization,
+ * snapshot, snapshot_prefix (resolved as kiln train does) and iter_size. */
+KILN_API const char* kiln_trainer_solver_json(const kiln_trainer* trainer);
+/* The test nets the solver declares. */
+KILN_API int kiln_trainer_num_test_nets(const kiln_trainer* trainer);
+/* Runs test net `net` over its test_iter batches on the current weights (Caffe's Solver::Test);
+ * `json` receives {"output": mean, ...} for each scalar output (owned by the trainer, valid until
+ * its next call). */
+KILN_API kiln_status kiln_trainer_test(kiln_trainer* trainer, int net, const char** json);
+
+/* ---- Nets as pycaffe shows them: every blob and parameter by name ---------------------------- */
+
+typedef struct kiln_net kiln_net;
+
+typedef enum kiln_phase { KILN_PHASE_TEST = 0, KILN_PHASE_TRAIN = 1 } kiln_phase;
+
+/* A blob of a net, or a parameter blob of a layer. data and diff are host memory the net owns
+ * (dense f32, row-major, `count` values each; diff NULL where there is none), at an address
+ * that stays the same until the net is destroyed: the caller may read and write them between
+ * passes. */
+typedef struct kiln_blob_info {
+  const char* name; /* the blob's name, or the parameter's layer */
+  int index;        /* a parameter's position in its layer's blobs; 0 for a blob */
+  int rank;
+  int64_t dims[KILN_MAX_RANK];
+  size_t count;
+  float* data;
+  float* diff;
+} kiln_blob_info;
+
+/* Imports the Caffe net `prototxt` for `phase` with the weights of `caffemodel` (NULL: the
+ * layers' fillers) and compiles it with every blob kept (no fusion). Data and ImageData layers
+ * read their sources (relative paths: the working directory, then the prototxt's folder).
+ * options->device, precision, layout, algo and batch (Input layers' first dim) apply. */
+KILN_API kiln_status kiln_net_create(const char* prototxt, const char* caffemodel, kiln_phase phase,
+                                     const kiln_compile_options* options, kiln_net** net);
+KILN_API void kiln_net_destroy(kiln_net* net);
+/* One line: the file, phase, counts, backend and precision. */
+KILN_API const char* kiln_net_describe(const kiln_net* net);
+/* Blobs in the order the layers make them, inputs first. */
+KILN_API int kiln_net_num_blobs(const kiln_net* net);
+KILN_API kiln_status kiln_net_blob(kiln_net* net, int index, kiln_blob_info* info);
+/* The blobs forward reads from the caller (Input layers), those data layers fill, and those no
+ * layer consumes: index-th name, NULL past the end. */
+KILN_API const char* kiln_net_input(const kiln_net* net, int index);
+KILN_API const char* kiln_net_fed_input(const kiln_net* net, int index);
+KILN_API const char* kiln_net_output(const kiln_net* net, int index);
+/* Layers in file order; `type` and `num_params` may be NULL. */
+KILN_API int kiln_net_num_layers(const kiln_net* net);
+KILN_API kiln_status kiln_net_layer(const kiln_net* net, int index, const char** name,
+                                    const char** type, int* num_params);
+/* The index-th parameter blob of layer `layer`. Shared parameters share their memory. */
+KILN_API kiln_status kiln_net_param(kiln_net* net, int layer, int index, kiln_blob_info* info);
+/* Reads the next batch of each data layer, then runs the net on the blobs and parameters as
+ * they are: every blob's data is the pass's. */
+KILN_API kiln_status kiln_net_forward(kiln_net* net);
+/* Every blob's and parameter's diff for the last forward's inputs (set, not accumulated).
+ * KILN_FAILED_PRECONDITION for a net without a loss or before the first forward. */
+KILN_API kiln_status kiln_net_backward(kiln_net* net);
+/* Writes the parameters as a .caffemodel; an existing `path` only with overwrite = 1. */
+KILN_API kiln_status kiln_net_save(const kiln_net* net, const char* path, int overwrite);
+/* Copies the parameters of the layers of `caffemodel` with the same names (checked whole first). */
+KILN_API kiln_status kiln_net_copy_from(kiln_net* net, const char* caffemodel);
+
+/* The parameter blobs of a trainer's TRAIN net, as kiln_net_param shows a net's: num, then
+ * info (data and diff NULL), then copies out and in between iterations. A blob with lr_mult 0
+ * that is no statistic is compiled into the plan: setting it is KILN_FAILED_PRECONDITION. */
+KILN_API int kiln_trainer_num_params(const kiln_trainer* trainer);
+KILN_API kiln_status kiln_trainer_param(const kiln_trainer* trainer, int index,
+                                        kiln_blob_info* info);
+KILN_API kiln_status kiln_trainer_get_param(const kiln_trainer* trainer, int index, float* data,
+                                            size_t count);
+KILN_API kiln_status kiln_trainer_set_param(kiln_trainer* trainer, int index, const float* data,
+                                            size_t count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -601,6 +601,109 @@ inline Result<Context> Engine::CreateContext() const {
   return Context(c);
 }
 
+// A blob of a Net, or a parameter blob (kiln_blob_info): data and diff are the net's host
+// memory, valid while the net lives (null for a trainer's parameters).
+struct BlobInfo {
+  std::string name;
+  int index = 0;
+  std::vector<int64_t> dims;
+  size_t count = 0;
+  float* data = nullptr;
+  float* diff = nullptr;
+};
+
+namespace detail {
+inline BlobInfo ToBlob(const kiln_blob_info& c) {
+  BlobInfo b;
+  b.name = c.name;
+  b.index = c.index;
+  b.dims.assign(c.dims, c.dims + c.rank);
+  b.count = c.count;
+  b.data = c.data;
+  b.diff = c.diff;
+  return b;
+}
+}  // namespace detail
+
+// A layer of a Net: its name, type and number of parameter blobs.
+struct LayerInfo {
+  std::string name, type;
+  int num_params = 0;
+};
+
+// A Caffe net as pycaffe shows it (kiln_net): every blob and parameter blob by name, forward
+// and backward on demand. Move-only.
+class Net {
+ public:
+  // `caffemodel` empty: the layers' fillers. options: device, precision, layout, algo, batch.
+  static Result<Net> Create(const std::string& prototxt, const std::string& caffemodel,
+                            bool train_phase = false, const CompileOptions& options = {}) {
+    const kiln_compile_options c = options.ToC();
+    kiln_net* n = nullptr;
+    Status s = Status::FromC(
+        kiln_net_create(prototxt.c_str(), caffemodel.empty() ? nullptr : caffemodel.c_str(),
+                        train_phase ? KILN_PHASE_TRAIN : KILN_PHASE_TEST, &c, &n));
+    if (!s.ok()) return s;
+    return Net(n);
+  }
+  Net() = default;
+  Net(Net&& other) noexcept : net_(other.net_) { other.net_ = nullptr; }
+  Net& operator=(Net&& other) noexcept {
+    std::swap(net_, other.net_);
+    return *this;
+  }
+  Net(const Net&) = delete;
+  Net& operator=(const Net&) = delete;
+  ~Net() { kiln_net_destroy(net_); }
+
+  std::string Describe() const { return kiln_net_describe(net_); }
+  std::vector<BlobInfo> Blobs() const {
+    std::vector<BlobInfo> out;
+    for (int i = 0; i < kiln_net_num_blobs(net_); ++i) {
+      kiln_blob_info info;
+      if (kiln_net_blob(net_, i, &info) == KILN_OK) out.push_back(detail::ToBlob(info));
+    }
+    return out;
+  }
+  std::vector<LayerInfo> Layers() const {
+    std::vector<LayerInfo> out;
+    for (int i = 0; i < kiln_net_num_layers(net_); ++i) {
+      const char* name = nullptr;
+      const char* type = nullptr;
+      int n = 0;
+      if (kiln_net_layer(net_, i, &name, &type, &n) == KILN_OK) out.push_back({name, type, n});
+    }
+    return out;
+  }
+  // Parameter blob `index` of the layer at `layer` (Layers()'s order).
+  Result<BlobInfo> Param(int layer, int index) const {
+    kiln_blob_info info;
+    Status s = Status::FromC(kiln_net_param(net_, layer, index, &info));
+    if (!s.ok()) return s;
+    return detail::ToBlob(info);
+  }
+  std::vector<std::string> Inputs() const { return Names(kiln_net_input); }
+  std::vector<std::string> FedInputs() const { return Names(kiln_net_fed_input); }
+  std::vector<std::string> Outputs() const { return Names(kiln_net_output); }
+  Status Forward() { return Status::FromC(kiln_net_forward(net_)); }
+  Status Backward() { return Status::FromC(kiln_net_backward(net_)); }
+  Status Save(const std::string& path, bool overwrite = false) const {
+    return Status::FromC(kiln_net_save(net_, path.c_str(), overwrite ? 1 : 0));
+  }
+  Status CopyFrom(const std::string& caffemodel) {
+    return Status::FromC(kiln_net_copy_from(net_, caffemodel.c_str()));
+  }
+
+ private:
+  explicit Net(kiln_net* n) : net_(n) {}
+  std::vector<std::string> Names(const char* (*at)(const kiln_net*, int)) const {
+    std::vector<std::string> out;
+    for (int i = 0; const char* name = at(net_, i); ++i) out.push_back(name);
+    return out;
+  }
+  kiln_net* net_ = nullptr;
+};
+
 // Training with a Caffe solver file (kiln_trainer). Move-only.
 class Trainer {
  public:
@@ -613,6 +716,23 @@ class Trainer {
     kiln_trainer* t = nullptr;
     Status s = Status::FromC(kiln_trainer_from_solver(
         solver.c_str(), caffemodel.empty() ? nullptr : caffemodel.c_str(), &c, &t));
+    if (!s.ok()) return s;
+    return Trainer(t);
+  }
+  // `solver_type` empty: the file's; else SGD | Nesterov | AdaGrad | RMSProp | AdaDelta | Adam.
+  static Result<Trainer> Create(const std::string& solver, const std::string& solver_type,
+                                const std::string& caffemodel = "",
+                                const CompileOptions& options = {}) {
+    CompileOptions training = options;
+    training.optimize = false;
+    const kiln_compile_options c = training.ToC();
+    kiln_trainer_options o;
+    kiln_trainer_options_init(&o);
+    o.solver_type = solver_type.empty() ? nullptr : solver_type.c_str();
+    o.caffemodel = caffemodel.empty() ? nullptr : caffemodel.c_str();
+    o.compile = &c;
+    kiln_trainer* t = nullptr;
+    Status s = Status::FromC(kiln_trainer_create(solver.c_str(), &o, &t));
     if (!s.ok()) return s;
     return Trainer(t);
   }
@@ -636,6 +756,31 @@ class Trainer {
   }
   Status Restore(const std::string& solverstate) {
     return Status::FromC(kiln_trainer_restore(trainer_, solverstate.c_str()));
+  }
+  // The solver's settings (kiln_trainer_solver_json).
+  std::string SolverJson() const { return kiln_trainer_solver_json(trainer_); }
+  int NumTestNets() const { return kiln_trainer_num_test_nets(trainer_); }
+  // {"output": mean, ...} over test net `net`'s test_iter batches.
+  Result<std::string> Test(int net = 0) {
+    const char* json = nullptr;
+    Status s = Status::FromC(kiln_trainer_test(trainer_, net, &json));
+    if (!s.ok()) return s;
+    return std::string(json);
+  }
+  // The TRAIN net's parameter blobs (data and diff null: read them with GetParam).
+  std::vector<BlobInfo> Params() const {
+    std::vector<BlobInfo> out;
+    for (int i = 0; i < kiln_trainer_num_params(trainer_); ++i) {
+      kiln_blob_info info;
+      if (kiln_trainer_param(trainer_, i, &info) == KILN_OK) out.push_back(detail::ToBlob(info));
+    }
+    return out;
+  }
+  Status GetParam(int index, float* data, size_t count) const {
+    return Status::FromC(kiln_trainer_get_param(trainer_, index, data, count));
+  }
+  Status SetParam(int index, const float* data, size_t count) {
+    return Status::FromC(kiln_trainer_set_param(trainer_, index, data, count));
   }
 
  private:

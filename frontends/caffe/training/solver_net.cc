@@ -65,26 +65,11 @@ absl::StatusOr<NetFeed> MemoryDataFeed(const caffe::LayerParameter& layer,
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(
-    const SolverNet& spec, caffe::Phase phase, const TrainerOptions& options, uint64_t fill_seed,
-    bool backward, const std::vector<std::string>* only, CaffeModel* model_out) {
-  if (options.compile.split_for_memory) {
-    // Its slices would need their own gradients; training runs --optimize on's rewrites.
-    return absl::InvalidArgumentError(
-        "--optimize memory (split_for_memory) is for inference plans; training and test nets "
-        "take --optimize on or off");
-  }
+absl::StatusOr<std::vector<NetFeed>> OpenDataFeeds(const caffe::NetParameter& filtered,
+                                                   caffe::Phase phase,
+                                                   const TrainerOptions& options,
+                                                   CaffeImportOptions& import) {
   std::vector<NetFeed> feeds;
-  caffe::NetParameter upgraded = spec.net;
-  KILN_RETURN_IF_ERROR(UpgradeNet(upgraded));
-  KILN_ASSIGN_OR_RETURN(caffe::NetParameter filtered, FilterNet(upgraded, spec.state));
-  CaffeImportOptions import;
-  import.phase = phase;
-  import.level = spec.state.level();
-  import.stages.assign(spec.state.stage().begin(), spec.state.stage().end());
-  import.weights = options.weights;
-  import.init = ParamInit::kFillers;
-  import.fill_seed = fill_seed;
   for (const caffe::LayerParameter& layer : filtered.layer()) {
     if (!IsFedDataLayer(layer.type())) {
       if (layer.type() == "HDF5Data" || layer.type() == "WindowData") {
@@ -137,6 +122,30 @@ absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(
     for (int t = 0; t < layer.top_size() && t < 2; ++t) feed.inputs.push_back(layer.top(t));
     feeds.push_back(std::move(feed));
   }
+  return feeds;
+}
+
+absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(
+    const SolverNet& spec, caffe::Phase phase, const TrainerOptions& options, uint64_t fill_seed,
+    bool backward, const std::vector<std::string>* only, CaffeModel* model_out) {
+  if (options.compile.split_for_memory) {
+    // Its slices would need their own gradients; training runs --optimize on's rewrites.
+    return absl::InvalidArgumentError(
+        "--optimize memory (split_for_memory) is for inference plans; training and test nets "
+        "take --optimize on or off");
+  }
+  caffe::NetParameter upgraded = spec.net;
+  KILN_RETURN_IF_ERROR(UpgradeNet(upgraded));
+  KILN_ASSIGN_OR_RETURN(caffe::NetParameter filtered, FilterNet(upgraded, spec.state));
+  CaffeImportOptions import;
+  import.phase = phase;
+  import.level = spec.state.level();
+  import.stages.assign(spec.state.stage().begin(), spec.state.stage().end());
+  import.weights = options.weights;
+  import.init = ParamInit::kFillers;
+  import.fill_seed = fill_seed;
+  KILN_ASSIGN_OR_RETURN(std::vector<NetFeed> feeds,
+                        OpenDataFeeds(filtered, phase, options, import));
   KILN_ASSIGN_OR_RETURN(CaffeModel model, ImportCaffeNet(spec.net, import, DefaultOpRegistry()));
   // The graph input names of the data tops (the blob name unless a node had it already).
   for (NetFeed& feed : feeds) {

@@ -35,6 +35,14 @@ struct TrainerOptions : TrainingOptions {
   std::map<std::string, std::function<absl::StatusOr<std::unique_ptr<BatchSource>>()>> memory_data;
 };
 
+// Opens the data layers (Data, ImageData, MemoryData) of `filtered` (upgraded and filtered for
+// its state) as batch sources, or makes them synthetic (TrainerOptions::synthetic_data), and
+// records their tops' shapes in import.input_shapes. Each feed's inputs are the tops' blob names.
+absl::StatusOr<std::vector<NetFeed>> OpenDataFeeds(const caffe::NetParameter& filtered,
+                                                   caffe::Phase phase,
+                                                   const TrainerOptions& options,
+                                                   CaffeImportOptions& import);
+
 // Imports, makes trainable (with backward when `backward`), compiles and sets up one net of a
 // solver; its data layers (Data, ImageData) are opened (or made synthetic,
 // TrainerOptions::synthetic_data) first so their tops get shapes. `only` as in

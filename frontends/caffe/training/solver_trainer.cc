@@ -89,6 +89,54 @@ absl::StatusOr<caffe::NetParameter> SolverTrainer::WeightsAsNet() const {
   return out;
 }
 
+std::vector<SolverTrainer::ParamBlob> SolverTrainer::ParamBlobs() const {
+  std::vector<ParamBlob> out;
+  for (const CaffeLayer& layer : train_model_.layers) {
+    for (int index : layer.params) {
+      const CaffeParam& p = train_model_.params[index];
+      out.push_back({p.layer, p.index, p.shape, p.node});
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::pair<void*, int64_t>> SolverTrainer::ParamBuffer(
+    const std::string& node) const {
+  for (size_t i = 0; i < train_->tg.params.size(); ++i) {
+    if (train_->tg.params[i].node == node) return std::make_pair(state_[i].value, state_[i].count);
+  }
+  for (size_t i = 0; i < train_->tg.running.size(); ++i) {
+    if (train_->tg.running[i].node == node) return std::make_pair(stats_[i].value, stats_[i].count);
+  }
+  if (train_->tg.fixed.count(node)) return std::make_pair(nullptr, int64_t{0});
+  return absl::NotFoundError(absl::StrCat("parameter node '", node, "' is not in the TRAIN net"));
+}
+
+absl::StatusOr<std::vector<float>> SolverTrainer::ReadParam(const std::string& node) const {
+  KILN_ASSIGN_OR_RETURN(auto buffer, ParamBuffer(node));
+  if (buffer.first == nullptr) return train_->tg.fixed.at(node).ToF32Vector();
+  std::vector<float> values(buffer.second);
+  KILN_RETURN_IF_ERROR(
+      train_->ctx->device().CopyToHost(values.data(), buffer.first, values.size() * sizeof(float)));
+  return values;
+}
+
+absl::Status SolverTrainer::WriteParam(const std::string& node, const std::vector<float>& values) {
+  KILN_ASSIGN_OR_RETURN(auto buffer, ParamBuffer(node));
+  if (buffer.first == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("parameter node '", node,
+                     "' is not trained (lr_mult 0): it is compiled into the plan and cannot be "
+                     "changed after the trainer is made"));
+  }
+  if (static_cast<int64_t>(values.size()) != buffer.second) {
+    return absl::InvalidArgumentError(absl::StrCat("parameter node '", node, "' has ",
+                                                   buffer.second, " values, not ", values.size()));
+  }
+  return train_->ctx->device().CopyToDevice(buffer.first, values.data(),
+                                            values.size() * sizeof(float));
+}
+
 absl::StatusOr<std::pair<std::string, std::string>> SolverTrainer::Snapshot(
     const std::string& prefix) {
   const std::string model_path = absl::StrCat(prefix, "_iter_", iter_, ".caffemodel");

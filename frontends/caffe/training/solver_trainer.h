@@ -43,8 +43,23 @@ class SolverTrainer : public Trainer {
   // The current parameters as a Caffe net of the TRAIN net's layers (for --weights elsewhere).
   absl::StatusOr<caffe::NetParameter> WeightsAsNet() const;
 
+  // One parameter blob of the TRAIN net, in its layers' order (pycaffe's solver.net.params):
+  // read and written between iterations by `node` (shared blobs share it).
+  struct ParamBlob {
+    std::string layer;
+    int index = 0;
+    std::vector<int64_t> shape;  // Caffe's
+    std::string node;
+  };
+  std::vector<ParamBlob> ParamBlobs() const;
+  absl::StatusOr<std::vector<float>> ReadParam(const std::string& node) const;
+  // FailedPrecondition for a blob compiled into the plan (lr_mult 0, not a statistic).
+  absl::Status WriteParam(const std::string& node, const std::vector<float>& values);
+
  private:
   SolverTrainer() = default;
+  // The device buffer holding parameter `node` and its element count; null for a fixed one.
+  absl::StatusOr<std::pair<void*, int64_t>> ParamBuffer(const std::string& node) const;
 
   SolverConfig solver_;
   CaffeModel train_model_;  // the TRAIN net's layers and blobs (its graph is the plan's)

@@ -9,6 +9,15 @@ absl::StatusOr<TrainableGraph> MakeTrainingGraph(CaffeModel& model, bool with_ba
                                                  const std::vector<std::string>* only,
                                                  double loss_scale,
                                                  const PassManagerOptions* passes) {
+  TrainableGraphOptions options;
+  options.with_backward = with_backward;
+  options.only = only;
+  options.loss_scale = loss_scale;
+  options.passes = passes;
+  return MakeTrainingGraph(model, std::move(options));
+}
+
+absl::StatusOr<TrainableGraph> MakeTrainingGraph(CaffeModel& model, TrainableGraphOptions options) {
   std::vector<ParamSpec> params;
   for (const CaffeParam& p : model.params) {
     ParamSpec spec;
@@ -27,15 +36,10 @@ absl::StatusOr<TrainableGraph> MakeTrainingGraph(CaffeModel& model, bool with_ba
       if (top.loss_weight != 0.0f) losses.push_back({top.value, top.blob, top.loss_weight});
     }
   }
-  if (with_backward && losses.empty()) {
+  if (options.with_backward && losses.empty()) {
     return absl::InvalidArgumentError(
         "training: the TRAIN net has no loss (no top with a non-zero loss_weight)");
   }
-  TrainableGraphOptions options;
-  options.with_backward = with_backward;
-  options.only = only;
-  options.loss_scale = loss_scale;
-  options.passes = passes;
   for (const caffe::LayerParameter& layer : model.net.layer()) {
     if (layer.propagate_down_size() == 0) continue;
     const CaffeLayer* record = model.FindLayer(layer.name());

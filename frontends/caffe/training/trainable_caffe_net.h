@@ -25,6 +25,9 @@ absl::StatusOr<TrainableGraph> MakeTrainingGraph(CaffeModel& model, bool with_ba
                                                  double loss_scale = 1.0,
                                                  const PassManagerOptions* passes = nullptr);
 
+// The same with every TrainableGraphOptions field as given (propagate_down is the net's).
+absl::StatusOr<TrainableGraph> MakeTrainingGraph(CaffeModel& model, TrainableGraphOptions options);
+
 }  // namespace kiln
 
 #endif  // KILN_FRONTENDS_CAFFE_TRAINING_TRAINABLE_CAFFE_NET_H_

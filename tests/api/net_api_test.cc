@@ -1,0 +1,213 @@
+// pycaffe-style nets through the public API (kiln_net, kiln.hpp's Net) on the CPU: LeNet's
+// forward equals the engine's, backward's blob and parameter diffs match finite differences,
+// parameters written between passes are used, save/copy_from round-trip, bad input is refused.
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kiln/kiln.hpp"
+#include "tests/util/caffe_files.h"
+#include "tests/util/scratch_file.h"
+
+namespace {
+
+constexpr char kTinyNet[] = R"(
+name: "tiny"
+layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 dim: 5 dim: 5 } } }
+layer { name: "target" type: "Input" top: "target" input_param { shape { dim: 2 dim: 4 } } }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+  convolution_param { num_output: 2 kernel_size: 3
+    weight_filler { type: "gaussian" std: 0.5 } bias_filler { type: "constant" value: 0.1 } } }
+layer { name: "squash" type: "TanH" bottom: "conv" top: "conv" }
+layer { name: "ip" type: "InnerProduct" bottom: "conv" top: "ip"
+  inner_product_param { num_output: 4 weight_filler { type: "gaussian" std: 0.5 } } }
+layer { name: "loss" type: "EuclideanLoss" bottom: "ip" bottom: "target" top: "loss" }
+)";
+
+std::string WriteTinyNet(const std::string& conv_outputs = "2") {
+  std::string text = kTinyNet;
+  text.replace(text.find("num_output: 2"), 13, "num_output: " + conv_outputs);
+  const std::string path = kiln::ScratchFile("tiny_net_" + conv_outputs + ".prototxt");
+  std::ofstream(path) << text;
+  return path;
+}
+
+void Fill(float* data, size_t count, unsigned seed) {
+  for (size_t i = 0; i < count; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    data[i] = static_cast<float>(seed >> 8) / 8388608.0f - 1.0f;
+  }
+}
+
+std::map<std::string, kiln::BlobInfo> ByName(const kiln::Net& net) {
+  std::map<std::string, kiln::BlobInfo> blobs;
+  for (const kiln::BlobInfo& b : net.Blobs()) blobs[b.name] = b;
+  return blobs;
+}
+
+kiln::CompileOptions Cpu() {
+  kiln::CompileOptions options;
+  options.device = "cpu";
+  return options;
+}
+
+TEST(NetApiTest, LenetForwardEqualsTheEngine) {
+  kiln::CompileOptions options = Cpu();
+  options.batch = 3;
+  auto net = kiln::Net::Create(kiln::CaffeFile("lenet.prototxt"),
+                               kiln::CaffeFile("lenet_iter_10000.caffemodel"), false, options);
+  ASSERT_TRUE(net.ok()) << net.status().ToString();
+  auto blobs = ByName(*net);
+  ASSERT_TRUE(blobs.count("data") && blobs.count("prob") && blobs.count("conv1"));
+  ASSERT_EQ(blobs["data"].dims, (std::vector<int64_t>{3, 1, 28, 28}));
+  for (size_t i = 0; i < blobs["data"].count; ++i) blobs["data"].data[i] = 0.5f;  // then fresh
+  Fill(blobs["data"].data, blobs["data"].count, 11);
+  for (size_t i = 0; i < blobs["prob"].count; ++i) blobs["prob"].data[i] = NAN;  // poisoned
+  kiln::Status forward = net->Forward();
+  ASSERT_TRUE(forward.ok()) << forward.ToString();
+  EXPECT_EQ(net->Inputs(), std::vector<std::string>{"data"});
+  EXPECT_EQ(net->Outputs(), std::vector<std::string>{"prob"});
+
+  auto engine = kiln::Engine::FromCaffe(kiln::CaffeFile("lenet.prototxt"),
+                                        kiln::CaffeFile("lenet_iter_10000.caffemodel"), options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  auto context = engine->CreateContext();
+  ASSERT_TRUE(context.ok());
+  ASSERT_TRUE(context->SetInput("data", blobs["data"].data, blobs["data"].count * 4).ok());
+  ASSERT_TRUE(context->Run().ok());
+  auto prob = context->Output<float>("prob", 30);
+  ASSERT_TRUE(prob.ok());
+  double worst = 0, sum = 0;
+  for (size_t i = 0; i < 30; ++i) {
+    worst = std::fmax(worst, std::fabs(blobs["prob"].data[i] - (*prob)[i]));
+    sum += blobs["prob"].data[i];
+  }
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_NEAR(sum, 3.0, 1e-4);  // three softmax rows
+  // The parameters are the caffemodel's: conv1's 20x1x5x5 weights, not zeros.
+  auto conv1 = net->Param(1, 0);
+  ASSERT_TRUE(conv1.ok()) << conv1.status().ToString();
+  EXPECT_EQ(conv1->dims, (std::vector<int64_t>{20, 1, 5, 5}));
+  double norm = 0;
+  for (size_t i = 0; i < conv1->count; ++i) norm += std::fabs(conv1->data[i]);
+  EXPECT_GT(norm, 1.0);
+}
+
+TEST(NetApiTest, BackwardMatchesFiniteDifferences) {
+  auto net = kiln::Net::Create(WriteTinyNet(), "", true, Cpu());
+  ASSERT_TRUE(net.ok()) << net.status().ToString();
+  auto blobs = ByName(*net);
+  Fill(blobs["data"].data, blobs["data"].count, 3);
+  Fill(blobs["target"].data, blobs["target"].count, 4);
+  auto loss = [&]() {
+    kiln::Status s = net->Forward();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return static_cast<double>(blobs["loss"].data[0]);
+  };
+  loss();
+  kiln::Status backward = net->Backward();
+  ASSERT_TRUE(backward.ok()) << backward.ToString();
+  EXPECT_EQ(blobs["loss"].diff[0], 1.0f);  // d loss / d loss = its loss_weight
+
+  // (what, the value to move, its gradient as backward gave it)
+  struct Check {
+    std::string what;
+    float* value;
+    double analytic;
+  };
+  std::vector<Check> checks;
+  auto layers = net->Layers();
+  for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
+    for (int i = 0; i < layers[l].num_params; ++i) {
+      auto p = net->Param(l, i);
+      ASSERT_TRUE(p.ok());
+      for (size_t k : {size_t{0}, p->count / 2, p->count - 1}) {
+        checks.push_back({layers[l].name + "[" + std::to_string(i) + "] #" + std::to_string(k),
+                          p->data + k, p->diff[k]});
+      }
+    }
+  }
+  ASSERT_EQ(checks.size(), 12u);  // conv and ip: weights and biases
+  for (size_t k : {size_t{0}, size_t{37}, blobs["data"].count - 1}) {
+    checks.push_back({"data #" + std::to_string(k), blobs["data"].data + k, blobs["data"].diff[k]});
+  }
+  const double eps = 1e-2;
+  for (const Check& c : checks) {
+    SCOPED_TRACE(c.what);
+    float* x = c.value;
+    const float saved = *x;
+    *x = saved + static_cast<float>(eps);
+    const double up = loss();
+    *x = saved - static_cast<float>(eps);
+    const double down = loss();
+    *x = saved;
+    const double numeric = (up - down) / (2 * eps);
+    EXPECT_NEAR(c.analytic, numeric, 2e-2 * std::fmax(1.0, std::fabs(numeric)));
+  }
+}
+
+TEST(NetApiTest, ParametersWrittenBetweenPassesAreUsedAndSaved) {
+  auto net = kiln::Net::Create(WriteTinyNet(), "", false, Cpu());
+  ASSERT_TRUE(net.ok()) << net.status().ToString();
+  auto blobs = ByName(*net);
+  Fill(blobs["data"].data, blobs["data"].count, 9);
+  ASSERT_TRUE(net->Forward().ok());
+  auto bias = net->Param(2, 1);  // conv's bias (layers: data, target, conv, ...)
+  ASSERT_TRUE(bias.ok()) << bias.status().ToString();
+  EXPECT_EQ(net->Layers()[2].name, "conv");
+  // A large bias saturates tanh: every conv value becomes ~1.
+  for (size_t i = 0; i < bias->count; ++i) bias->data[i] = 50.0f;
+  ASSERT_TRUE(net->Forward().ok());
+  for (size_t i = 0; i < blobs["conv"].count; ++i) EXPECT_NEAR(blobs["conv"].data[i], 1.0f, 1e-6);
+
+  const std::string saved = kiln::ScratchFile("tiny_saved.caffemodel");
+  std::remove(saved.c_str());
+  ASSERT_TRUE(net->Save(saved).ok());
+  kiln::Status again = net->Save(saved);
+  EXPECT_EQ(again.code(), KILN_ALREADY_EXISTS) << again.ToString();
+  EXPECT_TRUE(net->Save(saved, true).ok());
+  auto other = kiln::Net::Create(WriteTinyNet(), "", false, Cpu());
+  ASSERT_TRUE(other.ok());
+  auto other_bias = other->Param(2, 1);
+  EXPECT_NEAR(other_bias->data[0], 0.1f, 1e-7);
+  ASSERT_TRUE(other->CopyFrom(saved).ok());
+  EXPECT_EQ(other_bias->data[0], 50.0f);
+
+  // Same layer names, other shapes: refused whole, nothing copied.
+  auto wider = kiln::Net::Create(WriteTinyNet("3"), "", false, Cpu());
+  ASSERT_TRUE(wider.ok()) << wider.status().ToString();
+  kiln::Status mismatch = wider->CopyFrom(saved);
+  EXPECT_FALSE(mismatch.ok());
+  EXPECT_NE(mismatch.message().find("conv"), std::string::npos) << mismatch.message();
+  EXPECT_NEAR(wider->Param(2, 1)->data[0], 0.1f, 1e-7);
+}
+
+TEST(NetApiTest, BadInputIsAnErrorNamingIt) {
+  auto missing = kiln::Net::Create("/nonexistent/net.prototxt", "", false, Cpu());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/net.prototxt"), std::string::npos)
+      << missing.status().message();
+  kiln::CompileOptions options = Cpu();
+  options.batch = 2;
+  auto lenet = kiln::Net::Create(kiln::CaffeFile("lenet.prototxt"),
+                                 kiln::CaffeFile("lenet_iter_10000.caffemodel"), false, options);
+  ASSERT_TRUE(lenet.ok()) << lenet.status().ToString();
+  kiln::Status no_loss = lenet->Backward();
+  EXPECT_EQ(no_loss.code(), KILN_FAILED_PRECONDITION) << no_loss.ToString();
+  EXPECT_EQ(lenet->Param(0, 0).status().code(), KILN_OUT_OF_RANGE);
+  EXPECT_EQ(lenet->Param(99, 0).status().code(), KILN_OUT_OF_RANGE);
+  kiln::Status absent = lenet->CopyFrom("/nonexistent/w.caffemodel");
+  EXPECT_NE(absent.message().find("/nonexistent/w.caffemodel"), std::string::npos)
+      << absent.ToString();
+  kiln_net* raw = nullptr;
+  EXPECT_EQ(kiln_net_create(nullptr, nullptr, KILN_PHASE_TEST, nullptr, &raw),
+            KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_net_create("x", nullptr, static_cast<kiln_phase>(7), nullptr, &raw),
+            KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_net_forward(nullptr), KILN_INVALID_ARGUMENT);
+}
+
+}  // namespace
