@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: every test target (GPU tests skip cleanly without a GPU), then the CPU
-# tests under AddressSanitizer + UndefinedBehaviorSanitizer. Prints "N passed, N failed" last.
+# The whole test suite: every test target (GPU tests skip cleanly without a GPU), the Python
+# package's pytest suite (tools/test_python.sh), then the CPU tests under AddressSanitizer +
+# UndefinedBehaviorSanitizer. Prints "N passed, N failed" last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 cache="--disk_cache=${HOME}/.cache/kiln-bazel-disk"
@@ -28,6 +29,11 @@ for check in tools/layers/check_layers.py tools/layers/check_sizes.py; do
 done
 
 bazel test $cache $jobs //... 2>&1 | tee /tmp/kiln-test.log || status=1
+# The Python package as a user gets it: `pip install .` into a fresh venv, then its pytest suite
+# against the installed copy (before the ASan run, so bazel-bin is the plain build's).
+python_xml=/tmp/kiln-pytest.xml
+rm -f "$python_xml"
+bash tools/test_python.sh "$python_xml" 2>&1 | tee /tmp/kiln-test-python.log || status=1
 bazel test $cache $jobs --config=asan //... 2>&1 | tee /tmp/kiln-test-asan.log || status=1
 
 # Count the GoogleTest cases of the plain run from the XML reports.
@@ -48,6 +54,15 @@ for xml in $(find -L bazel-testlogs/ -name test.xml 2>/dev/null); do
   failed=$((failed + ${f:-0} + ${e:-0}))
   skipped=$((skipped + ${s:-0}))
 done
+if [ -f "$python_xml" ]; then
+  t=$(grep -o 'tests="[0-9]*"' "$python_xml" | head -1 | tr -dc 0-9)
+  f=$(grep -o 'failures="[0-9]*"' "$python_xml" | head -1 | tr -dc 0-9)
+  e=$(grep -o 'errors="[0-9]*"' "$python_xml" | head -1 | tr -dc 0-9)
+  s=$(grep -o 'skipped="[0-9]*"' "$python_xml" | head -1 | tr -dc 0-9)
+  passed=$((passed + ${t:-0} - ${f:-0} - ${e:-0} - ${s:-0}))
+  failed=$((failed + ${f:-0} + ${e:-0}))
+  skipped=$((skipped + ${s:-0}))
+fi
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
 echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
 exit "$status"

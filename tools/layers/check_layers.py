@@ -32,6 +32,8 @@ LAYERS = [
     # The C API behind libkiln.so: the layers below it, never the CLI's tools/.
     ("api", ["base", "dnn", "ir", "ops", "kernels", "passes", "runtime", "training",
              "distributed", "data", "frontends/caffe", "include"]),
+    # The Python package's native module: the public headers only (it links libkiln.so).
+    ("python", ["include"]),
 ]
 ABOVE_ALL = ["tests", "bench", "examples"]
 SOURCE = re.compile(r"\.(cc|h|cu|cuh)$")

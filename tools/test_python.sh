@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The Python package's check, as a new user would do it: a fresh venv that sees Debian's packages
+# (numpy, pybind11, pytest, tqdm, torch), `pip install --no-build-isolation .` from this checkout
+# (no package index), `import kiln` from elsewhere, then pytest on python/tests against the
+# installed package. Writes pytest's JUnit XML to $1 (tools/test.sh counts it).
+#   bash tools/test_python.sh [JUNIT_XML]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo="$PWD"
+xml="${1:-/tmp/kiln-pytest.xml}"
+venv="$(mktemp -d "${TMPDIR:-/tmp}/kiln-venv.XXXXXX")"
+trap 'rm -rf "$venv"' EXIT
+python3 -m venv --system-site-packages "$venv"
+echo "test_python: pip install --no-build-isolation . (builds //api:libkiln.so and the module)"
+"$venv/bin/python" -m pip install --no-build-isolation --no-index --disable-pip-version-check \
+  -q "$repo"
+(cd "$venv" && "$venv/bin/python" -c "import kiln; print('test_python: kiln', kiln.__version__)")
+bazel build --disk_cache="${HOME}/.cache/kiln-bazel-disk" //tools:kiln >/dev/null 2>&1
+export KILN_CLI="$repo/bazel-bin/tools/kiln"
+cd "$venv"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider --junitxml="$xml" "$repo/python/tests"
