@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/file_identity.h"
+#include "base/json_string.h"
 #include "frontends/caffe/caffe_model.h"
 #include "ir/host_tensor.h"
 #include "tools/command_line.h"
@@ -56,8 +57,7 @@ absl::Status WriteRunOutputs(const std::map<std::string, HostTensor>& results,
 // NAME=VALUE pairs of a repeated flag.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pairs(const CommandLine& line,
                                                                        const std::string& flag);
-// JSON text of a string and of a dims list.
-std::string JsonString(const std::string& s);
+// JSON text of a dims list (JsonString, base/json_string.h, of a string).
 std::string JsonDims(const std::vector<int64_t>& dims);
 // Prints "kiln: <status>" to stderr and returns 1.
 int Fail(const absl::Status& status);
