@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "kiln/kiln.h"
 #include "runtime/compiler.h"
 #include "runtime/executor.h"
+#include "runtime/plan_report.h"
 
 namespace kiln::c_api {
 
@@ -86,6 +88,17 @@ struct EngineState {
   std::shared_ptr<const PlanWeights> weights;
   std::vector<TensorPort> inputs, outputs;
   std::string description;
+  // What the reports say of the plan (api/report_api.cc): the source layers each step stands for
+  // (a Caffe model's prototxt layers; none for a built graph or a loaded plan, whose steps then
+  // name their graph nodes), and the activation bytes the plan is compared with: Caffe's own
+  // count for a Caffe model ("caffe"), else -1 for the plan's arena with nothing shared
+  // ("unshared", UnsharedArenaBytes). The declined rewrites are the plan's own
+  // (ExecutionPlan::remarks).
+  LayerIndex layers;
+  int64_t naive_activation_bytes = -1;
+  // The report texts, each made once at its first request (the engine is shared by threads).
+  std::once_flag report_once, dot_once, svg_once;
+  std::string report_json, graph_dot, memory_svg;
 };
 
 // Compiles `graph` at batch `batch` as another profile of `state` (whose plan is the largest).
@@ -119,6 +132,7 @@ struct kiln_context {
   // Of the smaller batch profiles, made at their first use.
   std::map<int64_t, std::unique_ptr<kiln::ExecutionContext>> by_batch;
   int64_t batch = 0;                                // of the last run
+  kiln::ExecutionContext* last_run = nullptr;       // the plan's context the last run used
   std::map<std::string, kiln::HostTensor> inputs;   // set by kiln_context_set_input
   std::map<std::string, kiln::HostTensor> outputs;  // of the last kiln_context_run
 };

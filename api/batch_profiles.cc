@@ -101,6 +101,7 @@ absl::Status RunContext(kiln_context& context) {
     context.outputs[name] = std::move(dense);
   }
   context.batch = batch;
+  context.last_run = run;
   return absl::OkStatus();
 }
 

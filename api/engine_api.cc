@@ -1,6 +1,7 @@
 // Engines and contexts of the C API (include/kiln/kiln.h): a compiled plan whose weights are
 // uploaded once (PlanWeights) and shared by every context made from it; each context has its
 // own activations and, on CUDA, its own stream.
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -11,6 +12,7 @@
 #include "base/file_io.h"
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/caffe_model.h"
+#include "frontends/caffe/plan_layers.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 #include "runtime/plan_file.h"
@@ -138,12 +140,17 @@ kiln_status kiln_engine_from_caffe(const char* prototxt, const char* caffemodel,
       return model;
     };
     const int64_t batch = options != nullptr ? options->batch : 0;
+    // The struct of a caller built against an older header may end before max_batch.
     const int64_t max_batch =
-        options != nullptr && options->struct_size >= sizeof(kiln_compile_options)
+        options != nullptr && options->struct_size >= offsetof(kiln_compile_options, max_batch) +
+                                                          sizeof(options->max_batch)
             ? options->max_batch
             : 0;
     KILN_ASSIGN_OR_RETURN(kiln::CaffeModel model, import_at(max_batch > 0 ? max_batch : batch));
     KILN_ASSIGN_OR_RETURN(auto state, kiln::c_api::MakeEngine(*model.graph, compile));
+    // The reports name the prototxt's layers and compare with what Caffe allocates.
+    state->layers = kiln::CaffeLayerIndex(model);
+    state->naive_activation_bytes = kiln::CaffeActivationBytes(model);
     if (max_batch > 0) {
       for (const kiln::c_api::TensorPort& port : state->inputs) {
         if (port.type.rank() == 0 || port.type.dim(0) != max_batch) {

@@ -1,6 +1,8 @@
 // Errors, versions, options and dtypes of the C API (include/kiln/kiln.h).
 #include <cstring>
+#include <filesystem>
 #include <string>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "api/api_state.h"
@@ -82,6 +84,42 @@ absl::StatusOr<CompileOptions> ToCompileOptions(const kiln_compile_options* opti
     return absl::InvalidArgumentError(absl::StrCat(where, ": options->batch is ", given.batch,
                                                    "; use 0 (as the model says) "
                                                    "or a positive batch size"));
+  }
+  // The checks of the CLI's --workspace-limit, --workspace-budget and --tuning-file
+  // (tools/plan_flags.cc), naming the fields.
+  if (given.workspace_limit < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": options->workspace_limit is ", given.workspace_limit,
+                     "; use 0 (no limit) or the most bytes one step may use"));
+  }
+  if (given.workspace_limit > 0) out.workspace_limit = given.workspace_limit;
+  if (given.workspace_budget != 0) {
+    absl::Status budget = SetWorkspaceBudget(given.workspace_budget, out);
+    if (!budget.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": options->workspace_budget is ",
+                                                     given.workspace_budget, ": ", budget.message(),
+                                                     ", or 0 for the default"));
+    }
+  }
+  if (given.tuning_file != nullptr && *given.tuning_file != '\0') {
+    const std::string file = given.tuning_file;
+    if (out.algo != AlgoChoice::kMeasure) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": options->tuning_file ", file,
+                       " holds measured choices: use it with options->algo \"measure\""));
+    }
+    // The compile writes the file back after measuring: its folder must be there.
+    std::error_code error;
+    const std::filesystem::path folder = std::filesystem::path(file).parent_path();
+    if (!folder.empty() && !std::filesystem::is_directory(folder, error)) {
+      return absl::NotFoundError(absl::StrCat(where, ": options->tuning_file ", file,
+                                              ": the folder ", folder.string(), " does not exist"));
+    }
+    if (std::filesystem::is_directory(file, error)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": options->tuning_file ", file, " is a folder; give a file (made if missing)"));
+    }
+    out.tuning_file = file;
   }
   return out;
 }
@@ -173,6 +211,9 @@ void kiln_compile_options_init(kiln_compile_options* options) {
   options->optimize = 1;
   options->batch = 0;
   options->max_batch = 0;
+  options->workspace_limit = 0;
+  options->workspace_budget = 0;
+  options->tuning_file = nullptr;
 }
 
 }  // extern "C"

@@ -90,6 +90,17 @@ absl::Status ParseDeviceChoice(absl::string_view name, CompileOptions& options) 
   return absl::OkStatus();
 }
 
+absl::Status SetWorkspaceBudget(double factor, CompileOptions& options) {
+  if (!(factor >= 1.0) || factor > 1e6) {
+    return absl::InvalidArgumentError(
+        "expected a factor of at least 1 (the arena's budget over the activations' own peak, "
+        "e.g. 1.125)");
+  }
+  options.workspace_peak_slack = factor - 1.0;
+  options.workspace_budget_max_slowdown = -1;  // asked for: whatever it costs
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<ExecutionPlan>> Compile(const Graph& graph,
                                                        const KernelRegistry& kernels,
                                                        const CompileOptions& options) {

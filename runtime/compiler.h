@@ -115,6 +115,11 @@ absl::StatusOr<LayoutChoice> ParseLayoutChoice(absl::string_view name);  // nchw
 absl::StatusOr<AlgoChoice> ParseAlgoChoice(absl::string_view name);      // heuristic|measure
 // auto|cuda|cuda:N|cpu|reference into options.backend and options.cuda_device.
 absl::Status ParseDeviceChoice(absl::string_view name, CompileOptions& options);
+// The arena's workspace budget asked for as a factor over the activations' own peak (the CLI's
+// --workspace-budget, kiln_compile_options.workspace_budget): at least 1 (and at most 1e6); sets
+// workspace_peak_slack to factor - 1 and takes every re-choice, whatever it costs
+// (workspace_budget_max_slowdown -1). InvalidArgument, saying what is expected, otherwise.
+absl::Status SetWorkspaceBudget(double factor, CompileOptions& options);
 
 absl::StatusOr<std::unique_ptr<ExecutionPlan>> Compile(const Graph& graph,
                                                        const KernelRegistry& kernels,

@@ -15,35 +15,17 @@
 #include "absl/strings/str_join.h"
 #include "base/file_io.h"
 #include "base/status_macros.h"
+#include "frontends/caffe/plan_layers.h"
 #include "kernels/all_kernels.h"
 #include "runtime/compiler.h"
 #include "runtime/plan_file.h"
+#include "runtime/plan_report.h"
 #include "tools/caffe_commands.h"
 #include "tools/plan_flags.h"
-#include "tools/plan_layers.h"
 
 namespace kiln {
 
 namespace {
-
-// What Caffe allocates for activations: every distinct top blob once, as f32 (Caffe's Dtype),
-// the net's inputs included.
-int64_t CaffeActivationBytes(const CaffeModel& model) {
-  std::map<std::string, int64_t> blobs;
-  for (const CaffeInput& input : model.inputs) {
-    const Node* node = model.graph->FindNode(input.node);
-    if (node != nullptr) blobs[input.name] = node->output_types()[0].num_elements() * 4;
-  }
-  for (const CaffeLayer& layer : model.layers) {
-    for (const CaffeTop& top : layer.tops) {
-      if (top.value.node == nullptr) continue;
-      blobs[top.blob] = std::max(blobs[top.blob], top.value.type().num_elements() * 4);
-    }
-  }
-  int64_t total = 0;
-  for (const auto& [name, bytes] : blobs) total += bytes;
-  return total;
-}
 
 absl::Status Compile(int argc, char** argv) {
   std::set<std::string> flags = CommonModelFlags();
@@ -77,19 +59,11 @@ absl::Status Compile(int argc, char** argv) {
     std::fprintf(stderr, "kiln compile: plan written to %s (%.1f MiB; compiled in %.1f ms)\n",
                  line.Get("save-plan").c_str(), bytes.size() / 1048576.0, compile_ms);
   }
-  const LayerIndex index(model);
+  const LayerIndex index = CaffeLayerIndex(model);
   const int64_t naive = CaffeActivationBytes(model);
-
-  struct Row {
-    std::string name, kernel;
-    std::vector<std::string> layers;
-    bool in_place;
-  };
-  std::vector<Row> rows;
-  for (const PlanStep& step : plan->steps()) {
-    if (step.is_view) continue;
-    rows.push_back(
-        {step.node->name(), step.kernel_name, index.LayersOf(*step.node), step.in_place});
+  std::vector<StepRow> rows;  // the steps that run (views do not)
+  for (StepRow& row : StepRows(*plan, index)) {
+    if (!row.view) rows.push_back(std::move(row));
   }
   if (line.Has("json")) {
     std::string out =
@@ -99,12 +73,7 @@ absl::Status Compile(int argc, char** argv) {
                      ", \"layout\": ", JsonString(plan->layout()), ", \"steps\": ", rows.size(),
                      ", \"kernels\": [");
     for (size_t i = 0; i < rows.size(); ++i) {
-      std::vector<std::string> quoted;
-      for (const std::string& l : rows[i].layers) quoted.push_back(JsonString(l));
-      absl::StrAppend(&out, i ? ", " : "", "{\"name\": ", JsonString(rows[i].name),
-                      ", \"kernel\": ", JsonString(rows[i].kernel), ", \"layers\": [",
-                      absl::StrJoin(quoted, ", "),
-                      "], \"in_place\": ", rows[i].in_place ? "true" : "false", "}");
+      absl::StrAppend(&out, i ? ", " : "", StepJson(rows[i], /*detail=*/false));
     }
     absl::StrAppend(&out, "], \"naive_activation_bytes\": ", naive,
                     ", \"planned_activation_bytes\": ", plan->planned_activation_bytes(),
@@ -115,15 +84,7 @@ absl::Status Compile(int argc, char** argv) {
                     ", \"workspace_budget\": {\"rechosen_steps\": ", plan->budget_rechosen_steps(),
                     absl::StrFormat(", \"added_ms\": %.4f, \"measured_ms\": %.4f}",
                                     plan->budget_added_ms(), plan->measured_ms()),
-                    ", \"not_fused\": [");
-    for (size_t i = 0; i < plan->remarks().size(); ++i) {
-      const PassRemark& r = plan->remarks()[i];
-      absl::StrAppend(&out, i ? ", " : "", "{\"pass\": ", JsonString(r.pass),
-                      ", \"producer\": ", JsonString(r.producer),
-                      ", \"consumer\": ", JsonString(r.consumer),
-                      ", \"reason\": ", JsonString(r.reason), "}");
-    }
-    out += "]}\n";
+                    ", \"not_fused\": ", DeclinedRewritesJson(*plan), "}\n");
     std::fputs(out.c_str(), stdout);
     return absl::OkStatus();
   }
@@ -148,20 +109,11 @@ absl::Status Compile(int argc, char** argv) {
       (plan->activations_bytes() + plan->workspace_bytes()) / 1048576.0,
       plan->weights_bytes() / 1048576.0);
   if (plan->budget_rechosen_steps() > 0) std::printf("%s\n", BudgetSummary(*plan).c_str());
-  if (line.Has("why-not-fused")) PrintDeclinedRewrites(*plan);
+  if (line.Has("why-not-fused")) std::fputs(DeclinedRewritesText(*plan).c_str(), stdout);
   return absl::OkStatus();
 }
 
 }  // namespace
-
-void PrintDeclinedRewrites(const ExecutionPlan& plan) {
-  std::printf("%zu rewrites declined (%s plan):\n", plan.remarks().size(),
-              std::string(BackendName(plan.backend())).c_str());
-  for (const PassRemark& r : plan.remarks()) {
-    std::printf("  %-20s %s -> %s: %s\n", r.pass.c_str(), r.producer.c_str(), r.consumer.c_str(),
-                r.reason.c_str());
-  }
-}
 
 int CompileCommand(int argc, char** argv) {
   absl::Status status = Compile(argc, argv);

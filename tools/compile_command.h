@@ -3,12 +3,7 @@
 #ifndef KILN_TOOLS_COMPILE_COMMAND_H_
 #define KILN_TOOLS_COMPILE_COMMAND_H_
 
-#include "runtime/execution_plan.h"
-
 namespace kiln {
-
-// Prints the rewrites the compiler declined, one line each, under a count.
-void PrintDeclinedRewrites(const ExecutionPlan& plan);
 
 // kiln compile --model F [--weights W | --fill-seed S] [--batch N] [--json] [plan flags]
 int CompileCommand(int argc, char** argv);

@@ -1,21 +1,11 @@
 // `kiln dump`: pictures of a compiled plan. The fused graph as graphviz (each fused kernel a
 // cluster labelled with the prototxt layers inside it), the activation arena over time (which
-// value holds which bytes at each step) as an SVG, and the list of rewrites the compiler declined.
+// value holds which bytes at each step) as an SVG, and the list of rewrites the compiler declined;
+// the pictures are runtime/plan_report.h's, which the C API gives too.
 #ifndef KILN_TOOLS_DUMP_COMMAND_H_
 #define KILN_TOOLS_DUMP_COMMAND_H_
 
-#include <string>
-
-#include "runtime/execution_plan.h"
-#include "tools/plan_layers.h"
-
 namespace kiln {
-
-// The plan's steps as a graphviz digraph.
-std::string PlanToDot(const ExecutionPlan& plan, const LayerIndex& layers);
-// The activation arena over the steps as a standalone SVG: one rectangle per buffer, from the
-// step that first writes it to the last that reads it, at its byte range.
-std::string MemoryToSvg(const ExecutionPlan& plan);
 
 // kiln dump --model F [--weights W | --fill-seed S] [--batch N] [--svg G.svg] [--dot G.dot]
 //           [--memory M.svg] [--why-not-fused] [--overwrite] [plan flags]

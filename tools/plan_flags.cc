@@ -88,16 +88,13 @@ absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options) {
     options.workspace_limit = *bytes;
   }
   if (line.Has("workspace-budget")) {
-    double factor = 0;
-    if (!absl::SimpleAtod(line.Get("workspace-budget"), &factor) || !(factor >= 1.0) ||
-        factor > 1e6) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--workspace-budget ", line.Get("workspace-budget"),
-                       ": expected a factor of at least 1 (the arena's budget over the "
-                       "activations' own peak, e.g. 1.125)"));
+    double factor = 0;  // not a number: refused as a factor below 1
+    if (!absl::SimpleAtod(line.Get("workspace-budget"), &factor)) factor = 0;
+    absl::Status budget = SetWorkspaceBudget(factor, options);
+    if (!budget.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--workspace-budget ", line.Get("workspace-budget"), ": ", budget.message()));
     }
-    options.workspace_peak_slack = factor - 1.0;
-    options.workspace_budget_max_slowdown = -1;  // asked for: whatever it costs
   }
   return absl::OkStatus();
 }

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "base/file_io.h"
 #include "base/status_macros.h"
+#include "frontends/caffe/plan_layers.h"
 #include "kernels/all_kernels.h"
 #include "ops/all_ops.h"
 #include "runtime/compiler.h"
@@ -24,7 +25,6 @@
 #include "tools/multi_gpu_launch.h"
 #include "tools/plan_file_commands.h"
 #include "tools/plan_flags.h"
-#include "tools/plan_layers.h"
 #include "tools/train_command.h"
 
 namespace kiln {
@@ -121,7 +121,7 @@ absl::Status Time(int argc, char** argv) {
 
   // Per layer: one instrumented run, each step's time given to the layers it came from (a fused
   // step's row names all of its layers: "conv1+relu1").
-  const LayerIndex index(model);
+  const LayerIndex index = CaffeLayerIndex(model);
   std::vector<std::string> layer_order;
   KILN_ASSIGN_OR_RETURN(StepProfile profile, context->ProfileSteps());
   std::map<std::string, LayerTime> layers;

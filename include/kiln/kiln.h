@@ -111,6 +111,19 @@ typedef struct kiln_compile_options {
    * powers of two below max_batch and for max_batch itself (sharing one copy of the weights); a
    * run uses the smallest that fits, its extra rows zero. 0 (default): one batch. */
   int64_t max_batch;
+  /* The most workspace one step may use, in bytes: a step whose every algorithm needs more fails
+   * the compile, naming it (KILN_RESOURCE_EXHAUSTED). 0 (default): no limit. As the CLI's
+   * --workspace-limit. */
+  int64_t workspace_limit;
+  /* The activation arena's budget, as a factor (>= 1) over what the activations alone need: a
+   * step whose workspace would lift the arena above it takes an algorithm within what is left,
+   * whatever it costs in time. 0 (default): Kiln's own budget (1.125, and only while it costs at
+   * most 2% of the measured time). As the CLI's --workspace-budget. */
+  double workspace_budget;
+  /* With algo "measure": the file measured choices are read from and written back to, so a
+   * later compile measures nothing again; its folder must exist. NULL or "" (default): none. As
+   * the CLI's --tuning-file. */
+  const char* tuning_file;
 } kiln_compile_options;
 
 KILN_API void kiln_compile_options_init(kiln_compile_options* options);
@@ -188,6 +201,24 @@ KILN_API int64_t kiln_engine_max_batch(const kiln_engine* engine);
 /* Bytes each context allocates for itself (activations and workspace). */
 KILN_API int64_t kiln_engine_context_bytes(const kiln_engine* engine);
 
+/* What the compiler made of the network, as `kiln compile --json --why-not-fused` and `kiln dump`
+ * show it. Each returns text owned by the engine, made at the first call and valid until the
+ * engine is destroyed; "" (and kiln_last_error says why) for a NULL engine or a failure. For a
+ * variable-batch engine they describe the plan of max_batch. */
+/* One JSON document (docs/EMBEDDING.md "Reports" lists its fields): "backend", "device",
+ * "precision", "layout"; "steps", every plan step in order with its kernel, the source layers it
+ * covers (a Caffe model's prototxt layers, else the graph's node names; several when fused), its
+ * algorithm and workspace; "why_not_fused", the rewrites the optimizer declined ({"pass",
+ * "producer", "consumer", "reason"}); and "memory": arena, planned, naive and weights bytes, and
+ * per buffer of the activation arena its name, offset, bytes, first and last step. */
+KILN_API const char* kiln_engine_report_json(const kiln_engine* engine);
+/* The plan as a graphviz digraph, each fused kernel a cluster labelled with its layers (what
+ * `kiln dump --dot` writes; `dot -Tsvg` draws it). */
+KILN_API const char* kiln_engine_graph_dot(const kiln_engine* engine);
+/* The activation arena over the plan's steps as a standalone SVG document: one rectangle per
+ * buffer, its bytes by its live steps (what `kiln dump --memory` writes). */
+KILN_API const char* kiln_engine_memory_svg(const kiln_engine* engine);
+
 /* ---- Contexts: one thread's activations --------------------------------------------------- */
 
 typedef struct kiln_context kiln_context;
@@ -225,14 +256,20 @@ KILN_API kiln_status kiln_context_run_device(kiln_context* context, int num_inpu
 KILN_API int64_t kiln_context_batch(const kiln_context* context);
 /* Waits for the context's own stream (after runs on it with cuda_stream NULL). */
 KILN_API kiln_status kiln_context_synchronize(kiln_context* context);
+/* Times the forward on the inputs set (kiln_context_set_input, every input): one run as
+ * kiln_context_run (whose outputs can then be read), `warmup` (>= 0) more, then `iterations`
+ * (1 to 1000000) whole forwards back to back; *milliseconds is the median of those (as `kiln
+ * time`: on CUDA a replayed graph, the inputs' copy outside the timed part). */
+KILN_API kiln_status kiln_context_time(kiln_context* context, int iterations, int warmup,
+                                       double* milliseconds);
 
 /* ---- Training with a Caffe solver ------------------------------------------------------------ */
 
 typedef struct kiln_trainer kiln_trainer;
 
 /* A trainer for the solver file `solver` (its net and data as the file says), starting from the
- * weights of `caffemodel` (NULL: the net's fillers). options->device, precision, layout and algo
- * apply; batch and optimize do not. */
+ * weights of `caffemodel` (NULL: the net's fillers). options->device, precision, layout, algo,
+ * workspace_limit, workspace_budget and tuning_file apply; batch and optimize do not. */
 KILN_API kiln_status kiln_trainer_from_solver(const char* solver, const char* caffemodel,
                                               const kiln_compile_options* options,
                                               kiln_trainer** trainer);

@@ -85,6 +85,9 @@ struct CompileOptions {
   bool optimize = true;            // the inference rewrites (fusion)
   int64_t batch = 0;               // Caffe models: the batch to compile for (0: the file's)
   int64_t max_batch = 0;           // Caffe models: any batch from 1 to this (0: one batch)
+  int64_t workspace_limit = 0;     // the most workspace bytes one step may use (0: no limit)
+  double workspace_budget = 0;     // the arena's budget, a factor >= 1 (0: Kiln's default)
+  std::string tuning_file;         // with algo "measure": measured choices kept there ("": none)
 
   // The C struct; its strings point into this object.
   kiln_compile_options ToC() const {
@@ -97,6 +100,9 @@ struct CompileOptions {
     c.optimize = optimize ? 1 : 0;
     c.batch = batch;
     c.max_batch = max_batch;
+    c.workspace_limit = workspace_limit;
+    c.workspace_budget = workspace_budget;
+    c.tuning_file = tuning_file.empty() ? nullptr : tuning_file.c_str();
     return c;
   }
 };
@@ -513,6 +519,15 @@ class Engine {
   // A context for one thread: its own activations, the engine's weights.
   Result<Context> CreateContext() const;
 
+  // What the compiler made of the network (kiln_engine_report_json): one JSON document with
+  // the steps and the source layers each covers, the rewrites declined (why_not_fused) and the
+  // memory plan; "" for an empty Engine.
+  std::string ReportJson() const { return kiln_engine_report_json(engine_.get()); }
+  // The plan as graphviz DOT text, fused kernels as clusters (`kiln dump --dot`).
+  std::string GraphDot() const { return kiln_engine_graph_dot(engine_.get()); }
+  // The activation arena over the steps as an SVG document (`kiln dump --memory`).
+  std::string MemorySvg() const { return kiln_engine_memory_svg(engine_.get()); }
+
   kiln_engine* c_handle() const { return engine_.get(); }
 
  private:
@@ -587,6 +602,14 @@ class Context {
   Status Synchronize() { return Status::FromC(kiln_context_synchronize(context_)); }
   // The batch of the last Run.
   int64_t Batch() const { return kiln_context_batch(context_); }
+  // The median milliseconds of one forward on the inputs set, over `iterations` after a run and
+  // `warmup` more (kiln_context_time).
+  Result<double> Time(int iterations, int warmup = 3) {
+    double ms = 0;
+    Status s = Status::FromC(kiln_context_time(context_, iterations, warmup, &ms));
+    if (!s.ok()) return s;
+    return ms;
+  }
 
  private:
   friend class Engine;
