@@ -8,9 +8,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
 xml="${1:-/tmp/kiln-pytest.xml}"
+# Debian's Python, the one apt installed the packages for (a pyenv or other python3 earlier in
+# PATH does not see them).
+python="${KILN_PYTHON:-/usr/bin/python3}"
 venv="$(mktemp -d "${TMPDIR:-/tmp}/kiln-venv.XXXXXX")"
 trap 'rm -rf "$venv"' EXIT
-python3 -m venv --system-site-packages "$venv"
+"$python" -m venv --system-site-packages "$venv"
 echo "test_python: pip install --no-build-isolation . (builds //api:libkiln.so and the module)"
 "$venv/bin/python" -m pip install --no-build-isolation --no-index --disable-pip-version-check \
   -q "$repo"

@@ -5,6 +5,7 @@ import collections
 import json
 import shutil
 import subprocess
+import types
 
 import numpy as np
 
@@ -107,17 +108,14 @@ class Report:
         self.json = json.loads(engine.report_json())
         self.dot = engine.graph_dot()
 
-        def objects(items, name):
-            out = []
-            for item in items:
-                kind = collections.namedtuple(name, sorted(item.keys()))
-                out.append(kind(**item))
-            return out
+        # Records with the JSON's field names as attributes ("pass" too: getattr(r, "pass")).
+        def objects(items):
+            return [types.SimpleNamespace(**item) for item in items]
 
-        self.steps = objects(self.json.get("steps", []), "Step")
-        self.why_not_fused = objects(self.json.get("why_not_fused", []), "WhyNotFused")
+        self.steps = objects(self.json.get("steps", []))
+        self.why_not_fused = objects(self.json.get("why_not_fused", []))
         memory = dict(self.json.get("memory", {}))
-        memory["buffers"] = objects(memory.get("buffers", []), "Buffer")
+        memory["buffers"] = objects(memory.get("buffers", []))
         self.memory = Report._Memory(memory, engine.memory_svg())
 
     def svg(self):

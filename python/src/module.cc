@@ -4,6 +4,7 @@
 // layer (pycaffe-style Net and solvers, the builder's sugar, array interop) is in python/kiln/.
 #include "module.h"
 
+#include <pybind11/eval.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

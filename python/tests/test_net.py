@@ -44,8 +44,8 @@ def test_version_is_the_library_s():
 
 
 def test_lenet_forward_equals_the_cli(models, kiln_cli, tmp_path):
-    net = lenet(models, batch=4)
-    images = np.random.default_rng(7).random((4, 1, 28, 28), dtype=np.float32)
+    net = lenet(models)  # the file's batch, 64, which `kiln run` takes
+    images = np.random.default_rng(7).random((64, 1, 28, 28), dtype=np.float32)
     net.blobs["prob"].data[...] = np.nan  # poisoned: forward must write every value
     prob = net.forward(data=images)["prob"]
     np.save(tmp_path / "images.npy", images)
@@ -55,7 +55,7 @@ def test_lenet_forward_equals_the_cli(models, kiln_cli, tmp_path):
                     "--output", "prob=%s" % (tmp_path / "prob.npy"), "--device", "cpu"],
                    check=True, capture_output=True)
     cli = np.load(tmp_path / "prob.npy")
-    assert prob.shape == cli.shape == (4, 10)
+    assert prob.shape == cli.shape == (64, 10)
     assert np.max(np.abs(prob - cli)) < 1e-5
     assert np.allclose(prob.sum(axis=1), 1, atol=1e-5)
 
