@@ -18,6 +18,14 @@ echo "test_python: pip install --no-build-isolation . (builds //api:libkiln.so a
 "$venv/bin/python" -m pip install --no-build-isolation --no-index --disable-pip-version-check \
   -q "$repo"
 (cd "$venv" && "$venv/bin/python" -c "import kiln; print('test_python: kiln', kiln.__version__)")
+# The wheel `pip wheel` makes installs into another fresh venv and imports there.
+wheels="$venv/wheels" other="$venv/other"
+"$venv/bin/python" -m pip wheel --no-build-isolation --no-index --no-deps \
+  --disable-pip-version-check -q -w "$wheels" "$repo"
+"$python" -m venv --system-site-packages "$other"
+"$other/bin/python" -m pip install --no-index --disable-pip-version-check -q "$wheels"/kiln-*.whl
+(cd "$other" && "$other/bin/python" -c \
+  "import kiln; print('test_python: wheel', kiln.__version__, kiln.__file__)")
 bazel build --disk_cache="${HOME}/.cache/kiln-bazel-disk" //tools:kiln >/dev/null 2>&1
 export KILN_CLI="$repo/bazel-bin/tools/kiln"
 cd "$venv"

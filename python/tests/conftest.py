@@ -7,6 +7,10 @@ import subprocess
 
 import pytest
 
+# The device the nets and engines of the tests run on: "cpu" in CI, "cuda" on a GPU machine
+# (tools/gpu_check_python.sh). The DLPack tests bind torch CPU tensors and stay on the CPU.
+DEVICE = os.environ.get("KILN_TEST_DEVICE", "cpu")
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import kiln
+from conftest import DEVICE
 
 
 def small_graph(rng):
@@ -26,8 +27,8 @@ def test_a_built_graph_runs_as_numpy_says(tmp_path):
     rng = np.random.default_rng(0)
     g, w, b = small_graph(rng)
     assert "InnerProduct" in g.text
-    engine = kiln.Engine.from_graph(g, device="cpu")
-    assert engine.device == "cpu"
+    engine = kiln.Engine.from_graph(g, device=DEVICE)
+    assert engine.device == ("cpu" if DEVICE == "cpu" else "cuda:0")
     assert [p.name for p in engine.inputs] == ["x"] and engine.outputs[0].shape == (4, 3)
     x = rng.standard_normal((4, 6)).astype(np.float32)
     prob = engine(x)
@@ -59,7 +60,7 @@ def test_report_shows_steps_memory_and_why_not_fused(models):
     import os
     engine = kiln.Engine.from_caffe(os.path.join(models, "lenet.prototxt"),
                                     os.path.join(models, "lenet_iter_10000.caffemodel"),
-                                    device="cpu", batch=8)
+                                    device=DEVICE, batch=8)
     report = engine.report()
     assert report.steps and report.json
     assert isinstance(report.why_not_fused, list)

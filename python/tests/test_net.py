@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import kiln
+from conftest import DEVICE
 
 TINY_NET = """
 name: "tiny"
@@ -32,7 +33,7 @@ def tiny(tmp_path):
 def lenet(models, **options):
     return kiln.Net(os.path.join(models, "lenet.prototxt"),
                     os.path.join(models, "lenet_iter_10000.caffemodel"), kiln.TEST,
-                    device="cpu", **options)
+                    device=DEVICE, **options)
 
 
 def test_version_is_the_library_s():
@@ -80,7 +81,7 @@ def test_blobs_and_params_are_views_of_the_net(models):
 
 
 def test_backward_matches_finite_differences(tiny):
-    net = kiln.Net(tiny, phase=kiln.TRAIN, device="cpu")
+    net = kiln.Net(tiny, phase=kiln.TRAIN, device=DEVICE)
     rng = np.random.default_rng(3)
     net.blobs["data"].data[...] = rng.standard_normal((2, 3, 5, 5))
     net.blobs["target"].data[...] = rng.standard_normal((2, 4))
@@ -105,7 +106,7 @@ def test_backward_matches_finite_differences(tiny):
 
 
 def test_save_and_copy_from(tiny, tmp_path):
-    net = kiln.Net(tiny, device="cpu")
+    net = kiln.Net(tiny, device=DEVICE)
     net.params["conv"][1].data[...] = 7.0
     path = str(tmp_path / "tiny.caffemodel")
     net.save(path)
@@ -113,9 +114,9 @@ def test_save_and_copy_from(tiny, tmp_path):
         net.save(path)
     assert exists.value.code == "ALREADY_EXISTS" and path in str(exists.value)
     net.save(path, overwrite=True)
-    again = kiln.Net(tiny, path, kiln.TEST, device="cpu")
+    again = kiln.Net(tiny, path, kiln.TEST, device=DEVICE)
     assert np.all(again.params["conv"][1].data == 7.0)
-    fresh = kiln.Net(tiny, device="cpu")
+    fresh = kiln.Net(tiny, device=DEVICE)
     fresh.copy_from(path)
     assert np.all(fresh.params["conv"][1].data == 7.0)
 
@@ -124,7 +125,7 @@ def test_errors_are_exceptions_with_the_library_s_message(models, tmp_path):
     bad = tmp_path / "bad.prototxt"
     bad.write_text('layer { name: "x" type: "Convolution" bottom: "nothing" top: "y" }')
     with pytest.raises(kiln.KilnError) as error:
-        kiln.Net(str(bad), device="cpu")
+        kiln.Net(str(bad), device=DEVICE)
     assert str(bad) in str(error.value)
     with pytest.raises(kiln.KilnError) as missing:
         kiln.Net(str(tmp_path / "absent.prototxt"))
