@@ -189,20 +189,33 @@ int kiln_trainer_num_params(const kiln_trainer* trainer) {
 
 namespace {
 
+int64_t Count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// The trainer's parameter `index`; with `count` >= 0, also checks that the caller's buffer
+// (`data`, not NULL) holds exactly its values.
 absl::StatusOr<const kiln::SolverTrainer::ParamBlob*> TrainerParam(const kiln_trainer* trainer,
-                                                                   int index, const char* where) {
+                                                                   int index, const char* where,
+                                                                   const void* data = nullptr,
+                                                                   int64_t count = -1) {
   KILN_RETURN_IF_ERROR(NotNull(trainer, where, "trainer"));
   if (index < 0 || index >= static_cast<int>(trainer->params.size())) {
     return absl::OutOfRangeError(
         absl::StrCat(where, ": parameter ", index, " (the net has ", trainer->params.size(), ")"));
   }
-  return &trainer->params[index];
-}
-
-int64_t Count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  const kiln::SolverTrainer::ParamBlob* p = &trainer->params[index];
+  if (count >= 0) {
+    KILN_RETURN_IF_ERROR(NotNull(data, where, "data"));
+    if (count != Count(p->shape)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": count ", count, "; layer '",
+                                                     p->layer, "' blob ", p->index, " has ",
+                                                     Count(p->shape)));
+    }
+  }
+  return p;
 }
 
 }  // namespace
@@ -220,15 +233,9 @@ kiln_status kiln_trainer_param(const kiln_trainer* trainer, int index, kiln_blob
 kiln_status kiln_trainer_get_param(const kiln_trainer* trainer, int index, float* data,
                                    size_t count) {
   return Guarded("kiln_trainer_get_param", [&]() -> absl::Status {
-    const char* where = "kiln_trainer_get_param";
-    KILN_ASSIGN_OR_RETURN(const kiln::SolverTrainer::ParamBlob* p,
-                          TrainerParam(trainer, index, where));
-    KILN_RETURN_IF_ERROR(NotNull(data, where, "data"));
-    if (static_cast<int64_t>(count) != Count(p->shape)) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": count ", count, "; layer '",
-                                                     p->layer, "' blob ", p->index, " has ",
-                                                     Count(p->shape)));
-    }
+    KILN_ASSIGN_OR_RETURN(
+        const kiln::SolverTrainer::ParamBlob* p,
+        TrainerParam(trainer, index, "kiln_trainer_get_param", data, static_cast<int64_t>(count)));
     KILN_ASSIGN_OR_RETURN(std::vector<float> values, trainer->trainer->ReadParam(p->node));
     std::memcpy(data, values.data(), count * sizeof(float));
     return absl::OkStatus();
@@ -240,13 +247,7 @@ kiln_status kiln_trainer_set_param(kiln_trainer* trainer, int index, const float
   return Guarded("kiln_trainer_set_param", [&]() -> absl::Status {
     const char* where = "kiln_trainer_set_param";
     KILN_ASSIGN_OR_RETURN(const kiln::SolverTrainer::ParamBlob* p,
-                          TrainerParam(trainer, index, where));
-    KILN_RETURN_IF_ERROR(NotNull(data, where, "data"));
-    if (static_cast<int64_t>(count) != Count(p->shape)) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": count ", count, "; layer '",
-                                                     p->layer, "' blob ", p->index, " has ",
-                                                     Count(p->shape)));
-    }
+                          TrainerParam(trainer, index, where, data, static_cast<int64_t>(count)));
     absl::Status written =
         trainer->trainer->WriteParam(p->node, std::vector<float>(data, data + count));
     if (!written.ok()) {

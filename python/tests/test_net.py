@@ -1,32 +1,22 @@
 """kiln.Net as pycaffe's caffe.Net: LeNet equals the CLI, blobs and params are views of the
 net's memory, backward matches finite differences, save/copy_from, errors as exceptions."""
 import os
+import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
 import kiln
-from conftest import DEVICE
+from conftest import DEVICE, REPO
 
-TINY_NET = """
-name: "tiny"
-layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 dim: 5 dim: 5 } } }
-layer { name: "target" type: "Input" top: "target" input_param { shape { dim: 2 dim: 4 } } }
-layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
-  convolution_param { num_output: 2 kernel_size: 3
-    weight_filler { type: "gaussian" std: 0.5 } bias_filler { type: "constant" value: 0.1 } } }
-layer { name: "squash" type: "TanH" bottom: "conv" top: "conv" }
-layer { name: "ip" type: "InnerProduct" bottom: "conv" top: "ip"
-  inner_product_param { num_output: 4 weight_filler { type: "gaussian" std: 0.5 } } }
-layer { name: "loss" type: "EuclideanLoss" bottom: "ip" bottom: "target" top: "loss" }
-"""
 
 
 @pytest.fixture
 def tiny(tmp_path):
+    """The C API test's small net (tests/api/testdata), copied where the test may write."""
     path = tmp_path / "tiny.prototxt"
-    path.write_text(TINY_NET)
+    shutil.copy(os.path.join(REPO, "tests", "api", "testdata", "tiny_net.prototxt"), path)
     return str(path)
 
 

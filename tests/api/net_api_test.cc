@@ -3,6 +3,7 @@
 // parameters written between passes are used, save/copy_from round-trip, bad input is refused.
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,21 +15,10 @@
 
 namespace {
 
-constexpr char kTinyNet[] = R"(
-name: "tiny"
-layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 dim: 5 dim: 5 } } }
-layer { name: "target" type: "Input" top: "target" input_param { shape { dim: 2 dim: 4 } } }
-layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
-  convolution_param { num_output: 2 kernel_size: 3
-    weight_filler { type: "gaussian" std: 0.5 } bias_filler { type: "constant" value: 0.1 } } }
-layer { name: "squash" type: "TanH" bottom: "conv" top: "conv" }
-layer { name: "ip" type: "InnerProduct" bottom: "conv" top: "ip"
-  inner_product_param { num_output: 4 weight_filler { type: "gaussian" std: 0.5 } } }
-layer { name: "loss" type: "EuclideanLoss" bottom: "ip" bottom: "target" top: "loss" }
-)";
-
+// tests/api/testdata/tiny_net.prototxt with `conv_outputs` convolution outputs.
 std::string WriteTinyNet(const std::string& conv_outputs = "2") {
-  std::string text = kTinyNet;
+  std::ifstream in("tests/api/testdata/tiny_net.prototxt");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   text.replace(text.find("num_output: 2"), 13, "num_output: " + conv_outputs);
   const std::string path = kiln::ScratchFile("tiny_net_" + conv_outputs + ".prototxt");
   std::ofstream(path) << text;
