@@ -3,16 +3,23 @@
 # machine against a portable libkiln.so, the pytest suite with its nets and engines on CUDA, and
 # examples/python/torch_feature_extractor.py (Kiln inside a torch training loop: torch tensors in
 # and out, no host copy, no synchronize) in fp16 and fp32.
-# Stage here:
-#   bazel build --config=portable //api:libkiln.so
-#   bash tools/gpu_check_python.sh --stage [BAZEL_BIN]     # fills .gpu-py/
+# libkiln.so links Debian's Abseil, protobuf, LMDB, libjpeg and libpng dynamically (a portable,
+# static build cannot make a shared library: Debian's static archives are not PIC), so those
+# libraries travel with it. Stage here:
+#   bazel build -c opt --linkopt=-static-libgcc --define=kiln_cuda_archs=80,90 //api:libkiln.so
+#   bash tools/gpu_check_python.sh --stage [BAZEL_BIN]     # fills .gpu-py/ (xz-compressed)
 # then run there (carry [".gpu-py"]): OUT=$OUT bash tools/gpu_check_python.sh
 set -u
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--stage" ]; then
   bin="${2:-bazel-bin}"
-  rm -rf .gpu-py && mkdir -p .gpu-py/models
-  strip --strip-unneeded -o .gpu-py/libkiln.so "$bin/api/libkiln.so"
+  rm -rf .gpu-py && mkdir -p .gpu-py/models .gpu-py/lib
+  strip --strip-unneeded -o .gpu-py/lib/libkiln.so "$bin/api/libkiln.so"
+  for lib in $(ldd "$bin/api/libkiln.so" | awk '/=> \/lib/ {print $3}' |
+    grep -E "absl|protobuf|lmdb|jpeg|png"); do
+    cp -L "$lib" .gpu-py/lib/
+  done
+  tar -C .gpu-py -cf - lib | xz -T2 -6 >.gpu-py/lib.tar.xz && rm -rf .gpu-py/lib
   cp ../shared/models/caffe/{lenet.prototxt,lenet_iter_10000.caffemodel,resnet18_deploy.prototxt} \
     .gpu-py/models/
   grep -qx "/.gpu-py/" .git/info/exclude || echo "/.gpu-py/" >>.git/info/exclude
@@ -23,9 +30,11 @@ out="${OUT:-/tmp/kiln-gpu-python}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 LD_LIBRARY_PATH=/usr/local/cuda/lib64
 declare -A result
+rm -rf /tmp/kiln-lib && mkdir -p /tmp/kiln-lib && tar -C /tmp/kiln-lib -xJf .gpu-py/lib.tar.xz
+export LD_LIBRARY_PATH="/tmp/kiln-lib/lib:$LD_LIBRARY_PATH"
 site=/tmp/kiln-site
 rm -rf "$site" build
-KILN_LIBKILN="$PWD/.gpu-py/libkiln.so" python3 -m pip install --no-build-isolation --no-index \
+KILN_LIBKILN=/tmp/kiln-lib/lib/libkiln.so python3 -m pip install --no-build-isolation --no-index \
   --no-deps --disable-pip-version-check -q --target "$site" . >"$out/pip.log" 2>&1 &&
   result[install]=PASS || result[install]=FAIL
 export PYTHONPATH="$site"

@@ -163,7 +163,8 @@ class Context:
         torch.Tensor, CuPy array, any __cuda_array_interface__ or __dlpack__ array on the
         engine's device, or NumPy arrays for a CPU engine). Outputs are made like the first input
         unless given in `out`. Ordered on `stream` (default: the inputs' library's current
-        stream, torch.cuda.current_stream()), without waiting on the host."""
+        stream, torch.cuda.current_stream(); 0 is the default stream), without waiting on the
+        host."""
         refs = {}
         for name, value in inputs.items():
             refs[name] = self._check(_interop.describe(value, name),
@@ -180,6 +181,8 @@ class Context:
                     for name, value in out.items()}
         if stream is None:
             stream = _interop.current_stream(first)
+        elif int(stream) == 0 and first.device != "cpu":
+            stream = _interop.CUDA_STREAM_LEGACY  # the default stream, not Kiln's own
         self._c.run_device({n: r.address for n, r in refs.items()},
                            {n: r.address for n, r in out_refs.items()}, int(stream))
         return out

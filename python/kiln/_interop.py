@@ -102,14 +102,21 @@ def empty_like(ref, shape, dtype):
                                                                          ref.device))
 
 
+# cudaStreamLegacy: the default stream that a library's stream "0" means. Kiln's C API reads a
+# NULL stream as "the context's own", which would leave the run unordered with the caller's work.
+CUDA_STREAM_LEGACY = 1
+
+
 def current_stream(ref):
-    """The stream the caller's library is ordering its work on (0: none known)."""
+    """The stream the caller's library is ordering its work on (the default stream when it is
+    on that, or when the library is not known)."""
     if ref.device == "cpu":
         return 0
+    stream = 0
     if ref.library == "torch":
         import torch
-        return torch.cuda.current_stream(ref.array.device).cuda_stream
-    if ref.library == "cupy":
+        stream = torch.cuda.current_stream(ref.array.device).cuda_stream
+    elif ref.library == "cupy":
         import cupy
-        return cupy.cuda.get_current_stream().ptr
-    return 0
+        stream = cupy.cuda.get_current_stream().ptr
+    return stream or CUDA_STREAM_LEGACY
