@@ -152,6 +152,32 @@ def main():
     rows.append(("no host<->device copy (profiler)", copies == 0,
                  "copies: %s" % ("n/a" if copies is None else copies)))
 
+    # Other producers: a CuPy array (through __cuda_array_interface__, out as a CuPy array) and
+    # an object that offers only __dlpack__ (read through the capsule, out= a torch tensor).
+    try:
+        import cupy
+        got = engine(cupy.asarray(x))
+        rows.append(("CuPy array in and out", isinstance(got, cupy.ndarray) and
+                     bool(torch.equal(torch.as_tensor(got, device=device), y)),
+                     type(got).__module__ + "." + type(got).__name__))
+    except ImportError:
+        rows.append(("CuPy array in and out", True, "CuPy not installed: skipped"))
+
+    class DlpackOnly:
+        def __init__(self, tensor):
+            self.tensor = tensor
+
+        def __dlpack__(self, stream=None):
+            return self.tensor.__dlpack__(stream=stream)
+
+        def __dlpack_device__(self):
+            return self.tensor.__dlpack_device__()
+
+    via_dlpack = torch.empty_like(y)
+    context.run_device({name_in: DlpackOnly(x)}, out={name_out: via_dlpack})
+    torch.cuda.synchronize(device)
+    rows.append(("DLPack-only input", torch.equal(via_dlpack, y), "capsule read in place"))
+
     # 3. The synchronize-free pipeline gives the synchronized numbers.
     free = train(engine, args.steps, args.batch, device)
     synced = train(engine, args.steps, args.batch, device, synchronize=True)
