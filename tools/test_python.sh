@@ -29,4 +29,9 @@ wheels="$venv/wheels" other="$venv/other"
 bazel build --disk_cache="${HOME}/.cache/kiln-bazel-disk" //tools:kiln >/dev/null 2>&1
 export KILN_CLI="$repo/bazel-bin/tools/kiln"
 cd "$venv"
+# The CPU example, as the README shows it (skipped without the shared Caffe models).
+if [ -f "$repo/../shared/models/caffe/lenet_iter_10000.caffemodel" ]; then
+  "$venv/bin/python" "$repo/examples/python/lenet_pycaffe.py" >/dev/null
+  echo "test_python: examples/python/lenet_pycaffe.py ran"
+fi
 "$venv/bin/python" -m pytest -q -p no:cacheprovider --junitxml="$xml" "$repo/python/tests"
