@@ -54,7 +54,7 @@ const char* NameAt(const kiln_net* net, int index, const std::vector<std::string
 
 extern "C" {
 
-kiln_status kiln_net_create(const char* prototxt, const char* caffemodel, kiln_phase phase,
+kiln_status kiln_net_create(const char* prototxt, const char* caffemodel, int phase,
                             const kiln_compile_options* options, kiln_net** net) {
   return Guarded("kiln_net_create", [&]() -> absl::Status {
     const char* where = "kiln_net_create";

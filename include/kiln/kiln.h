@@ -336,8 +336,9 @@ typedef struct kiln_blob_info {
 /* Imports the Caffe net `prototxt` for `phase` with the weights of `caffemodel` (NULL: the
  * layers' fillers) and compiles it with every blob kept (no fusion). Data and ImageData layers
  * read their sources (relative paths: the working directory, then the prototxt's folder).
+ * `phase` is a kiln_phase (an int, so any value a caller passes is checked, not undefined).
  * options->device, precision, layout, algo and batch (Input layers' first dim) apply. */
-KILN_API kiln_status kiln_net_create(const char* prototxt, const char* caffemodel, kiln_phase phase,
+KILN_API kiln_status kiln_net_create(const char* prototxt, const char* caffemodel, int phase,
                                      const kiln_compile_options* options, kiln_net** net);
 KILN_API void kiln_net_destroy(kiln_net* net);
 /* One line: the file, phase, counts, backend and precision. */

@@ -195,8 +195,7 @@ TEST(NetApiTest, BadInputIsAnErrorNamingIt) {
   kiln_net* raw = nullptr;
   EXPECT_EQ(kiln_net_create(nullptr, nullptr, KILN_PHASE_TEST, nullptr, &raw),
             KILN_INVALID_ARGUMENT);
-  EXPECT_EQ(kiln_net_create("x", nullptr, static_cast<kiln_phase>(7), nullptr, &raw),
-            KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_net_create("x", nullptr, 7, nullptr, &raw), KILN_INVALID_ARGUMENT);
   EXPECT_EQ(kiln_net_forward(nullptr), KILN_INVALID_ARGUMENT);
 }
 
