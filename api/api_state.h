@@ -88,6 +88,9 @@ struct EngineState {
   std::shared_ptr<const PlanWeights> weights;
   std::vector<TensorPort> inputs, outputs;
   std::string description;
+  // The files it was compiled from (a Caffe model's prototxt and caffemodel): a save never
+  // writes over them, whatever `overwrite` says.
+  std::vector<std::string> source_files;
   // What the reports say of the plan (api/report_api.cc): the source layers each step stands for
   // (a Caffe model's prototxt layers; none for a built graph or a loaded plan, whose steps then
   // name their graph nodes), and the activation bytes the plan is compared with: Caffe's own

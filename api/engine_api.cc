@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "api/api_state.h"
+#include "base/file_identity.h"
 #include "base/file_io.h"
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/caffe_model.h"
@@ -148,6 +149,8 @@ kiln_status kiln_engine_from_caffe(const char* prototxt, const char* caffemodel,
             : 0;
     KILN_ASSIGN_OR_RETURN(kiln::CaffeModel model, import_at(max_batch > 0 ? max_batch : batch));
     KILN_ASSIGN_OR_RETURN(auto state, kiln::c_api::MakeEngine(*model.graph, compile));
+    state->source_files.push_back(prototxt);
+    if (caffemodel != nullptr) state->source_files.push_back(caffemodel);
     // The reports name the prototxt's layers and compare with what Caffe allocates.
     state->layers = kiln::CaffeLayerIndex(model);
     state->naive_activation_bytes = kiln::CaffeActivationBytes(model);
@@ -203,16 +206,19 @@ kiln_status kiln_engine_save(const kiln_engine* engine, const char* path, int ov
     const char* where = "kiln_engine_save";
     KILN_RETURN_IF_ERROR(NotNull(engine, where, "engine"));
     KILN_RETURN_IF_ERROR(NotNull(path, where, "path"));
-    if (!overwrite && std::filesystem::exists(path)) {
-      return absl::AlreadyExistsError(
-          absl::StrCat(where, ": ", path, " exists; pass overwrite = 1 to replace it"));
-    }
     const kiln::c_api::EngineState& s = *engine->state;
     if (s.max_batch > 0) {
       return absl::UnimplementedError(
           absl::StrCat(where, ": a variable-batch engine (max_batch ", s.max_batch,
                        ") cannot be saved yet; save one compiled for a fixed batch"));
     }
+    std::vector<kiln::FlagPath> sources;
+    for (const std::string& file : s.source_files) sources.push_back({"the model's files", file});
+    absl::Status writable = kiln::CheckOutputFiles(
+        sources, {{"path", path}},
+        overwrite ? kiln::ExistingOutput::kReplace : kiln::ExistingOutput::kRefuse,
+        "overwrite = 1");
+    if (!writable.ok()) return kiln::Annotate(writable, where);
     absl::StatusOr<std::string> bytes = kiln::SerializePlan(*s.source, s.options, *s.plan);
     if (!bytes.ok()) return kiln::Annotate(bytes.status(), where);
     return kiln::Annotate(kiln::WriteFileBytes(path, *bytes), where);

@@ -13,18 +13,12 @@
 using kiln::c_api::Guarded;
 using kiln::c_api::NotNull;
 
-extern "C" {
+namespace {
 
-void kiln_trainer_options_init(kiln_trainer_options* options) {
-  if (options == nullptr) return;
-  *options = kiln_trainer_options{};
-  options->struct_size = sizeof(kiln_trainer_options);
-}
-
-kiln_status kiln_trainer_create(const char* solver, const kiln_trainer_options* options,
-                                kiln_trainer** trainer) {
-  return Guarded("kiln_trainer_create", [&]() -> absl::Status {
-    const char* where = "kiln_trainer_create";
+// kiln_trainer_create and kiln_trainer_from_solver: errors start with `where`, the caller's call.
+kiln_status CreateTrainer(const char* where, const char* solver,
+                          const kiln_trainer_options* options, kiln_trainer** trainer) {
+  return Guarded(where, [&]() -> absl::Status {
     KILN_RETURN_IF_ERROR(NotNull(solver, where, "solver"));
     KILN_RETURN_IF_ERROR(NotNull(trainer, where, "trainer"));
     *trainer = nullptr;
@@ -74,22 +68,28 @@ kiln_status kiln_trainer_create(const char* solver, const kiln_trainer_options* 
   });
 }
 
+}  // namespace
+
+extern "C" {
+
+void kiln_trainer_options_init(kiln_trainer_options* options) {
+  if (options == nullptr) return;
+  *options = kiln_trainer_options{};
+  options->struct_size = sizeof(kiln_trainer_options);
+}
+
+kiln_status kiln_trainer_create(const char* solver, const kiln_trainer_options* options,
+                                kiln_trainer** trainer) {
+  return CreateTrainer("kiln_trainer_create", solver, options, trainer);
+}
+
 kiln_status kiln_trainer_from_solver(const char* solver, const char* caffemodel,
                                      const kiln_compile_options* options, kiln_trainer** trainer) {
   kiln_trainer_options given;
   kiln_trainer_options_init(&given);
   given.caffemodel = caffemodel;
   given.compile = options;
-  const kiln_status status = kiln_trainer_create(solver, &given, trainer);
-  if (status != KILN_OK) {
-    // The message names the call the caller made.
-    std::string message = kiln_last_error();
-    const std::string prefix = "kiln_trainer_create";
-    if (message.rfind(prefix, 0) == 0)
-      message = "kiln_trainer_from_solver" + message.substr(prefix.size());
-    return kiln::c_api::Report(absl::Status(static_cast<absl::StatusCode>(status), message));
-  }
-  return status;
+  return CreateTrainer("kiln_trainer_from_solver", solver, &given, trainer);
 }
 
 void kiln_trainer_destroy(kiln_trainer* trainer) { delete trainer; }

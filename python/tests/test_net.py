@@ -109,6 +109,18 @@ def test_save_and_copy_from(tiny, tmp_path):
     fresh = kiln.Net(tiny, device=DEVICE)
     fresh.copy_from(path)
     assert np.all(fresh.params["conv"][1].data == 7.0)
+    # Never over the net's own prototxt, even when asked; the weights it came from, when asked.
+    before = open(tiny).read()
+    with pytest.raises(kiln.KilnError) as alias:
+        again.save(tiny, overwrite=True)
+    assert tiny in str(alias.value) and open(tiny).read() == before
+    again.save(path, overwrite=True)
+    with pytest.raises(kiln.KilnError):
+        again.save(str(tmp_path), overwrite=True)  # a folder
+    engine = kiln.Engine.from_caffe(tiny, path, device="cpu")
+    with pytest.raises(kiln.KilnError):
+        engine.save(path, overwrite=True)  # the engine's own weights
+    assert open(tiny).read() == before
 
 
 def test_errors_are_exceptions_with_the_library_s_message(models, tmp_path):

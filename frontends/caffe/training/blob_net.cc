@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/file_identity.h"
 #include "base/file_io.h"
 #include "base/status_macros.h"
 #include "frontends/caffe/blob_convert.h"
@@ -329,10 +330,12 @@ absl::Status BlobNet::Backward() {
 }
 
 absl::Status BlobNet::Save(const std::string& path, bool overwrite) const {
-  if (!overwrite && std::filesystem::exists(path)) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("net save: ", path, " exists; pass overwrite to replace it"));
-  }
+  // Never over the net's own prototxt, whatever `overwrite` says; over the weights it was
+  // loaded from only when asked (they were read whole; the write is atomic).
+  absl::Status writable =
+      CheckOutputFiles({{"the net's prototxt", origin_}}, {{"path", path}},
+                       overwrite ? ExistingOutput::kReplace : ExistingOutput::kRefuse, "overwrite");
+  if (!writable.ok()) return Annotate(writable, "net save");
   caffe::NetParameter out;
   out.set_name(model_.net.name());
   for (const Layer& layer : layers_) {
