@@ -47,6 +47,16 @@ std::vector<ConvAlgo> GemmFirstOrder(ConvDirection direction, const ConvProblem&
               ConvAlgo::kGemm,
               ConvAlgo::kDirect};
     case ConvDirection::kBackwardFilter:
+      // The depthwise kernel, where it serves (DIRECT is unsupported otherwise).
+      if (thin_groups) {
+        return {ConvAlgo::kDirect,
+                ConvAlgo::kGemm1x1,
+                ConvAlgo::kImplicitPrecompGemm,
+                ConvAlgo::kWinogradNonfused,
+                ConvAlgo::kImplicitGemmSplitK,
+                ConvAlgo::kImplicitGemm,
+                ConvAlgo::kGemm};
+      }
       return {ConvAlgo::kGemm1x1,          ConvAlgo::kImplicitPrecompGemm,
               ConvAlgo::kWinogradNonfused, ConvAlgo::kImplicitGemmSplitK,
               ConvAlgo::kImplicitGemm,     ConvAlgo::kGemm};

@@ -11,12 +11,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "dnn/conv_gemm_views.h"
+#include "dnn/cuda/conv/conv_depthwise_launch.h"
 #include "dnn/cuda/conv/conv_fft.h"
 #include "dnn/cuda/conv/conv_gemm_launch.h"
 #include "dnn/cuda/conv/conv_paths.h"
 #include "dnn/cuda/conv/conv_small_channels_launch.h"
 #include "dnn/cuda/conv/conv_wgmma_launch.h"
-#include "dnn/conv_gemm_views.h"
 
 namespace kiln {
 namespace dnn {
@@ -72,6 +73,21 @@ cuda::SmallChannelsLaunch SmallChannelsLaunchOf(const Handle& h, const ConvProbl
   l.beta = beta;
   l.multiprocessors = h.multiprocessors();
   l.partial = partial;
+  return l;
+}
+
+// The depthwise kernels' launch (conv_depthwise_launch.h), operands named as in forward.
+cuda::DepthwiseLaunch DepthwiseLaunchOf(const Handle& h, const ConvProblem& p, float alpha,
+                                        float beta, const void* x, const void* w, const void* y) {
+  cuda::DepthwiseLaunch l;
+  l.problem = p;
+  l.element = ElementOf(p.dtype);
+  l.x = x;
+  l.w = w;
+  l.y = y;
+  l.alpha = alpha;
+  l.beta = beta;
+  l.multiprocessors = h.multiprocessors();
   return l;
 }
 
@@ -191,9 +207,9 @@ absl::Status CheckConvAlgoSupported(ConvDirection direction, const ConvProblem& 
           "ungrouped 2-d backward filter");
     }
     case ConvAlgo::kDirect:
-      return direction != ConvDirection::kBackwardFilter
+      return direction != ConvDirection::kBackwardFilter || cuda::DepthwiseServes(p)
                  ? absl::OkStatus()
-                 : no("serves forward and backward data only");
+                 : no("serves backward filter of channels-last 2-d depthwise problems only");
     case ConvAlgo::kImplicitGemmSplitK:
       return direction == ConvDirection::kBackwardFilter ? absl::OkStatus()
                                                          : no("is backward-filter-only");
@@ -271,6 +287,11 @@ absl::StatusOr<size_t> GetConvolutionWorkspaceSize(const Handle& handle, ConvDir
     }
     case ConvAlgo::kFft:
       return FftWorkspaceBytes(handle, direction, p);
+    case ConvAlgo::kDirect:
+      if (direction == ConvDirection::kBackwardFilter) {
+        return static_cast<size_t>(cuda::DepthwiseFilterGradientBytes(p, handle.multiprocessors()));
+      }
+      return size_t{0};
     case ConvAlgo::kImplicitGemmSplitK: {
       if (cuda::WindowFilterGradientServes(p)) {
         return static_cast<size_t>(cuda::WindowFilterGradientBytes(p, handle.multiprocessors()));
@@ -394,6 +415,18 @@ absl::Status RunConvolutionImpl(Handle& handle, ConvDirection direction, const C
           status = ForwardGemm(handle, p, alpha, beta, x, w, y, ws);
           break;
         case ConvAlgo::kDirect:
+          if (cuda::DepthwiseServes(p)) {
+            cuda::DepthwiseLaunch l = DepthwiseLaunchOf(handle, p, alpha, beta, x, w, y);
+            if (epilogue != nullptr) {
+              l.epilogue.bias = epilogue->bias;
+              l.epilogue.relu = epilogue->relu;
+              l.epilogue.slope = epilogue->relu_slope;
+              *applied = true;
+            }
+            status =
+                Launched(cuda::LaunchDepthwiseForward(l, handle.stream()), "depthwise convolution");
+            break;
+          }
           status = Launched(
               cuda::LaunchConvDirect(p, ElementOf(p.dtype), x, w, alpha, beta, y, handle.stream()),
               "direct convolution");
@@ -411,6 +444,10 @@ absl::Status RunConvolutionImpl(Handle& handle, ConvDirection direction, const C
     case ConvDirection::kBackwardData:
       if (algo == ConvAlgo::kGemm1x1) {
         status = Pixelwise1x1(handle, p, /*backward=*/true, alpha, beta, y, w, x, ws);
+      } else if (algo == ConvAlgo::kDirect && cuda::DepthwiseServes(p)) {
+        status = Launched(cuda::LaunchDepthwiseBackwardData(
+                              DepthwiseLaunchOf(handle, p, alpha, beta, x, w, y), handle.stream()),
+                          "depthwise backward data");
       } else if (algo == ConvAlgo::kDirect) {
         status = Launched(cuda::LaunchConvDirectBackwardData(p, ElementOf(p.dtype), y, w, alpha,
                                                              beta, x, handle.stream()),
@@ -429,7 +466,12 @@ absl::Status RunConvolutionImpl(Handle& handle, ConvDirection direction, const C
       }
       break;
     case ConvDirection::kBackwardFilter:
-      if (algo == ConvAlgo::kGemm) {
+      if (algo == ConvAlgo::kDirect) {
+        cuda::DepthwiseLaunch l = DepthwiseLaunchOf(handle, p, alpha, beta, x, w, y);
+        l.partial = reinterpret_cast<float*>(ws);
+        status = Launched(cuda::LaunchDepthwiseBackwardFilter(l, handle.stream()),
+                          "depthwise backward filter");
+      } else if (algo == ConvAlgo::kGemm) {
         status = BackwardFilterGemm(handle, p, alpha, beta, x, y, w, ws);
       } else if (algo == ConvAlgo::kGemm1x1) {
         status = BackwardFilter1x1(handle, p, alpha, beta, x, y, w, ws);

@@ -41,7 +41,10 @@ enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 //   kDirect               forward and backward data: one thread per output (dx) element; best
 //                         for depthwise/grouped convolutions with few channels per group, and
 //                         for strided deconvolutions with few channels (backward data walks only
-//                         the taps of the element's phase).
+//                         the taps of the element's phase). Channels-last 2-d depthwise problems
+//                         run the vectorized depthwise kernels (conv_depthwise_launch.h) in all
+//                         three directions (backward filter: per-split sums in the workspace),
+//                         forward with the bias/ReLU epilogue inside.
 //   kGemm1x1              a 1x1, unpadded, ungrouped convolution of packed NCHW tensors (any
 //                         stride) or packed NHWC ones (stride 1) as cuBLAS products: no copies at
 //                         stride 1 (the NCHW filter gradient takes per-image f32 parts in the
@@ -128,7 +131,8 @@ struct ConvEpilogue {
 // The forward direction of RunConvolution with `epilogue` applied inside the convolution's
 // kernel where the algorithm's path allows it (the Hopper wgmma kernel, which IMPLICIT_GEMM and
 // IMPLICIT_PRECOMP_GEMM take for channels-last tensor-core problems; the small-channel first-layer
-// kernels of IMPLICIT_GEMM; WINOGRAD_NONFUSED's output transform); *applied says whether it was.
+// kernels of IMPLICIT_GEMM; WINOGRAD_NONFUSED's output transform; DIRECT's depthwise kernel);
+// *applied says whether it was.
 // When false the plain convolution ran (y = alpha conv + beta y) and the epilogue is the caller's
 // to apply.
 absl::Status RunConvolutionForwardWithEpilogue(Handle& handle, const ConvProblem& p, ConvAlgo algo,

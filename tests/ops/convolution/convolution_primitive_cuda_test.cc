@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "dnn/conv_reference.h"
 #include "dnn/cuda/conv/conv_algorithm_cache.h"
+#include "dnn/cuda/conv/conv_depthwise_launch.h"
 #include "dnn/cuda/conv/conv_fft.h"
 #include "dnn/cuda/conv/conv_small_channels_launch.h"
 #include "dnn/cuda/conv/conv_wgmma_launch.h"
@@ -250,8 +251,8 @@ TEST_F(ConvCudaTest, ForwardEpilogueInTheKernel) {
   int applied_runs = 0, plain_runs = 0, failures = 0;
   for (const Config& config : kConfigs) {
     for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
-      for (ConvAlgo algo :
-           {ConvAlgo::kImplicitGemm, ConvAlgo::kImplicitPrecompGemm, ConvAlgo::kWinogradNonfused}) {
+      for (ConvAlgo algo : {ConvAlgo::kImplicitGemm, ConvAlgo::kImplicitPrecompGemm,
+                            ConvAlgo::kWinogradNonfused, ConvAlgo::kDirect}) {
         const ConvProblem& p = c.problem;
         if (!dnn::CheckConvAlgoSupported(ConvDirection::kForward, p, algo).ok()) continue;
         const std::string what =
@@ -313,6 +314,28 @@ TEST_F(ConvCudaTest, ForwardEpilogueInTheKernel) {
   // kernel (channels-last f16/bf16/TF32) on an sm_90 one; the mma.sync kernels do not.
   EXPECT_GE(applied_runs, cuda::ConvWgmmaAvailable() ? 100 : 50);
   EXPECT_GT(plain_runs, 0);
+}
+
+// The channels-last depthwise cases are served by the depthwise kernels and come first in the
+// heuristic order of every direction, so EveryAlgorithmMatchesTheReference checked those kernels
+// (and ForwardEpilogueInTheKernel their epilogue), not a fallback.
+TEST_F(ConvCudaTest, DepthwiseCasesRunOnTheDepthwiseKernels) {
+  int cases = 0;
+  for (const Config& config : kConfigs) {
+    for (const ConvCase& c : testing::ConvTestCases(config.dtype, config.math)) {
+      if (c.name.rfind("nhwc_depthwise", 0) != 0) continue;
+      ++cases;
+      EXPECT_TRUE(cuda::DepthwiseServes(c.problem)) << config.name << " " << c.name;
+      for (ConvDirection dir : kDirections) {
+        auto algos = dnn::GetConvolutionAlgorithms(*handle_, dir, c.problem,
+                                                   dnn::ConvAlgoPreference::kPreferFastest);
+        ASSERT_TRUE(algos.ok()) << algos.status();
+        EXPECT_EQ(algos->front().algo, ConvAlgo::kDirect)
+            << config.name << " " << c.name << " " << dnn::ConvDirectionName(dir);
+      }
+    }
+  }
+  EXPECT_GE(cases, 11);
 }
 
 // The cases the windowed kernels serve, through those kernels alone: the first layers forward
