@@ -11,9 +11,10 @@
 // (y = conv + 1 * y, with y holding the residual: the planner writes the output over the residual
 // when the residual dies here, else it is copied into y first). Forward, bias and ReLU are
 // applied by the convolution kernel before its store where the algorithm's path allows it
-// (dnn::RunConvolutionForwardWithEpilogue: wgmma, small-channel, Winograd); otherwise, and for
-// Deconvolution, they are one per-feature affine pass over y afterwards (without a ReLU the bias
-// is one broadcast add).
+// (dnn::RunConvolutionForwardWithEpilogue: wgmma, small-channel, Winograd, depthwise);
+// otherwise, and for Deconvolution, they are one per-feature affine pass over y afterwards
+// (without a ReLU the bias is one broadcast add). Measuring charges that pass to the algorithms
+// that need it (ChargeEpiloguePasses).
 //
 // Algorithm choice, at plan time:
 //   heuristic  the primitive library's order (GetConvolutionAlgorithms) within the workspace limit.
@@ -23,6 +24,7 @@
 //              same tuning file measures nothing.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <random>
 
 #include "absl/strings/numbers.h"
@@ -140,6 +142,78 @@ absl::StatusOr<void*> RandomDeviceBuffer(DataType dtype, int64_t elements, uint3
   return p;
 }
 
+// A fused bias/ReLU that an algorithm's kernel cannot take runs as a pass over y after it
+// (RunEpilogue, which reads and writes y). FindConvolutionAlgorithms times the convolutions
+// alone, so each candidate that leaves its epilogue to that pass is charged with the time of a
+// pass over y's bytes (a device-to-device copy of them, median of 5): the choice is then the
+// fastest convolution with its epilogue (a cuBLAS 1x1 product a little ahead of a kernel that
+// applies the ReLU in its store is not, once the extra pass is paid).
+absl::Status ChargeEpiloguePasses(dnn::Handle& handle, const ConvSetup& s, void* const buffers[3],
+                                  size_t y_bytes, std::vector<dnn::ConvAlgoPerf>* found) {
+  cudaStream_t stream = static_cast<cudaStream_t>(handle.stream());
+  void* bias = nullptr;
+  void* copy = nullptr;
+  void* workspace = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  auto release = [&] {
+    for (void* b : {bias, copy, workspace})
+      if (b != nullptr) cudaFree(b);
+    if (start != nullptr) cudaEventDestroy(start);
+    if (stop != nullptr) cudaEventDestroy(stop);
+  };
+  auto check = [&](cudaError_t e, const char* what) {
+    return e == cudaSuccess
+               ? absl::OkStatus()
+               : absl::InternalError(absl::StrCat("measuring the epilogue pass: ", what, ": ",
+                                                  cudaGetErrorString(e)));
+  };
+  absl::Status status = check(cudaMalloc(&bias, static_cast<size_t>(s.problem.k) * 4), "bias");
+  if (status.ok()) status = check(cudaMemsetAsync(bias, 0, s.problem.k * 4, stream), "bias");
+  if (status.ok()) status = check(cudaMalloc(&copy, y_bytes), "copy of y");
+  if (status.ok()) status = check(cudaEventCreate(&start), "event");
+  if (status.ok()) status = check(cudaEventCreate(&stop), "event");
+  std::vector<float> times;
+  for (int i = 0; i < 6 && status.ok(); ++i) {
+    status = check(cudaEventRecord(start, stream), "event");
+    if (status.ok()) {
+      status = check(cudaMemcpyAsync(copy, buffers[2], y_bytes, cudaMemcpyDeviceToDevice, stream),
+                     "copy");
+    }
+    if (status.ok()) status = check(cudaEventRecord(stop, stream), "event");
+    if (status.ok()) status = check(cudaEventSynchronize(stop), "event");
+    float ms = 0;
+    if (status.ok()) status = check(cudaEventElapsedTime(&ms, start, stop), "event");
+    if (status.ok() && i > 0) times.push_back(ms);  // the first is a warm-up
+  }
+  if (!status.ok()) {
+    release();
+    return status;
+  }
+  std::sort(times.begin(), times.end());
+  const float pass_ms = times[times.size() / 2];
+  dnn::ConvEpilogue probe;
+  probe.bias = static_cast<const float*>(bias);
+  probe.relu = true;
+  for (dnn::ConvAlgoPerf& perf : *found) {
+    if (!perf.status.ok()) continue;
+    if (workspace != nullptr) cudaFree(workspace);
+    workspace = nullptr;
+    if (perf.workspace_bytes > 0 && cudaMalloc(&workspace, perf.workspace_bytes) != cudaSuccess) {
+      cudaGetLastError();
+      perf.time_ms += pass_ms;  // unknown: counted as not applied
+      continue;
+    }
+    bool applied = false;
+    const absl::Status run = dnn::RunConvolutionForwardWithEpilogue(
+        handle, s.problem, perf.algo, 1.0f, 0.0f, buffers[0], buffers[1], buffers[2], workspace,
+        perf.workspace_bytes, probe, &applied);
+    if (!run.ok() || !applied) perf.time_ms += pass_ms;
+  }
+  const cudaError_t synced = cudaStreamSynchronize(stream);
+  release();
+  return check(synced, "synchronize");
+}
+
 // Times every algorithm on buffers shaped like the node's (the plan's own arenas do not exist
 // yet at compile time; the timing depends only on shapes, strides and dtypes).
 absl::StatusOr<dnn::ConvAlgoPerf> Measure(const ConvSetup& s, const Node& node,
@@ -164,6 +238,17 @@ absl::StatusOr<dnn::ConvAlgoPerf> Measure(const ConvSetup& s, const Node& node,
   }
   auto found = dnn::FindConvolutionAlgorithms(*handle, s.direction, s.problem, buffers[0],
                                               buffers[1], buffers[2], workspace_limit);
+  if (found.ok() && s.direction == dnn::ConvDirection::kForward) {
+    auto epilogue = dnn_plans::PlanConvEpilogue(node, dnn_plans::OperandTypes::Of(node));
+    if (epilogue.ok() && (epilogue->bias || epilogue->relu)) {
+      const absl::Status charged =
+          ChargeEpiloguePasses(*handle, s, buffers, y.span_bytes(), &*found);
+      if (!charged.ok()) {
+        release();
+        return charged;
+      }
+    }
+  }
   release();
   if (!found.ok()) return found.status();
   // The fastest, unless one within 5% of it (timing noise is about that) needs less workspace:
