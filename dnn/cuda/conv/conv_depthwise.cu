@@ -121,6 +121,59 @@ __device__ __forceinline__ void LoadVec(const T* p, float (&v)[V]) {
   }
 }
 
+// The raw bits of V elements, loaded in one access and taken apart later (Unpack), so a thread
+// can issue all its loads before the first multiply needs one. A pack outside the tensor is
+// zero bits (0.0 in every element type), so padding needs no branch around the arithmetic.
+template <typename T, int V>
+struct RawPack {
+  static constexpr int kBytes = static_cast<int>(sizeof(T)) * V;
+  using type = typename std::conditional<
+      kBytes == 16, uint4,
+      typename std::conditional<kBytes == 8, uint2,
+                                typename std::conditional<kBytes == 4, uint32_t,
+                                                          unsigned short>::type>::type>::type;
+};
+
+template <typename T, int V>
+__device__ __forceinline__ typename RawPack<T, V>::type LoadRaw(const T* p, bool valid) {
+  using Raw = typename RawPack<T, V>::type;
+  Raw zero;
+  if constexpr (sizeof(Raw) == 16) {
+    zero = make_uint4(0, 0, 0, 0);
+  } else if constexpr (sizeof(Raw) == 8) {
+    zero = make_uint2(0, 0);
+  } else {
+    zero = 0;
+  }
+  return valid ? *reinterpret_cast<const Raw*>(p) : zero;
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void Unpack(const typename RawPack<T, V>::type& raw, float (&v)[V]) {
+  if constexpr (std::is_same<T, float>::value) {
+    if constexpr (V == 4) {
+      v[0] = __uint_as_float(raw.x), v[1] = __uint_as_float(raw.y);
+      v[2] = __uint_as_float(raw.z), v[3] = __uint_as_float(raw.w);
+    } else if constexpr (V == 2) {
+      v[0] = __uint_as_float(raw.x), v[1] = __uint_as_float(raw.y);
+    } else {
+      v[0] = __uint_as_float(raw);
+    }
+  } else if constexpr (V == 8) {
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      v[2 * k] = FromBits16<T>(words[k]);
+      v[2 * k + 1] = FromBits16<T>(words[k] >> 16);
+    }
+  } else if constexpr (V == 2) {
+    v[0] = FromBits16<T>(raw);
+    v[1] = FromBits16<T>(raw >> 16);
+  } else {
+    v[0] = FromBits16<T>(raw);
+  }
+}
+
 template <typename T, int V>
 __device__ __forceinline__ void StoreVec(T* p, const float (&v)[V]) {
   if constexpr (V == 1) {
@@ -224,7 +277,7 @@ __device__ __forceinline__ void FinishAndStore(const Geometry& g, const float (&
 // R == 0: any shape, one column per thread.
 
 template <typename T, int V, int R, int S, int STRIDE>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     DepthwiseForwardKernel(const Geometry g, const T* __restrict__ x, const T* __restrict__ w,
                            T* __restrict__ y) {
   constexpr bool kFixed = R > 0;
@@ -245,17 +298,26 @@ __global__ void __launch_bounds__(kThreads)
     const int h0 = op * STRIDE - g.pad_h;
     const int w0 = q0 * STRIDE - g.pad_w;
     constexpr int kWindow = (kCols - 1) * STRIDE + S;
+    // Every load of the window first (predicated, no branches), then the products: the loads
+    // are in flight together rather than one at a time.
+    typename RawPack<T, V>::type window[R][kWindow];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int h = h0 + r;
-      if (h < 0 || h >= g.h) continue;
-      const T* row = xn + h * g.xs_h;
+      const bool row_inside = h >= 0 && h < g.h;
 #pragma unroll
       for (int j = 0; j < kWindow; ++j) {
         const int col = w0 + j;
-        if (col < 0 || col >= g.w) continue;
+        window[r][j] =
+            LoadRaw<T, V>(xn + h * g.xs_h + col * g.xs_w, row_inside && col >= 0 && col < g.w);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int j = 0; j < kWindow; ++j) {
         float v[V];
-        LoadVec<T, V>(row + col * g.xs_w, v);
+        Unpack<T, V>(window[r][j], v);
 #pragma unroll
         for (int t = 0; t < kCols; ++t) {
           const int s = j - t * STRIDE;
@@ -316,24 +378,47 @@ __global__ void __launch_bounds__(kThreads)
   // The compiled shapes keep their taps in registers; the others read them as they go.
   float taps[kFixed ? R * S : 1][V];
   if constexpr (kFixed) LoadTaps<T, V, R * S>(g, w, c0, taps);
+  if constexpr (kFixed) {
+    // The dy pixels of every tap first (predicated: a tap off this pixel's phase or outside dy
+    // loads nothing and counts zero), then the products.
+    typename RawPack<T, V>::type reached[R][S];
 #pragma unroll
-  for (int r = 0; r < taps_r; ++r) {
-    const int ph = h + g.pad_h - r * dil_h;
-    if (ph < 0 || ph % stride_h != 0) continue;
-    const int op = ph / stride_h;
-    if (op >= g.p) continue;
+    for (int r = 0; r < R; ++r) {
+      const int ph = h + g.pad_h - r;
+      const bool row_reached = ph >= 0 && ph % STRIDE == 0 && ph / STRIDE < g.p;
 #pragma unroll
-    for (int s = 0; s < taps_s; ++s) {
-      const int pw = col + g.pad_w - s * dil_w;
-      if (pw < 0 || pw % stride_w != 0) continue;
-      const int oq = pw / stride_w;
-      if (oq >= g.q) continue;
-      float v[V];
-      LoadVec<T, V>(dyn + op * g.ys_h + oq * g.ys_w, v);
+      for (int s = 0; s < S; ++s) {
+        const int pw = col + g.pad_w - s;
+        const bool reached_here = row_reached && pw >= 0 && pw % STRIDE == 0 && pw / STRIDE < g.q;
+        reached[r][s] = LoadRaw<T, V>(dyn + (ph / STRIDE) * g.ys_h + (pw / STRIDE) * g.ys_w,
+                                      reached_here);
+      }
+    }
 #pragma unroll
-      for (int i = 0; i < V; ++i) {
-        const float tap = kFixed ? taps[kFixed ? r * S + s : 0][i] : Tap(g, w, c0 + i, r, s);
-        acc[i] = fmaf(v[i], tap, acc[i]);
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        float v[V];
+        Unpack<T, V>(reached[r][s], v);
+#pragma unroll
+        for (int i = 0; i < V; ++i) acc[i] = fmaf(v[i], taps[r * S + s][i], acc[i]);
+      }
+    }
+  } else {
+    for (int r = 0; r < taps_r; ++r) {
+      const int ph = h + g.pad_h - r * dil_h;
+      if (ph < 0 || ph % stride_h != 0) continue;
+      const int op = ph / stride_h;
+      if (op >= g.p) continue;
+      for (int s = 0; s < taps_s; ++s) {
+        const int pw = col + g.pad_w - s * dil_w;
+        if (pw < 0 || pw % stride_w != 0) continue;
+        const int oq = pw / stride_w;
+        if (oq >= g.q) continue;
+        float v[V];
+        LoadVec<T, V>(dyn + op * g.ys_h + oq * g.ys_w, v);
+#pragma unroll
+        for (int i = 0; i < V; ++i) acc[i] = fmaf(v[i], Tap(g, w, c0 + i, r, s), acc[i]);
       }
     }
   }
@@ -377,15 +462,21 @@ __global__ void __launch_bounds__(kThreads)
       const int oq = rem - op * g.q;
       const int h = op * g.stride_h - g.pad_h + r * g.dil_h;
       if (h < 0 || h >= g.h) continue;
-      float d[V];
-      LoadVec<T, V>(dy + n * g.ys_n + op * g.ys_h + oq * g.ys_w + c0, d);
+      // dy and the row's x packs first (predicated), then the products.
+      const auto dy_raw = LoadRaw<T, V>(dy + n * g.ys_n + op * g.ys_h + oq * g.ys_w + c0, true);
       const T* row = x + n * g.xs_n + h * g.xs_h + c0;
+      typename RawPack<T, V>::type x_raw[kTaps];
 #pragma unroll
       for (int t = 0; t < kTaps; ++t) {
         const int col = oq * g.stride_w - g.pad_w + (s_first + t) * g.dil_w;
-        if (col < 0 || col >= g.w) continue;
+        x_raw[t] = LoadRaw<T, V>(row + col * g.xs_w, col >= 0 && col < g.w);
+      }
+      float d[V];
+      Unpack<T, V>(dy_raw, d);
+#pragma unroll
+      for (int t = 0; t < kTaps; ++t) {
         float v[V];
-        LoadVec<T, V>(row + col * g.xs_w, v);
+        Unpack<T, V>(x_raw[t], v);
 #pragma unroll
         for (int i = 0; i < V; ++i) acc[t][i] = fmaf(v[i], d[i], acc[t][i]);
       }
