@@ -1,8 +1,12 @@
 #include "kernels/tuning_cache.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 
@@ -38,10 +42,13 @@ bool TuningCache::dirty() const {
   return dirty_;
 }
 
-absl::Status TuningCache::Load(const std::string& path) {
+namespace {
+
+// The entries of `path` (none when it does not exist), or InvalidArgument at the first line that
+// is not KEY<TAB>VALUE.
+absl::Status ReadEntries(const std::string& path, std::map<std::string, std::string>* entries) {
   std::ifstream in(path);
   if (!in) return absl::OkStatus();  // no file yet: nothing measured so far
-  std::lock_guard<std::mutex> lock(mu_);
   std::string line;
   int number = 0;
   while (std::getline(in, line)) {
@@ -52,15 +59,53 @@ absl::Status TuningCache::Load(const std::string& path) {
       return absl::InvalidArgumentError(
           absl::StrCat("tuning file ", path, ":", number, ": expected KEY<TAB>VALUE"));
     }
-    entries_[line.substr(0, tab)] = line.substr(tab + 1);
+    (*entries)[line.substr(0, tab)] = line.substr(tab + 1);
   }
-  dirty_ = false;
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status TuningCache::Load(const std::string& path) {
+  std::map<std::string, std::string> read;
+  const absl::Status status = ReadEntries(path, &read);
+  std::lock_guard<std::mutex> lock(mu_);
+  // As before this file was factored: the lines before a malformed one are kept.
+  for (auto& [key, value] : read) entries_[key] = std::move(value);
+  if (status.ok()) dirty_ = false;
+  return status;
+}
+
+std::string TuningCache::LoadIfValid(const std::string& path) {
+  std::map<std::string, std::string> read;
+  const absl::Status status = ReadEntries(path, &read);
+  if (!status.ok()) return std::string(status.message());
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, value] : read) entries_.emplace(key, std::move(value));
+  return "";
+}
+
+absl::Status TuningCache::SaveMerged(const std::string& path) {
+  std::map<std::string, std::string> theirs;
+  if (ReadEntries(path, &theirs).ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, value] : theirs) entries_.emplace(key, std::move(value));
+  }
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(folder, error);
+    if (error) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot create ", folder.string(), ": ", error.message()));
+    }
+  }
+  return Save(path);
 }
 
 absl::Status TuningCache::Save(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string temporary = path + ".tmp";
+  const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
   {
     std::ofstream out(temporary, std::ios::trunc);
     if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", temporary));

@@ -26,9 +26,18 @@ class TuningCache {
   // Adds the entries of `path`; a missing file is an empty cache (the first compile), a line
   // without a tab is InvalidArgument naming the file and line.
   absl::Status Load(const std::string& path);
-  // Writes every entry to `path` through a temporary file and a rename, so a crash never leaves
-  // half a file.
+  // Writes every entry to `path` through a temporary file of this process's own and a rename,
+  // so a crash never leaves half a file and two processes never write one temporary file.
   absl::Status Save(const std::string& path);
+
+  // For a cache Kiln keeps on its own (the CLI's per-user file, docs/PERF.md "fast by
+  // default"), which several processes may share and nobody edits:
+  // Adds the entries of `path` only if the whole file parses; returns why it was skipped
+  // ("" when it was loaded or does not exist). A damaged cache is measured again, not an error.
+  std::string LoadIfValid(const std::string& path);
+  // Merges in the entries another process saved to `path` since (this cache's own value wins
+  // where both have a key), creates the folder, and saves.
+  absl::Status SaveMerged(const std::string& path);
 
  private:
   mutable std::mutex mu_;

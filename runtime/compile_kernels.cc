@@ -38,7 +38,11 @@ absl::Status PlanBuilder::ChooseKernels(CompileState& state) {
     plan.cuda_device_ = options.cuda_target.has_value() ? 0 : options.cuda_device;
     kernel_options.device_name = absl::StrCat(d.name, " sm_", d.major, d.minor);
     if (kernel_options.measure_algorithms && !options.tuning_file.empty()) {
-      KILN_RETURN_IF_ERROR(Annotate(state.tuning.Load(options.tuning_file), "compile"));
+      if (options.tuning_file_is_cache) {
+        state.tuning.LoadIfValid(options.tuning_file);  // damaged: everything is measured again
+      } else {
+        KILN_RETURN_IF_ERROR(Annotate(state.tuning.Load(options.tuning_file), "compile"));
+      }
     }
     for (const auto& [key, value] : options.tuning_entries) state.tuning.Insert(key, value);
     kernel_options.tuning = &state.tuning;

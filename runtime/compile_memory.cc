@@ -50,7 +50,12 @@ absl::Status PlanBuilder::PlanArenas(CompileState& state) {
   const KernelOptions& kernel_options = state.kernel_options;
   if (kernel_options.tuning != nullptr && kernel_options.measure_algorithms &&
       !options.tuning_file.empty() && state.tuning.dirty()) {
-    KILN_RETURN_IF_ERROR(Annotate(state.tuning.Save(options.tuning_file), "compile"));
+    if (options.tuning_file_is_cache) {
+      // Best effort: a cache that cannot be written only means measuring again next time.
+      state.tuning.SaveMerged(options.tuning_file).IgnoreError();
+    } else {
+      KILN_RETURN_IF_ERROR(Annotate(state.tuning.Save(options.tuning_file), "compile"));
+    }
   }
   plan.tuning_entries_ = state.tuning.Entries();
   AssignOffsets(state);

@@ -59,6 +59,10 @@ struct CompileOptions {
   AlgoChoice algo = AlgoChoice::kHeuristic;
   // With kMeasure: measured choices are read from and written back to this file ("" = none).
   std::string tuning_file;
+  // The tuning file is a cache Kiln keeps for itself (the CLI's default, under ~/.cache/kiln):
+  // a damaged one is measured again instead of failing the compile, the choices are merged with
+  // what other processes saved to it since, and a save that fails costs only a later measuring.
+  bool tuning_file_is_cache = false;
   // With kMeasure: choices already measured (a saved plan's, runtime/plan_file.h), used before
   // the tuning file's and before measuring anything.
   std::map<std::string, std::string> tuning_entries;

@@ -2,7 +2,8 @@
 # Every family of network on the GPU (issue 37): the convolution primitives' tests (the depthwise
 # kernels among them), the per-layer time of the public nets in Kiln, then bench/graph_bench.py
 # on public Caffe nets that are not in ../shared (bench/public_models.py fetches them) beside
-# ResNet-18 and DenseNet-121, against PyTorch eager and torch.compile in the same run.
+# ResNet-18 and DenseNet-121, against PyTorch eager and torch.compile in the same run; and the
+# default (no --algo) run twice against a fresh tuning cache.
 # Stage here (fills .gpu-nets/, carried to the GPU machine):
 #   bash tools/gpu_check_nets.sh --stage [--mirror DIR]
 # then run there (carry [".gpu-nets"]):
@@ -47,6 +48,17 @@ first_net="${first_net%%:*}"
 run layers_fp16 "$bin/tools/kiln" time --model ".gpu-nets/models/${first_net}_deploy.prototxt" \
   --device cuda --precision fp16 --layout auto --algo measure \
   --input-shape "data=64,3,224,224" --iterations 30
+# Fast by default: the first net with no --algo, twice, against a fresh per-user cache (the
+# first run measures into it, the second reads it), wall time and forward time of each.
+export KILN_CACHE_DIR=/tmp/kiln-cache-check
+rm -rf "$KILN_CACHE_DIR"
+for i in 1 2; do
+  start=$(date +%s%N)
+  run default_$i "$bin/tools/kiln" time --model ".gpu-nets/models/${first_net}_deploy.prototxt" \
+    --device cuda --precision fp16 --input-shape "data=64,3,224,224" --iterations 30
+  echo "wall $((($(date +%s%N) - start) / 1000000)) ms" >>"$out/default_$i.log"
+done
+unset KILN_CACHE_DIR
 if [ -z "${KILN_SKIP_BENCH:-}" ]; then
   mkdir -p /tmp/graph_bench_nets
   run graph_bench python3 bench/graph_bench.py --kiln "$bin/tools/kiln" \
@@ -62,8 +74,11 @@ cat "$out/nvidia_smi.log"
   grep -E "^\[  (PASSED|FAILED)|runs checked|runs applied|Failure|got .* want" \
     "$out/conv_cuda_test.log" | head -30
 grep -E "^layer|/dw|sum of layers|^forward" "$out/layers_fp16.log" | head -45
+for i in 1 2; do
+  echo "no --algo, run $i: $(grep -E "^forward|^wall" "$out/default_$i.log" | tr '\n' ' ')"
+done
 [ -f "$out/graph_bench.log" ] && tail -25 "$out/graph_bench.log"
-for k in conv_cuda_test layers_fp16 graph_bench; do
+for k in conv_cuda_test layers_fp16 default_1 default_2 graph_bench; do
   [ -n "${result[$k]+x}" ] && printf '%-16s exit %s\n' "$k" "${result[$k]}"
 done
 exit 0

@@ -1,10 +1,14 @@
 #include "tools/plan_flags.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "kernels/tuning_cache.h"
 
 namespace kiln {
 
@@ -41,6 +45,23 @@ absl::StatusOr<int64_t> ParseBytes(std::string text) {
 
 }  // namespace
 
+std::string DefaultTuningCacheFile() {
+  auto set = [](const char* name) -> const char* {
+    const char* value = std::getenv(name);
+    return value != nullptr ? value : nullptr;
+  };
+  if (const char* dir = set("KILN_CACHE_DIR")) {
+    return *dir == '\0' ? "" : absl::StrCat(dir, "/tuning.tsv");
+  }
+  if (const char* xdg = set("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
+    return absl::StrCat(xdg, "/kiln/tuning.tsv");
+  }
+  if (const char* home = set("HOME"); home != nullptr && *home == '/') {
+    return absl::StrCat(home, "/.cache/kiln/tuning.tsv");
+  }
+  return "";
+}
+
 const std::set<std::string>& PlanFlagNames() {
   static const std::set<std::string>* names = new std::set<std::string>{
       "device",          "precision",        "layout",   "algo",        "tuning-file",
@@ -60,7 +81,9 @@ absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options) {
   auto layout = ParseLayoutChoice(line.Get("layout", "auto"));
   if (!layout.ok()) return FlagError("layout", layout.status());
   options.layout = *layout;
-  auto algo = ParseAlgoChoice(line.Get("algo", "heuristic"));
+  // Measuring is the default, remembered in the per-user cache, so only a command's first run
+  // on a GPU pays for it (docs/PERF.md, "fast by default").
+  auto algo = ParseAlgoChoice(line.Get("algo", "measure"));
   if (!algo.ok()) return FlagError("algo", algo.status());
   options.algo = *algo;
   if (line.Has("tuning-file")) {
@@ -69,6 +92,17 @@ absl::Status ParsePlanFlags(const CommandLine& line, CompileOptions& options) {
           "--tuning-file holds measured choices: use it with --algo measure");
     }
     options.tuning_file = line.Get("tuning-file");
+  } else if (options.algo == AlgoChoice::kMeasure) {
+    options.tuning_file = DefaultTuningCacheFile();
+    options.tuning_file_is_cache = !options.tuning_file.empty();
+    if (options.tuning_file_is_cache) {
+      TuningCache probe;
+      const std::string damaged = probe.LoadIfValid(options.tuning_file);
+      if (!damaged.empty()) {
+        std::fprintf(stderr, "kiln: the tuning cache is damaged (%s): measuring again\n",
+                     damaged.c_str());
+      }
+    }
   }
   const std::string optimize = line.Get("optimize", "on");
   if (optimize != "on" && optimize != "off" && optimize != "memory") {
@@ -118,8 +152,14 @@ absl::Status ParseCudaTargetFlag(const CommandLine& line, CompileOptions& option
         absl::StrCat("--cuda-target plans for a GPU; --device ", backend, " contradicts it"));
   }
   if (options.algo == AlgoChoice::kMeasure) {
-    return absl::InvalidArgumentError(
-        "--cuda-target plans for a GPU that is not here: --algo measure cannot time on it");
+    if (line.Has("algo")) {
+      return absl::InvalidArgumentError(
+          "--cuda-target plans for a GPU that is not here: --algo measure cannot time on it");
+    }
+    // The default measuring cannot time an absent GPU: the heuristic plans it.
+    options.algo = AlgoChoice::kHeuristic;
+    options.tuning_file.clear();
+    options.tuning_file_is_cache = false;
   }
   options.backend = BackendChoice::kCuda;
   options.cuda_target = device;
@@ -149,7 +189,7 @@ absl::Status ParseDebugFlag(const CommandLine& line, CompileOptions& compile,
 
 const char* PlanFlagsUsage() {
   return "            [--device auto|cuda|cuda:N|cpu|reference] [--precision fp32|tf32|fp16|bf16]\n"
-         "            [--layout nchw|nhwc|auto] [--algo heuristic|measure]\n"
+         "            [--layout nchw|nhwc|auto] [--algo measure|heuristic]\n"
          "            [--tuning-file F] [--workspace-limit BYTES] [--workspace-budget FACTOR]\n"
          "            [--optimize on|off|memory] [--disable-pass NAME[,NAME...]]\n";
 }

@@ -15,12 +15,20 @@
 
 namespace kiln {
 
+// The per-user tuning cache the default --algo measure keeps its choices in (keyed by problem,
+// precision and GPU, so one file serves every GPU): $KILN_CACHE_DIR/tuning.tsv (set but empty:
+// no cache), else $XDG_CACHE_HOME/kiln/tuning.tsv, else $HOME/.cache/kiln/tuning.tsv; "" when
+// none of them is set.
+std::string DefaultTuningCacheFile();
+
 // The flag names, to add to a command's accepted set.
 const std::set<std::string>& PlanFlagNames();
 
 // --device auto|cuda|cuda:N|cpu|reference (default auto: CUDA when a GPU is usable and every layer
 // has a CUDA kernel, else the CPU, saying why), --precision fp32|tf32|fp16|bf16 (default fp32),
-// --layout nchw|nhwc|auto (default auto), --algo heuristic|measure (default heuristic),
+// --layout nchw|nhwc|auto (default auto), --algo measure|heuristic (default measure: each
+// convolution's algorithms timed on the GPU, the choices kept in the per-user cache
+// DefaultTuningCacheFile() unless --tuning-file names another file; heuristic measures nothing),
 // --tuning-file F (with measure), --workspace-limit BYTES (a number, or with a K/M/G suffix),
 // --optimize on|off|memory (default on: the inference rewrites of passes/; memory adds the
 // rewrites that trade speed for memory), --disable-pass NAME[,...].

@@ -1,10 +1,14 @@
 // The plan flags of `kiln run`/`kiln time`, `kiln time` end to end on the CPU, and the tuning
 // file the measured algorithm choices go to.
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "gtest/gtest.h"
 #include "kernels/tuning_cache.h"
 #include "tests/util/caffe_files.h"
@@ -28,13 +32,108 @@ absl::StatusOr<CompileOptions> Parse(std::vector<std::string> args) {
   return options;
 }
 
-TEST(PlanFlagsTest, DefaultsAreAutoDeviceFp32AutoLayoutHeuristic) {
+// Sets an environment variable for one scope (unset = nullptr), restoring it afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+TEST(PlanFlagsTest, DefaultsAreAutoDeviceFp32AutoLayoutMeasuredIntoTheCache) {
+  const std::string dir = ScratchFile("cache_dir");
+  ScopedEnv cache("KILN_CACHE_DIR", dir.c_str());
   auto o = Parse({});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->backend, BackendChoice::kAuto);
   EXPECT_EQ(o->precision, Precision::kFp32);
   EXPECT_EQ(o->layout, LayoutChoice::kAuto);
+  EXPECT_EQ(o->algo, AlgoChoice::kMeasure);
+  EXPECT_EQ(o->tuning_file, dir + "/tuning.tsv");
+  EXPECT_TRUE(o->tuning_file_is_cache);
+  // A file of the user's own is not a cache: its errors are errors.
+  auto named = Parse({"--tuning-file", "/tmp/t"});
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->tuning_file, "/tmp/t");
+  EXPECT_FALSE(named->tuning_file_is_cache);
+  // The heuristic measures nothing and keeps no file.
+  auto heuristic = Parse({"--algo", "heuristic"});
+  ASSERT_TRUE(heuristic.ok()) << heuristic.status();
+  EXPECT_EQ(heuristic->algo, AlgoChoice::kHeuristic);
+  EXPECT_EQ(heuristic->tuning_file, "");
+}
+
+TEST(PlanFlagsTest, TheCacheFileFollowsTheEnvironment) {
+  {
+    ScopedEnv cache("KILN_CACHE_DIR", nullptr);
+    ScopedEnv xdg("XDG_CACHE_HOME", "/var/tmp/xdg");
+    EXPECT_EQ(DefaultTuningCacheFile(), "/var/tmp/xdg/kiln/tuning.tsv");
+  }
+  {
+    ScopedEnv cache("KILN_CACHE_DIR", nullptr);
+    ScopedEnv xdg("XDG_CACHE_HOME", nullptr);
+    ScopedEnv home("HOME", "/home/someone");
+    EXPECT_EQ(DefaultTuningCacheFile(), "/home/someone/.cache/kiln/tuning.tsv");
+  }
+  {
+    // Set but empty: no cache; measuring still is the default, remembered nowhere.
+    ScopedEnv cache("KILN_CACHE_DIR", "");
+    EXPECT_EQ(DefaultTuningCacheFile(), "");
+    auto o = Parse({});
+    ASSERT_TRUE(o.ok()) << o.status();
+    EXPECT_EQ(o->algo, AlgoChoice::kMeasure);
+    EXPECT_EQ(o->tuning_file, "");
+    EXPECT_FALSE(o->tuning_file_is_cache);
+  }
+  {
+    // Nothing to go by (no HOME, a relative XDG_CACHE_HOME, which the spec says to ignore).
+    ScopedEnv cache("KILN_CACHE_DIR", nullptr);
+    ScopedEnv xdg("XDG_CACHE_HOME", "relative");
+    ScopedEnv home("HOME", nullptr);
+    EXPECT_EQ(DefaultTuningCacheFile(), "");
+  }
+}
+
+// A plan for an absent GPU cannot be timed: without --algo it takes the heuristic, with an
+// explicit --algo measure it is refused.
+TEST(PlanFlagsTest, CudaTargetFallsBackToTheHeuristicUnlessMeasureWasAsked) {
+  auto parse = [](std::vector<std::string> args) -> absl::StatusOr<CompileOptions> {
+    args.insert(args.begin(), {"kiln", "compile"});
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(&a[0]);
+    std::set<std::string> names = PlanFlagNames();
+    names.insert("cuda-target");
+    auto line = CommandLine::Parse(static_cast<int>(argv.size()), argv.data(), 2, names, {});
+    if (!line.ok()) return line.status();
+    CompileOptions options;
+    KILN_RETURN_IF_ERROR(ParsePlanFlags(*line, options));
+    KILN_RETURN_IF_ERROR(ParseCudaTargetFlag(*line, options));
+    return options;
+  };
+  auto o = parse({"--cuda-target", "sm_90"});
+  ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->algo, AlgoChoice::kHeuristic);
+  EXPECT_EQ(o->tuning_file, "");
+  auto measured = parse({"--cuda-target", "sm_90", "--algo", "measure"});
+  EXPECT_EQ(measured.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(PlanFlagsTest, ParsesEveryFlag) {
@@ -66,7 +165,7 @@ TEST(PlanFlagsTest, BadValuesNameTheFlag) {
            {{"--workspace-limit", "lots"}, "--workspace-limit"},
            {{"--workspace-budget", "0.5"}, "--workspace-budget"},
            {{"--workspace-budget", "x"}, "--workspace-budget"},
-           {{"--tuning-file", "/tmp/t"}, "--tuning-file"}}) {
+           {{"--algo", "heuristic", "--tuning-file", "/tmp/t"}, "--tuning-file"}}) {
     auto o = Parse(args);
     ASSERT_FALSE(o.ok()) << flag;
     EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
@@ -146,6 +245,49 @@ TEST(TuningCacheTest, SavesLoadsAndRejectsMalformedFiles) {
   absl::Status s = broken.Load(path);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find(":4"), std::string::npos) << s;  // the header is line 1
+}
+
+// The CLI's per-user cache: a damaged file adds nothing and says why; a save merges what another
+// process saved since (its own value winning on a shared key) and creates the folder.
+TEST(TuningCacheTest, TheSharedCacheSkipsDamageAndMergesOtherProcessesEntries) {
+  const std::string dir = ScratchFile("shared_cache");
+  const std::string path = dir + "/deeper/tuning.tsv";
+  std::filesystem::remove_all(dir);
+  TuningCache first;
+  EXPECT_EQ(first.LoadIfValid(path), "");  // absent: nothing measured yet, not an error
+  first.Insert("conv a", "gemm 0 1.0");
+  first.Insert("conv shared", "fft 64 2.0");
+  ASSERT_TRUE(first.SaveMerged(path).ok());
+  // Another process that loaded before the first saved, and measured other problems.
+  TuningCache second;
+  second.Insert("conv b", "direct 0 0.5");
+  second.Insert("conv shared", "gemm 0 1.5");
+  ASSERT_TRUE(second.SaveMerged(path).ok());
+  TuningCache both;
+  EXPECT_EQ(both.LoadIfValid(path), "");
+  EXPECT_EQ(both.size(), 3u);
+  EXPECT_EQ(both.Lookup("conv a").value_or(""), "gemm 0 1.0");
+  EXPECT_EQ(both.Lookup("conv b").value_or(""), "direct 0 0.5");
+  EXPECT_EQ(both.Lookup("conv shared").value_or(""), "gemm 0 1.5");
+  // No temporary file is left behind.
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/deeper")) {
+    ++files;
+    EXPECT_EQ(entry.path().filename(), "tuning.tsv");
+  }
+  EXPECT_EQ(files, 1);
+  // Damage: the whole file is skipped, with the line that broke it.
+  std::ofstream(path, std::ios::app) << "garbage without a tab\n";
+  TuningCache damaged;
+  const std::string why = damaged.LoadIfValid(path);
+  EXPECT_NE(why.find(":5"), std::string::npos) << why;
+  EXPECT_EQ(damaged.size(), 0u);
+  // And the next save replaces it with what this process knows.
+  damaged.Insert("conv c", "gemm 0 3.0");
+  ASSERT_TRUE(damaged.SaveMerged(path).ok());
+  TuningCache repaired;
+  EXPECT_EQ(repaired.LoadIfValid(path), "");
+  EXPECT_EQ(repaired.size(), 1u);
 }
 
 }  // namespace
