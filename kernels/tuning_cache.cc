@@ -89,7 +89,7 @@ absl::Status TuningCache::SaveMerged(const std::string& path) {
   std::map<std::string, std::string> theirs;
   if (ReadEntries(path, &theirs).ok()) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [key, value] : theirs) entries_.emplace(key, std::move(value));
+    for (auto& [key, value] : theirs) entries_[key] = std::move(value);
   }
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   if (!folder.empty()) {

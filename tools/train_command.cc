@@ -288,6 +288,14 @@ absl::Status Train(const CommandLine& line) {
   }
   TrainerOptions options;
   KILN_RETURN_IF_ERROR(ParsePlanFlags(line, options.compile));
+  if (dist.enabled && dist.world_size > 1 && !line.Has("algo")) {
+    // Ranks measuring at once could each pick other algorithms for the same problem, and a
+    // resumed run (which reads the one choice the cache kept) could not reproduce the run
+    // exactly: a data-parallel run takes the heuristic unless --algo measure is asked for.
+    options.compile.algo = AlgoChoice::kHeuristic;
+    options.compile.tuning_file.clear();
+    options.compile.tuning_file_is_cache = false;
+  }
   options.solver_dir = std::filesystem::path(solver_path).parent_path().string();
   if (line.Has("data-seed")) {
     if (!absl::SimpleAtoi(line.Get("data-seed"), &options.data_seed)) {

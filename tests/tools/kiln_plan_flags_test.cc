@@ -248,7 +248,8 @@ TEST(TuningCacheTest, SavesLoadsAndRejectsMalformedFiles) {
 }
 
 // The CLI's per-user cache: a damaged file adds nothing and says why; a save merges what another
-// process saved since (its own value winning on a shared key) and creates the folder.
+// process saved since (the saved value winning on a shared key: entries never change once
+// saved) and creates the folder.
 TEST(TuningCacheTest, TheSharedCacheSkipsDamageAndMergesOtherProcessesEntries) {
   const std::string dir = ScratchFile("shared_cache");
   const std::string path = dir + "/deeper/tuning.tsv";
@@ -268,7 +269,7 @@ TEST(TuningCacheTest, TheSharedCacheSkipsDamageAndMergesOtherProcessesEntries) {
   EXPECT_EQ(both.size(), 3u);
   EXPECT_EQ(both.Lookup("conv a").value_or(""), "gemm 0 1.0");
   EXPECT_EQ(both.Lookup("conv b").value_or(""), "direct 0 0.5");
-  EXPECT_EQ(both.Lookup("conv shared").value_or(""), "gemm 0 1.5");
+  EXPECT_EQ(both.Lookup("conv shared").value_or(""), "fft 64 2.0");
   // No temporary file is left behind.
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir + "/deeper")) {
