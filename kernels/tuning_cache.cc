@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace kiln {
 
@@ -85,12 +86,29 @@ std::string TuningCache::LoadIfValid(const std::string& path) {
   return "";
 }
 
-absl::Status TuningCache::SaveMerged(const std::string& path) {
-  std::map<std::string, std::string> theirs;
-  if (ReadEntries(path, &theirs).ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [key, value] : theirs) entries_[key] = std::move(value);
+namespace {
+
+// Writes `entries` to `path` through a temporary file of this process's own and a rename.
+absl::Status WriteEntries(const std::string& path,
+                          const std::map<std::string, std::string>& entries) {
+  const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", temporary));
+    out << "# kiln tuning file: measured algorithm choices, key<TAB>value\n";
+    for (const auto& [key, value] : entries) out << key << '\t' << value << '\n';
+    if (!out.flush()) return absl::InternalError(absl::StrCat("writing ", temporary, " failed"));
   }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", temporary, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status TuningCache::SaveMerged(const std::string& path) {
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   if (!folder.empty()) {
     std::error_code error;
@@ -100,23 +118,22 @@ absl::Status TuningCache::SaveMerged(const std::string& path) {
           absl::StrCat("cannot create ", folder.string(), ": ", error.message()));
     }
   }
-  return Save(path);
+  // This cache's entries stay as they are (they are what the plan used); the file gets them with
+  // what it already holds on top.
+  std::map<std::string, std::string> merged = Entries();
+  std::map<std::string, std::string> theirs;
+  if (ReadEntries(path, &theirs).ok()) {
+    for (auto& [key, value] : theirs) merged[key] = std::move(value);
+  }
+  KILN_RETURN_IF_ERROR(WriteEntries(path, merged));
+  std::lock_guard<std::mutex> lock(mu_);
+  dirty_ = false;
+  return absl::OkStatus();
 }
 
 absl::Status TuningCache::Save(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", temporary));
-    out << "# kiln tuning file: measured algorithm choices, key<TAB>value\n";
-    for (const auto& [key, value] : entries_) out << key << '\t' << value << '\n';
-    if (!out.flush()) return absl::InternalError(absl::StrCat("writing ", temporary, " failed"));
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", temporary, " to ", path));
-  }
+  KILN_RETURN_IF_ERROR(WriteEntries(path, entries_));
   dirty_ = false;
   return absl::OkStatus();
 }

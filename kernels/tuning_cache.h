@@ -35,8 +35,9 @@ class TuningCache {
   // Adds the entries of `path` only if the whole file parses; returns why it was skipped
   // ("" when it was loaded or does not exist). A damaged cache is measured again, not an error.
   std::string LoadIfValid(const std::string& path);
-  // Merges in the entries another process saved to `path` since, creates the folder, and
-  // saves. Where both have a key the file's value wins: an entry once saved never changes, so a
+  // Writes this cache's entries merged with those another process saved to `path` since,
+  // creating the folder; this cache itself is left as it is (its entries are what the plans
+  // used). Where both have a key the file's value wins: an entry once saved never changes, so a
   // later run (a resumed training among them) finds the choices the first one saved even if
   // another process measured the same problem differently in between.
   absl::Status SaveMerged(const std::string& path);

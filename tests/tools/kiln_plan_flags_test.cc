@@ -264,6 +264,7 @@ TEST(TuningCacheTest, TheSharedCacheSkipsDamageAndMergesOtherProcessesEntries) {
   second.Insert("conv b", "direct 0 0.5");
   second.Insert("conv shared", "gemm 0 1.5");
   ASSERT_TRUE(second.SaveMerged(path).ok());
+  EXPECT_EQ(second.Lookup("conv shared").value_or(""), "gemm 0 1.5");  // what its plan used
   TuningCache both;
   EXPECT_EQ(both.LoadIfValid(path), "");
   EXPECT_EQ(both.size(), 3u);
