@@ -46,17 +46,14 @@ absl::StatusOr<int64_t> ParseBytes(std::string text) {
 }  // namespace
 
 std::string DefaultTuningCacheFile() {
-  auto set = [](const char* name) -> const char* {
-    const char* value = std::getenv(name);
-    return value != nullptr ? value : nullptr;
-  };
-  if (const char* dir = set("KILN_CACHE_DIR")) {
+  if (const char* dir = std::getenv("KILN_CACHE_DIR")) {
     return *dir == '\0' ? "" : absl::StrCat(dir, "/tuning.tsv");
   }
-  if (const char* xdg = set("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
+  // XDG's rule: a relative XDG_CACHE_HOME (or HOME) is ignored.
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
     return absl::StrCat(xdg, "/kiln/tuning.tsv");
   }
-  if (const char* home = set("HOME"); home != nullptr && *home == '/') {
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
     return absl::StrCat(home, "/.cache/kiln/tuning.tsv");
   }
   return "";

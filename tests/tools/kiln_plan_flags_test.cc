@@ -290,6 +290,14 @@ TEST(TuningCacheTest, TheSharedCacheSkipsDamageAndMergesOtherProcessesEntries) {
   TuningCache repaired;
   EXPECT_EQ(repaired.LoadIfValid(path), "");
   EXPECT_EQ(repaired.size(), 1u);
+  // A cache folder that is a file of the user's: the save fails and the file stays as it was.
+  const std::string user_file = dir + "/user_file";
+  std::ofstream(user_file) << "user data\n";
+  EXPECT_FALSE(repaired.SaveMerged(user_file + "/tuning.tsv").ok());
+  std::ifstream kept(user_file);
+  std::string line;
+  std::getline(kept, line);
+  EXPECT_EQ(line, "user data");
 }
 
 }  // namespace
