@@ -66,7 +66,7 @@ else
   models="$PWD/.gpu-dist/models"
 fi
 # NCCL: the toolkit's, else the one PyTorch's wheels bring.
-if ldd "$kiln" 2>/dev/null | grep -q "libnccl.so.2 => not found"; then
+if grep -q "libnccl.so.2 => not found" <<<"$(ldd "$kiln" 2>/dev/null)"; then
   nccl_dir=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
   [ -n "$nccl_dir" ] && export LD_LIBRARY_PATH="$nccl_dir:$LD_LIBRARY_PATH"
 fi
@@ -79,7 +79,7 @@ child_with_args() {  # parent pid, text in the child's arguments -> the child's 
   local p
   for p in /proc/[0-9]*; do
     [ "$(awk '{print $4}' "$p/stat" 2>/dev/null)" = "$1" ] || continue
-    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "$2" && basename "$p"
+    [[ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" == *"$2"* ]] && basename "$p"
   done
 }
 declare -A result detail

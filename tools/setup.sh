@@ -11,7 +11,8 @@ packages=(bazel-bootstrap g++ libabsl-dev libprotobuf-dev protobuf-compiler libg
           pybind11-dev python3-pybind11 python3-pytest python3-tqdm python3-torch)
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == *"install ok installed"* ]] ||
+    missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"

@@ -45,7 +45,9 @@ declared=$(grep -o 'KILN_API [^(]*(' include/kiln/kiln.h | grep -o 'kiln_[a-z0-9
   sort -u)
 [ "$(echo "$declared" | wc -l)" -ge 30 ] || { echo "FAIL: too few declarations found"; failed=1; }
 for f in $declared; do
-  echo "$exported" | grep -qx "$f" ||
+  # A here-string, not `echo | grep -q`: under pipefail, grep quitting at its match can kill
+  # echo (bash writes line by line) with SIGPIPE, and the pipeline then fails at random.
+  grep -qx "$f" <<<"$exported" ||
     { echo "FAIL: $f is declared in kiln.h but not exported"; failed=1; }
 done
 
