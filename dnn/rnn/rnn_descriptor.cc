@@ -97,7 +97,8 @@ std::string RnnDescriptor::ToString() const {
                       bias == RnnBias::kDouble      ? ""
                       : bias == RnnBias::kInputOnly ? " input bias only"
                                                     : " no bias",
-                      dropout > 0 ? absl::StrCat(" dropout ", dropout) : "");
+                      dropout > 0 ? absl::StrCat(" dropout ", dropout) : "",
+                      gate_order == RnnGateOrder::kIfog ? " gates ifog" : "");
 }
 
 RnnWeightOffsets RnnLayerWeights(const RnnDescriptor& rnn, int64_t layer, int direction) {
@@ -175,6 +176,11 @@ std::string RnnSequences::ToString() const {
 
 absl::Status CheckRnnCall(const RnnDescriptor& rnn, const RnnSequences& x, const RnnSequences& y,
                           bool has_cont, const char* where) {
+  if (rnn.gate_order != RnnGateOrder::kIfgo &&
+      (rnn.gate_order != RnnGateOrder::kIfog || rnn.cell != RnnCell::kLstm)) {
+    return Invalid(where, absl::StrCat("gate order ", static_cast<int>(rnn.gate_order), " for ",
+                                       rnn.ToString(), " (i f o g is an LSTM order)"));
+  }
   if (x.features != rnn.input_size) {
     return Invalid(where, absl::StrCat("x ", x.ToString(), " has ", x.features,
                                        " features; the RNN's input_size is ", rnn.input_size));

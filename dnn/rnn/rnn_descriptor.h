@@ -32,6 +32,9 @@ enum class RnnCell { kRnnRelu, kRnnTanh, kLstm, kGru };
 // Which biases a layer has (cuDNN's bias modes): both b_ih and b_hh, b_ih alone (Caffe's LSTM),
 // or none. A missing bias is zero and has no gradient.
 enum class RnnBias { kDouble, kInputOnly, kNone };
+// The order of the LSTM's four gate blocks in W_ih, W_hh and the biases: PyTorch's and cuDNN's
+// i, f, g, o, or Caffe's i, f, o, g (its LSTMUnit). Other cells have one order.
+enum class RnnGateOrder { kIfgo, kIfog };
 // Sequence-major x is [T, N, features] (cuDNN's default, Caffe's), batch-major [N, T, features]
 // (PyTorch's batch_first). Both are packed.
 enum class RnnLayout { kSequenceMajor, kBatchMajor };
@@ -46,6 +49,7 @@ struct RnnDescriptor {
   // e its index in the [T, N, directions * hidden] sequence-major order, whatever the layout.
   double dropout = 0;
   uint64_t dropout_seed = 0;
+  RnnGateOrder gate_order = RnnGateOrder::kIfgo;  // LSTM only; set after Create
 
   static absl::StatusOr<RnnDescriptor> Create(RnnCell cell, int64_t input_size,
                                               int64_t hidden_size, int64_t layers = 1,
@@ -58,6 +62,10 @@ struct RnnDescriptor {
   int gates() const;
   // Features of layer l's input: input_size for layer 0, directions * hidden_size above.
   int64_t LayerInputSize(int64_t layer) const;
+  // The block of LSTM gate `logical` (0 i, 1 f, 2 g, 3 o) in the weights' order.
+  int LstmBlock(int logical) const {
+    return gate_order == RnnGateOrder::kIfog && logical >= 2 ? 5 - logical : logical;
+  }
   std::string ToString() const;
 };
 

@@ -63,10 +63,11 @@ void CellForward(const RnnDescriptor& rnn, const Params& p, Step& s) {
         s.h[j] = std::tanh(xin[j] + hin[j]);
         break;
       case RnnCell::kLstm: {
+        const int64_t gb = rnn.LstmBlock(2) * H + j, ob = rnn.LstmBlock(3) * H + j;
         const double i = Sigmoid(xin[j] + hin[j]), f = Sigmoid(xin[H + j] + hin[H + j]);
-        const double g = std::tanh(xin[2 * H + j] + hin[2 * H + j]);
-        const double o = Sigmoid(xin[3 * H + j] + hin[3 * H + j]);
-        s.gates[j] = i, s.gates[H + j] = f, s.gates[2 * H + j] = g, s.gates[3 * H + j] = o;
+        const double g = std::tanh(xin[gb] + hin[gb]);
+        const double o = Sigmoid(xin[ob] + hin[ob]);
+        s.gates[j] = i, s.gates[H + j] = f, s.gates[gb] = g, s.gates[ob] = o;
         s.c[j] = f * s.c_prev[j] + i * g;
         s.h[j] = o * std::tanh(s.c[j]);
         break;
@@ -102,13 +103,16 @@ void CellBackward(const RnnDescriptor& rnn, const Params& p, const RnnWeightOffs
         dxin[j] = dhin[j] = dh[j] * (1 - s.h[j] * s.h[j]);
         break;
       case RnnCell::kLstm: {
-        const double i = s.gates[j], f = s.gates[H + j], g = s.gates[2 * H + j],
-                     og = s.gates[3 * H + j];
+        const int64_t gb = rnn.LstmBlock(2) * H + j, ob = rnn.LstmBlock(3) * H + j;
+        const double i = s.gates[j], f = s.gates[H + j], g = s.gates[gb], og = s.gates[ob];
         const double tc = std::tanh(s.c[j]);
         const double dct = dc[j] + dh[j] * og * (1 - tc * tc);
         const double d[4] = {dct * g * i * (1 - i), dct * s.c_prev[j] * f * (1 - f),
                              dct * i * (1 - g * g), dh[j] * tc * og * (1 - og)};
-        for (int q = 0; q < 4; ++q) dxin[q * H + j] = dhin[q * H + j] = d[q];
+        for (int q = 0; q < 4; ++q) {
+          const int64_t at = rnn.LstmBlock(q) * H + j;
+          dxin[at] = dhin[at] = d[q];
+        }
         dc_prev[j] = dct * f;
         break;
       }

@@ -97,7 +97,9 @@ absl::StatusOr<Call> Prepare(Handle& handle, const RnnProblem& p, const RnnTenso
                              bool in_reserve, const char* where) {
   KILN_ASSIGN_OR_RETURN(RnnBufferPlan plan, PlanRnnBuffers(p));
   KILN_RETURN_IF_ERROR(CheckRnnCall(p.rnn, p.x, p.y, t.cont != nullptr, where));
-  if (t.w == nullptr) return absl::InvalidArgumentError(absl::StrCat(where, ": w is null"));
+  if (t.w == nullptr && t.params == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": neither w nor params is given"));
+  }
   const size_t need_ws = in_reserve ? plan.scratch : plan.workspace;
   if (t.workspace_bytes < need_ws || (need_ws > 0 && t.workspace == nullptr)) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": workspace of ", t.workspace_bytes,
@@ -126,11 +128,30 @@ absl::StatusOr<Call> Prepare(Handle& handle, const RnnProblem& p, const RnnTenso
 struct LayerWeights {
   const char *w_ih, *w_hh, *b_ih, *b_hh;
 };
-LayerWeights WeightsOf(const Call& c, const void* w, int64_t l, int d) {
+LayerWeights WeightsOf(const Call& c, const RnnTensors& t, int64_t l, int d) {
+  if (t.params != nullptr) {
+    const RnnLayerParams& q = t.params[l * c.D() + d];
+    return {static_cast<const char*>(q.w_ih), static_cast<const char*>(q.w_hh),
+            static_cast<const char*>(q.b_ih), static_cast<const char*>(q.b_hh)};
+  }
+  const void* w = t.w;
   const RnnWeightOffsets o = RnnLayerWeights(c.p.rnn, l, d);
   const char* base = static_cast<const char*>(w);
   return {base + o.w_ih * c.e, base + o.w_hh * c.e, o.b_ih >= 0 ? base + o.b_ih * c.e : nullptr,
           o.b_hh >= 0 ? base + o.b_hh * c.e : nullptr};
+}
+
+// The gradient pointers of (l, d): the caller's own, or their places in the packed dw.
+RnnLayerGrads GradsOf(const Call& c, const RnnTensors& t, int64_t l, int d) {
+  if (t.grads != nullptr) return t.grads[l * c.D() + d];
+  const RnnWeightOffsets o = RnnLayerWeights(c.p.rnn, l, d);
+  char* dw = static_cast<char*>(t.dw);
+  RnnLayerGrads g;
+  g.w_ih = dw + o.w_ih * c.e;
+  g.w_hh = dw + o.w_hh * c.e;
+  if (o.b_ih >= 0) g.b_ih = dw + o.b_ih * c.e;
+  if (o.b_hh >= 0) g.b_hh = dw + o.b_hh * c.e;
+  return g;
 }
 
 // Copies (or zeroes) an initial state into f32 or dtype storage.
@@ -155,7 +176,7 @@ absl::Status StoreState(const Call& c, const void* src, Storage src_storage, voi
 absl::Status ForwardCell(const Call& c, const RnnTensors& t, int64_t l, int d, const void* in,
                          void* out) {
   const RnnCellBuffers& b = c.cell(l, d);
-  const LayerWeights w = WeightsOf(c, t.w, l, d);
+  const LayerWeights w = WeightsOf(c, t, l, d);
   const int64_t T = c.T(), N = c.N(), H = c.H(), GH = c.GH(), F = c.p.rnn.LayerInputSize(l);
   float* gates = reinterpret_cast<float*>(c.base + b.gates);
   KILN_RETURN_IF_ERROR(c.Gemm(false, true, T * N, GH, F, in, F, w.w_ih, F, 0, gates,
@@ -174,6 +195,8 @@ absl::Status ForwardCell(const Call& c, const RnnTensors& t, int64_t l, int d, c
   step.hidden = H;
   step.max_length = T;
   step.reverse = d == 1;
+  step.g_block = c.p.rnn.LstmBlock(2);
+  step.o_block = c.p.rnn.LstmBlock(3);
   step.lengths = c.lengths;
   step.cont = t.cont;
   step.gates = gates;
@@ -210,7 +233,7 @@ absl::Status ForwardCell(const Call& c, const RnnTensors& t, int64_t l, int d, c
 absl::Status BackwardCell(const Call& c, const RnnTensors& t, int64_t l, int d, const void* dout,
                           void* din) {
   const RnnCellBuffers& b = c.cell(l, d);
-  const LayerWeights w = WeightsOf(c, t.w, l, d);
+  const LayerWeights w = WeightsOf(c, t, l, d);
   const int64_t T = c.T(), N = c.N(), H = c.H(), GH = c.GH(), F = c.p.rnn.LayerInputSize(l);
   const size_t state = c.StateOffset(l, d);
   float* dh[2] = {reinterpret_cast<float*>(c.ws + c.plan.dh[0]),
@@ -229,6 +252,8 @@ absl::Status BackwardCell(const Call& c, const RnnTensors& t, int64_t l, int d, 
   step.hidden = H;
   step.max_length = T;
   step.reverse = d == 1;
+  step.g_block = c.p.rnn.LstmBlock(2);
+  step.o_block = c.p.rnn.LstmBlock(3);
   step.lengths = c.lengths;
   step.cont = t.cont;
   step.gates = reinterpret_cast<const float*>(c.base + b.gates);
@@ -343,8 +368,8 @@ absl::Status RnnBackwardData(Handle& handle, const RnnProblem& p, const RnnTenso
 
 absl::Status RnnBackwardWeights(Handle& handle, const RnnProblem& p, const RnnTensors& t) {
   KILN_ASSIGN_OR_RETURN(Call c, Prepare(handle, p, t, /*in_reserve=*/true, "RnnBackwardWeights"));
-  if (t.x == nullptr || t.dw == nullptr) {
-    return absl::InvalidArgumentError("RnnBackwardWeights: x or dw is null");
+  if (t.x == nullptr || (t.dw == nullptr && t.grads == nullptr)) {
+    return absl::InvalidArgumentError("RnnBackwardWeights: x, or both dw and grads, are null");
   }
   const int64_t T = c.T(), N = c.N(), H = c.H(), D = c.D(), GH = c.GH(), L = p.rnn.layers;
   const bool gru = p.rnn.cell == RnnCell::kGru;
@@ -358,31 +383,30 @@ absl::Status RnnBackwardWeights(Handle& handle, const RnnProblem& p, const RnnTe
                                                              : t.x;
     for (int d = 0; d < D; ++d) {
       const RnnCellBuffers& b = c.cell(l, d);
-      const RnnWeightOffsets o = RnnLayerWeights(p.rnn, l, d);
-      char* dw = static_cast<char*>(t.dw);
+      const RnnLayerGrads g = GradsOf(c, t, l, d);
       const char* dgates = c.base + b.dgates;
       const int64_t ld = c.plan.dgate_stride;
       // dW_ih += dgates^T x: [G H, T N] x [T N, F].
-      KILN_RETURN_IF_ERROR(c.Gemm(true, false, GH, F, T * N, dgates, ld, in, F, 1,
-                                  dw + o.w_ih * c.e, F, p.dtype));
+      KILN_RETURN_IF_ERROR(
+          c.Gemm(true, false, GH, F, T * N, dgates, ld, in, F, 1, g.w_ih, F, p.dtype));
       // dW_hh += drec^T h_prev: [G H, T N] x [T N, H] (h_states 0..T-1 in step order, as drec).
       KILN_RETURN_IF_ERROR(c.Gemm(true, false, GH, H, T * N, c.base + b.drec, GH,
-                                  c.base + b.h_states, H, 1, dw + o.w_hh * c.e, H, p.dtype));
+                                  c.base + b.h_states, H, 1, g.w_hh, H, p.dtype));
       // Bias gradients: column sums of the gate gradients, as [1, T N] x [T N, cols] GEMMs.
-      if (o.b_ih >= 0) {
-        KILN_RETURN_IF_ERROR(c.Gemm(false, false, 1, GH, T * N, ones, T * N, dgates, ld, 1,
-                                    dw + o.b_ih * c.e, GH, p.dtype));
+      if (g.b_ih != nullptr) {
+        KILN_RETURN_IF_ERROR(
+            c.Gemm(false, false, 1, GH, T * N, ones, T * N, dgates, ld, 1, g.b_ih, GH, p.dtype));
       }
-      if (o.b_hh >= 0 && !gru) {
-        KILN_RETURN_IF_ERROR(c.Gemm(false, false, 1, GH, T * N, ones, T * N, dgates, ld, 1,
-                                    dw + o.b_hh * c.e, GH, p.dtype));
+      if (g.b_hh != nullptr && !gru) {
+        KILN_RETURN_IF_ERROR(
+            c.Gemm(false, false, 1, GH, T * N, ones, T * N, dgates, ld, 1, g.b_hh, GH, p.dtype));
       }
-      if (o.b_hh >= 0 && gru) {  // r and z as b_ih's; n from the fourth block (dn r)
+      if (g.b_hh != nullptr && gru) {  // r and z as b_ih's; n from the fourth block (dn r)
         KILN_RETURN_IF_ERROR(c.Gemm(false, false, 1, 2 * H, T * N, ones, T * N, dgates, ld, 1,
-                                    dw + o.b_hh * c.e, 2 * H, p.dtype));
+                                    g.b_hh, 2 * H, p.dtype));
         KILN_RETURN_IF_ERROR(c.Gemm(false, false, 1, H, T * N, ones, T * N,
-                                    dgates + 3 * H * c.e, ld, 1, dw + (o.b_hh + 2 * H) * c.e, H,
-                                    p.dtype));
+                                    dgates + 3 * H * c.e, ld, 1,
+                                    static_cast<char*>(g.b_hh) + 2 * H * c.e, H, p.dtype));
       }
     }
   }

@@ -42,6 +42,22 @@ struct RnnBufferSizes {
 // bf16.
 absl::StatusOr<RnnBufferSizes> RnnGetBufferSizes(const RnnProblem& problem);
 
+// One (layer, direction)'s parameters at addresses of their own (a graph's separate weight
+// tensors) instead of at RnnLayerWeights' offsets in the packed w; the biases as the bias mode
+// has them. RnnLayerGrads is the same for the gradients.
+struct RnnLayerParams {
+  const void* w_ih = nullptr;
+  const void* w_hh = nullptr;
+  const void* b_ih = nullptr;
+  const void* b_hh = nullptr;
+};
+struct RnnLayerGrads {
+  void* w_ih = nullptr;
+  void* w_hh = nullptr;
+  void* b_ih = nullptr;
+  void* b_hh = nullptr;
+};
+
 // The device tensors of one call. Null hx / cx are zero states; null hy / cy, dhx / dcx are not
 // written; null dhy / dcy are zero; cont (f32 [T, N], unidirectional only) may be null.
 struct RnnTensors {
@@ -52,6 +68,7 @@ struct RnnTensors {
   void* hy = nullptr;
   void* cy = nullptr;
   const void* w = nullptr;
+  const RnnLayerParams* params = nullptr;  // layers * directions entries, used instead of w
   const float* cont = nullptr;
   // Backward.
   const void* dy = nullptr;
@@ -61,6 +78,7 @@ struct RnnTensors {
   void* dhx = nullptr;
   void* dcx = nullptr;
   void* dw = nullptr;
+  const RnnLayerGrads* grads = nullptr;  // layers * directions entries, used instead of dw
   // Scratch.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;

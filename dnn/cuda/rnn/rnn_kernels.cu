@@ -52,17 +52,17 @@ __global__ void StepForwardKernel(RnnStepForward p) {
   const float* rec = p.rec + n * G * H;
   float h;
   if (kCell == RnnCellKind::kLstm) {
+    const int64_t at[4] = {j, H + j, p.g_block * H + j, p.o_block * H + j};  // i f g o
     float a[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      a[q] = g[q * H + j] + Bias<T>(p.b_ih, q * H + j) + Bias<T>(p.b_hh, q * H + j) +
-             keep * rec[q * H + j];
+      a[q] = g[at[q]] + Bias<T>(p.b_ih, at[q]) + Bias<T>(p.b_hh, at[q]) + keep * rec[at[q]];
     }
     const float ig = Sigmoid(a[0]), fg = Sigmoid(a[1]), gg = tanhf(a[2]), og = Sigmoid(a[3]);
     const float c = fg * keep * p.c_prev[i] + ig * gg;
     h = og * tanhf(c);
     p.c_next[i] = c;
-    g[j] = ig, g[H + j] = fg, g[2 * H + j] = gg, g[3 * H + j] = og;
+    g[at[0]] = ig, g[at[1]] = fg, g[at[2]] = gg, g[at[3]] = og;
   } else if (kCell == RnnCellKind::kGru) {
     const float r = Sigmoid(g[j] + Bias<T>(p.b_ih, j) + Bias<T>(p.b_hh, j) + keep * rec[j]);
     const float z =
@@ -105,15 +105,16 @@ __global__ void StepBackwardKernel(RnnStepBackward p) {
   const float dh = p.dh_in[i] + ToFloat(static_cast<const T*>(
                                     p.dout)[(t * p.batch + n) * p.out_stride + p.out_offset + j]);
   if (kCell == RnnCellKind::kLstm) {
-    const float ig = g[j], fg = g[H + j], gg = g[2 * H + j], og = g[3 * H + j];
+    const int64_t at[4] = {j, H + j, p.g_block * H + j, p.o_block * H + j};  // i f g o
+    const float ig = g[at[0]], fg = g[at[1]], gg = g[at[2]], og = g[at[3]];
     const float tc = tanhf(p.c_next[i]);
     const float dct = p.dc[i] + dh * og * (1.f - tc * tc);
     const float d[4] = {dct * gg * ig * (1.f - ig), dct * keep * p.c_prev[i] * fg * (1.f - fg),
                         dct * ig * (1.f - gg * gg), dh * tc * og * (1.f - og)};
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      dgates_time[q * H + j] = FromFloat<T>(d[q]);
-      drec[q * H + j] = FromFloat<T>(keep * d[q]);
+      dgates_time[at[q]] = FromFloat<T>(d[q]);
+      drec[at[q]] = FromFloat<T>(keep * d[q]);
     }
     p.dc[i] = keep * dct * fg;
     p.dh_out[i] = 0.f;

@@ -28,6 +28,7 @@ struct RnnStepForward {
   Storage storage = Storage::kF32;
   int64_t batch = 0, hidden = 0, step = 0, max_length = 0;
   bool reverse = false;
+  int g_block = 2, o_block = 3;      // LSTM: the blocks of gates g and o (Caffe's order: 3, 2)
   const int32_t* lengths = nullptr;  // device, N values; null: every sequence max_length long
   const float* cont = nullptr;       // device [T, N], or null
   float* gates = nullptr;
@@ -56,6 +57,7 @@ struct RnnStepBackward {
   Storage storage = Storage::kF32;
   int64_t batch = 0, hidden = 0, step = 0, max_length = 0;
   bool reverse = false;
+  int g_block = 2, o_block = 3;
   const int32_t* lengths = nullptr;
   const float* cont = nullptr;
   const float* gates = nullptr;  // the forward's activated gates

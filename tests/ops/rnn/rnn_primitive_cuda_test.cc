@@ -124,6 +124,8 @@ struct Case {
   double dropout;
   bool ragged, cont;
   int64_t T, N, I, H;
+  bool caffe_order = false;  // LSTM gates i f o g
+  bool separate = false;     // parameters and gradients through RnnLayerParams / RnnLayerGrads
 };
 
 struct Precision {
@@ -151,7 +153,8 @@ void RnnCudaTest::Run(const Case& c, const Precision& prec) {
   auto rnn_or = RnnDescriptor::Create(c.cell, c.I, c.H, c.layers, c.bidirectional, c.bias,
                                       c.dropout, 99);
   ASSERT_TRUE(rnn_or.ok()) << rnn_or.status();
-  const RnnDescriptor rnn = *rnn_or;
+  RnnDescriptor rnn = *rnn_or;
+  if (c.caffe_order) rnn.gate_order = RnnGateOrder::kIfog;
   std::vector<int32_t> len;
   if (c.ragged) {
     std::uniform_int_distribution<int> pick(0, static_cast<int>(c.T));
@@ -163,8 +166,9 @@ void RnnCudaTest::Run(const Case& c, const Precision& prec) {
   p.math = prec.math;
   p.x = *RnnSequences::Create(c.layout, c.T, c.N, c.I, len);
   p.y = *RnnSequences::Create(c.layout, c.T, c.N, rnn.directions() * c.H, len);
-  const std::string what = absl::StrCat(rnn.ToString(), " ", p.x.ToString(), " T", c.T, " N",
-                                        c.N, c.cont ? " cont " : " ", prec.name);
+  const std::string what =
+      absl::StrCat(rnn.ToString(), " ", p.x.ToString(), " T", c.T, " N", c.N,
+                   c.cont ? " cont " : " ", c.separate ? "separate " : "", prec.name);
   const bool lstm = c.cell == RnnCell::kLstm;
   const double wscale = 1 / std::sqrt(static_cast<double>(c.H));
   const size_t states = RnnStateCount(rnn, c.N);
@@ -213,6 +217,27 @@ void RnnCudaTest::Run(const Case& c, const Precision& prec) {
   t.cont = c.cont ? static_cast<const float*>(d_cont.get()) : nullptr;
   t.dy = d_dy.get(), t.dhy = d_dhy.get(), t.dcy = lstm ? d_dcy.get() : nullptr;
   t.dx = d_dx.get(), t.dhx = d_dhx.get(), t.dcx = lstm ? d_dcx.get() : nullptr, t.dw = d_dw.get();
+  std::vector<RnnLayerParams> params;
+  std::vector<RnnLayerGrads> grads;
+  if (c.separate) {  // the same buffers, reached through per-layer pointers
+    for (int64_t l = 0; l < rnn.layers; ++l) {
+      for (int d = 0; d < rnn.directions(); ++d) {
+        const RnnWeightOffsets o = RnnLayerWeights(rnn, l, d);
+        const size_t e = DataTypeSize(dt);
+        char* w_base = static_cast<char*>(d_w.get());
+        char* g_base = static_cast<char*>(d_dw.get());
+        RnnLayerParams q;
+        RnnLayerGrads g;
+        q.w_ih = w_base + o.w_ih * e, g.w_ih = g_base + o.w_ih * e;
+        q.w_hh = w_base + o.w_hh * e, g.w_hh = g_base + o.w_hh * e;
+        if (o.b_ih >= 0) q.b_ih = w_base + o.b_ih * e, g.b_ih = g_base + o.b_ih * e;
+        if (o.b_hh >= 0) q.b_hh = w_base + o.b_hh * e, g.b_hh = g_base + o.b_hh * e;
+        params.push_back(q);
+        grads.push_back(g);
+      }
+    }
+    t.w = nullptr, t.dw = nullptr, t.params = params.data(), t.grads = grads.data();
+  }
   t.workspace = ws.get(), t.workspace_bytes = sizes->workspace;
   t.reserve = reserve.get(), t.reserve_bytes = sizes->reserve;
   ASSERT_TRUE(RnnForward(*handle_, p, RnnForwardMode::kTraining, t).ok()) << what;
@@ -259,11 +284,12 @@ TEST_F(RnnCudaTest, EveryCellMatchesTheReference) {
       {C::kRnnTanh, 1, false, S, B::kDouble, 0, false, false, 6, 5, 7, 9},
       {C::kRnnRelu, 2, true, Bm, B::kDouble, 0, true, false, 5, 4, 6, 8},
       {C::kLstm, 1, false, S, B::kDouble, 0, false, false, 7, 3, 5, 16},
-      {C::kLstm, 1, false, S, B::kInputOnly, 0, true, true, 8, 6, 4, 12},
+      {C::kLstm, 1, false, S, B::kInputOnly, 0, true, true, 8, 6, 4, 12, true, true},
       {C::kLstm, 2, true, S, B::kDouble, 0, true, false, 6, 5, 8, 10},
       {C::kLstm, 3, false, Bm, B::kNone, 0.4, true, false, 5, 4, 6, 8},
       {C::kGru, 1, false, S, B::kDouble, 0, true, true, 7, 4, 5, 11},
-      {C::kGru, 2, true, Bm, B::kInputOnly, 0.25, true, false, 6, 3, 7, 9},
+      {C::kGru, 2, true, Bm, B::kInputOnly, 0.25, true, false, 6, 3, 7, 9, false, true},
+      {C::kLstm, 2, true, S, B::kDouble, 0, true, false, 5, 4, 6, 8, true, false},
       {C::kGru, 2, false, S, B::kDouble, 0, false, false, 5, 6, 4, 13},
       // Wider: many blocks per step, more than one warp per sequence.
       {C::kLstm, 2, true, S, B::kDouble, 0, true, false, 12, 16, 64, 128},

@@ -327,6 +327,45 @@ TEST(RnnReference, BadCallsAreRefused) {
   EXPECT_TRUE(forward(rnn, Seq(S, 3, 2, 2), Seq(S, 3, 2, 3), cont.data()).ok());
 }
 
+// Caffe's gate order is PyTorch's with the g and o blocks of every weight and bias swapped.
+TEST(RnnReference, CaffeGateOrderIsAPermutationOfTheBlocks) {
+  std::mt19937 rng(23);
+  const int64_t T = 3, N = 2, F = 3, H = 4;
+  RnnDescriptor caffe = Make(RnnCell::kLstm, F, H, 1, false, RnnBias::kInputOnly);
+  caffe.gate_order = RnnGateOrder::kIfog;
+  const RnnDescriptor torch = Make(RnnCell::kLstm, F, H, 1, false, RnnBias::kInputOnly);
+  const std::vector<double> w = Random(rng, RnnWeightCount(caffe), 0.6);
+  std::vector<double> w_torch(w.size());
+  const RnnWeightOffsets o = RnnLayerWeights(caffe, 0, 0);
+  // Rows of W_ih ([4H, F]) and W_hh ([4H, H]) and elements of b_ih move block by block.
+  auto permute = [&](int64_t at, int64_t width) {
+    for (int64_t q = 0; q < 4; ++q) {
+      const int64_t from = (q < 2 ? q : 5 - q) * H * width;  // torch block q <- caffe block
+      for (int64_t k = 0; k < H * width; ++k) w_torch[at + q * H * width + k] = w[at + from + k];
+    }
+  };
+  permute(o.w_ih, F);
+  permute(o.w_hh, H);
+  permute(o.b_ih, 1);
+  const std::vector<double> x = Random(rng, T * N * F, 1);
+  const RnnSequences xs = Seq(RnnLayout::kSequenceMajor, T, N, F);
+  const RnnSequences ys = Seq(RnnLayout::kSequenceMajor, T, N, H);
+  std::vector<double> y1(T * N * H), y2(T * N * H);
+  ASSERT_TRUE(reference::RnnForward(caffe, false, xs, x.data(), ys, y1.data(), nullptr, nullptr,
+                                    w.data(), nullptr, nullptr, nullptr)
+                  .ok());
+  ASSERT_TRUE(reference::RnnForward(torch, false, xs, x.data(), ys, y2.data(), nullptr, nullptr,
+                                    w_torch.data(), nullptr, nullptr, nullptr)
+                  .ok());
+  for (size_t i = 0; i < y1.size(); ++i) EXPECT_EQ(y1[i], y2[i]) << i;
+  // The order is refused for cells other than the LSTM.
+  RnnDescriptor gru = Make(RnnCell::kGru, F, H);
+  gru.gate_order = RnnGateOrder::kIfog;
+  EXPECT_FALSE(reference::RnnForward(gru, false, xs, x.data(), ys, y1.data(), nullptr, nullptr,
+                                     w.data(), nullptr, nullptr, nullptr)
+                   .ok());
+}
+
 TEST(RnnReference, WeightLayoutFollowsPyTorchsParameterOrder) {
   // torch.nn.LSTM(5, 7, num_layers=2, bidirectional=True): per layer and direction
   // weight_ih [28, in], weight_hh [28, 7], bias_ih [28], bias_hh [28].
