@@ -54,6 +54,8 @@ namespace kiln {
   X(Pooling)                         \
   X(PoolingGradient)                 \
   X(Power)                           \
+  X(RNN)                             \
+  X(RNNGradient)                     \
   X(ReLU)                            \
   X(Reshape)                         \
   X(Scale)                           \

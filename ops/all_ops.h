@@ -18,6 +18,7 @@ absl::Status RegisterInnerProductOps(OpRegistry& registry);   // InnerProduct
 absl::Status RegisterTensorOps(OpRegistry& registry);    // Concat, Slice, Flatten, Reshape, ...
 absl::Status RegisterEltwiseOps(OpRegistry& registry);   // Eltwise
 absl::Status RegisterLossOps(OpRegistry& registry);      // SoftmaxWithLoss, Accuracy, ...
+absl::Status RegisterRecurrentOps(OpRegistry& registry);  // RNN, RNNGradient
 absl::Status RegisterGradientOps(OpRegistry& registry);  // the backward ops (gradient_ops.cc)
 
 // Registers every family above.

@@ -55,6 +55,10 @@ class LayerBuilder {
 
 using LayerConverter = absl::Status (*)(LayerBuilder& builder);
 
+// InvalidArgument unless the layer has min..max bottoms (tops); max -1 means no upper bound.
+absl::Status NeedBottoms(LayerBuilder& b, int min, int max);
+absl::Status NeedTops(LayerBuilder& b, int min, int max);
+
 // The converter for a V2 type string, or null when Kiln does not support the type.
 LayerConverter FindLayerConverter(const std::string& type);
 

@@ -9,19 +9,9 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "frontends/caffe/layer_builder.h"
+#include "frontends/caffe/recurrent_converters.h"
 
 namespace kiln {
-
-namespace {
-
-using Ints = std::vector<int64_t>;
-
-caffe::FillerParameter ConstantFiller(float value) {
-  caffe::FillerParameter f;
-  f.set_type("constant");
-  f.set_value(value);
-  return f;
-}
 
 absl::Status NeedBottoms(LayerBuilder& b, int min, int max) {
   const int n = static_cast<int>(b.bottoms().size());
@@ -43,6 +33,17 @@ absl::Status NeedTops(LayerBuilder& b, int min, int max) {
         " top(s), got ", n));
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+caffe::FillerParameter ConstantFiller(float value) {
+  caffe::FillerParameter f;
+  f.set_type("constant");
+  f.set_value(value);
+  return f;
 }
 
 // One op, one output, the layer's single top.
@@ -705,7 +706,9 @@ const std::map<std::string, ConverterEntry>& Converters() {
       {"MemoryData", {MemoryData, false}},
       {"PReLU", {Prelu, false}},
       {"Pooling", {Pooling, false}},
+      {"LSTM", {ConvertLstm, false}},
       {"Power", {Power, false}},
+      {"RNN", {ConvertRnn, false}},
       {"ReLU", {Relu, false}},
       {"Reshape", {Reshape, false}},
       {"Scale", {Scale, false}},

@@ -36,6 +36,9 @@ absl::Status RegisterCudaEltwiseKernels(KernelRegistry& registry);
 // four losses' gradients.
 absl::Status RegisterCudaLossKernels(KernelRegistry& registry);
 
+// RNN and RNNGradient (one recurrent layer) over the GPU RNN primitive.
+absl::Status RegisterCudaRecurrentKernels(KernelRegistry& registry);
+
 // All of the above.
 absl::Status RegisterCudaKernels(KernelRegistry& registry);
 

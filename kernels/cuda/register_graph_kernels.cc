@@ -15,6 +15,7 @@ absl::Status RegisterCudaKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterCudaSoftmaxKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaTensorKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaEltwiseKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaRecurrentKernels(registry));
   return RegisterCudaLossKernels(registry);
 }
 

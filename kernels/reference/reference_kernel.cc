@@ -146,6 +146,7 @@ absl::Status RegisterReferenceKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReferenceInnerProduct(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceTensor(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceEltwise(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceRecurrent(registry));
   return RegisterReferenceLoss(registry);
 }
 

@@ -40,6 +40,7 @@ absl::Status RegisterReferenceInnerProduct(KernelRegistry& registry);
 absl::Status RegisterReferenceLoss(KernelRegistry& registry);
 absl::Status RegisterReferenceLrn(KernelRegistry& registry);
 absl::Status RegisterReferencePooling(KernelRegistry& registry);
+absl::Status RegisterReferenceRecurrent(KernelRegistry& registry);  // RNN, RNNGradient
 // Scale and Bias, and their parameter gradients.
 absl::Status RegisterReferenceScale(KernelRegistry& registry);
 absl::Status RegisterReferenceSoftmax(KernelRegistry& registry);

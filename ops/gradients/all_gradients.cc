@@ -10,6 +10,7 @@ absl::Status RegisterAllGradients(OpRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterPointwiseGradients(registry));
   KILN_RETURN_IF_ERROR(RegisterTensorGradients(registry));
   KILN_RETURN_IF_ERROR(RegisterLossGradients(registry));
+  KILN_RETURN_IF_ERROR(RegisterRecurrentGradients(registry));
   for (const OpDef* def : registry.All()) {
     if (def->differentiable && !def->gradient) {
       return absl::InternalError(

@@ -53,6 +53,7 @@ const std::vector<GraphKernelCase>& Cases() {
       ScaleBiasGraphCases(),
       ConvolutionGraphCases(),
       InnerProductGraphCases(),
+      RecurrentGraphCases(),
   }));
   return *cases;
 }

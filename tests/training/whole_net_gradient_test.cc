@@ -256,6 +256,75 @@ constexpr char kResidual[] = R"pb(
 
 // A max-pooling node's input, kept as an extra graph output so the host can tell which element
 // of each window wins.
+// Caffe's recurrent layers: an LSTM over the data with sequence-continuation markers (restarts
+// inside the batch rows), a Caffe RNN (tanh, with its W_ho output projection) over the LSTM's
+// output, and a per-step classifier with the softmax loss over axis 2.
+constexpr char kRecurrent[] = R"pb(
+  name: "recurrent_small"
+  layer {
+    name: "data"
+    type: "Input"
+    top: "data"
+    input_param { shape { dim: 4 dim: 3 dim: 5 } }
+  }
+  layer {
+    name: "cont"
+    type: "Input"
+    top: "cont"
+    input_param { shape { dim: 4 dim: 3 } }
+  }
+  layer {
+    name: "label"
+    type: "Input"
+    top: "label"
+    input_param { shape { dim: 4 dim: 3 } }
+  }
+  layer {
+    name: "lstm"
+    type: "LSTM"
+    bottom: "data"
+    bottom: "cont"
+    top: "lstm"
+    recurrent_param {
+      num_output: 4
+      weight_filler { type: "uniform" min: -0.5 max: 0.5 }
+      bias_filler { type: "uniform" min: -0.2 max: 0.2 }
+    }
+  }
+  layer {
+    name: "rnn"
+    type: "RNN"
+    bottom: "lstm"
+    bottom: "cont"
+    top: "rnn"
+    recurrent_param {
+      num_output: 3
+      weight_filler { type: "uniform" min: -0.6 max: 0.6 }
+      bias_filler { type: "uniform" min: -0.2 max: 0.2 }
+    }
+  }
+  layer {
+    name: "score"
+    type: "InnerProduct"
+    bottom: "rnn"
+    top: "score"
+    inner_product_param {
+      num_output: 3
+      axis: 2
+      weight_filler { type: "uniform" min: -0.7 max: 0.7 }
+      bias_filler { type: "constant" value: 0.1 }
+    }
+  }
+  layer {
+    name: "loss"
+    type: "SoftmaxWithLoss"
+    bottom: "score"
+    bottom: "label"
+    top: "loss"
+    softmax_param { axis: 2 }
+  }
+)pb";
+
 struct MaxPoolWatch {
   std::string output;
   std::vector<int64_t> in_dims, out_dims, kernel, stride, pad;
@@ -319,10 +388,15 @@ absl::Status Prepare(const char* text, uint64_t seed, CheckedNet& out, bool fuse
   std::mt19937 rng(static_cast<uint32_t>(seed));
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (Node* node : graph.Parameters()) {
-    if (node->name() != "data" && node->name() != "label") continue;
+    const std::string& input = node->name();
+    if (input != "data" && input != "label" && input != "cont") continue;
     HostTensor t(node->output_types()[0]);
     for (int64_t i = 0; i < t.type().num_elements(); ++i) {
-      t.SetFloat(i, node->name() == "data" ? uniform(rng) : static_cast<float>((i * 2 + 1) % 3));
+      // cont: 0 at the first step of every row and at two restarts inside rows ([T, N], N = 3).
+      const float cont = i < 3 || i == 5 || i == 7 ? 0.0f : 1.0f;
+      t.SetFloat(i, input == "data"   ? uniform(rng)
+                    : input == "cont" ? cont
+                                      : static_cast<float>((i * 2 + 1) % 3));
     }
     out.bindings[node->name()] = t;
     if (node->name() == "data") {
@@ -531,6 +605,20 @@ TEST(WholeNetGradient, FusedResidualBatchNormNetMatchesFiniteDifferences) {
   EXPECT_LE(r.worst, 1.0);
   EXPECT_GE(r.checked, 130);
   EXPECT_LE(r.straddling * 8, r.checked);
+}
+
+// Caffe's LSTM and RNN layers (RNN ops with cont markers, the LSTM in Caffe's gate order) and
+// their one-node backward (RNNGradient) inside a whole net.
+TEST(WholeNetGradient, RecurrentNetMatchesFiniteDifferences) {
+  const CheckResult r = CheckNet(kRecurrent, 13, 24, Identity);
+  ASSERT_FALSE(r.failed);
+  std::printf("recurrent: %d probes checked, %d straddled a kink, worst ratio %.3f\n", r.checked,
+              r.straddling, r.worst);
+  EXPECT_LE(r.worst, 1.0);
+  // LSTM (W_xc, b_c, W_hc), RNN (W_xh, b_h, W_hh, W_ho, b_o), the classifier and the data: 11
+  // inputs, no kinks (tanh and sigmoid only).
+  EXPECT_GE(r.checked, 150);
+  EXPECT_EQ(r.straddling, 0);
 }
 
 // The comparison rejects a gradient 5% off: the whole-net check can fail.

@@ -59,6 +59,7 @@ std::vector<GraphKernelCase> SoftmaxGraphCases();
 std::vector<GraphKernelCase> TensorGraphCases();
 std::vector<GraphKernelCase> EltwiseGraphCases();
 std::vector<GraphKernelCase> LossGraphCases();
+std::vector<GraphKernelCase> RecurrentGraphCases();
 
 // The tables above concatenated, in that order.
 std::vector<GraphKernelCase> Concatenated(const std::vector<std::vector<GraphKernelCase>>& tables);

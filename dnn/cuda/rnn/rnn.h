@@ -59,7 +59,7 @@ struct RnnLayerGrads {
 };
 
 // The device tensors of one call. Null hx / cx are zero states; null hy / cy, dhx / dcx are not
-// written; null dhy / dcy are zero; cont (f32 [T, N], unidirectional only) may be null.
+// written; null dhy / dcy are zero; cont ([T, N] of the dtype, unidirectional only) may be null.
 struct RnnTensors {
   const void* x = nullptr;
   void* y = nullptr;
@@ -69,7 +69,7 @@ struct RnnTensors {
   void* cy = nullptr;
   const void* w = nullptr;
   const RnnLayerParams* params = nullptr;  // layers * directions entries, used instead of w
-  const float* cont = nullptr;
+  const void* cont = nullptr;  // [T, N] of the problem's dtype
   // Backward.
   const void* dy = nullptr;
   const void* dhy = nullptr;

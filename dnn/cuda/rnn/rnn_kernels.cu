@@ -46,7 +46,8 @@ __global__ void StepForwardKernel(RnnStepForward p) {
     out[(p.step * p.batch + n) * p.out_stride + p.out_offset + j] = FromFloat<T>(0.f);
     return;
   }
-  const float keep = p.cont != nullptr ? p.cont[t * p.batch + n] : 1.f;
+  const float keep =
+      p.cont != nullptr ? ToFloat(static_cast<const T*>(p.cont)[t * p.batch + n]) : 1.f;
   float* g = p.gates + (t * p.batch + n) * p.gate_stride;
   constexpr int G = kCell == RnnCellKind::kLstm ? 4 : kCell == RnnCellKind::kGru ? 3 : 1;
   const float* rec = p.rec + n * G * H;
@@ -100,7 +101,8 @@ __global__ void StepBackwardKernel(RnnStepBackward p) {
     return;
   }
   dgates_time = static_cast<T*>(p.dgates) + (t * p.batch + n) * p.dgate_stride;
-  const float keep = p.cont != nullptr ? p.cont[t * p.batch + n] : 1.f;
+  const float keep =
+      p.cont != nullptr ? ToFloat(static_cast<const T*>(p.cont)[t * p.batch + n]) : 1.f;
   const float* g = p.gates + (t * p.batch + n) * p.gate_stride;
   const float dh = p.dh_in[i] + ToFloat(static_cast<const T*>(
                                     p.dout)[(t * p.batch + n) * p.out_stride + p.out_offset + j]);

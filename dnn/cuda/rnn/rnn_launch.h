@@ -30,7 +30,7 @@ struct RnnStepForward {
   bool reverse = false;
   int g_block = 2, o_block = 3;      // LSTM: the blocks of gates g and o (Caffe's order: 3, 2)
   const int32_t* lengths = nullptr;  // device, N values; null: every sequence max_length long
-  const float* cont = nullptr;       // device [T, N], or null
+  const void* cont = nullptr;        // device [T, N] of `storage`, or null
   float* gates = nullptr;
   int64_t gate_stride = 0;
   const float* rec = nullptr;
@@ -59,7 +59,7 @@ struct RnnStepBackward {
   bool reverse = false;
   int g_block = 2, o_block = 3;
   const int32_t* lengths = nullptr;
-  const float* cont = nullptr;
+  const void* cont = nullptr;
   const float* gates = nullptr;  // the forward's activated gates
   int64_t gate_stride = 0;
   const void* h_prev = nullptr;  // the forward's state before the step (GRU)

@@ -205,7 +205,7 @@ void RnnCudaTest::Run(const Case& c, const Precision& prec) {
   DeviceArray d_x(dt, x.size()), d_y(dt, y_ref.size()), d_hx(dt, states), d_cx(dt, states),
       d_hy(dt, states), d_cy(dt, states), d_w(dt, w.size()), d_dy(dt, dy.size()),
       d_dhy(dt, states), d_dcy(dt, states), d_dx(dt, x.size()), d_dhx(dt, states),
-      d_dcx(dt, states), d_dw(dt, w.size()), d_cont(DataType::kF32, cont.size());
+      d_dcx(dt, states), d_dw(dt, w.size()), d_cont(dt, cont.size());
   DeviceArray ws(DataType::kU8, sizes->workspace), reserve(DataType::kU8, sizes->reserve);
   d_x.Upload(x), d_hx.Upload(hx), d_cx.Upload(cx), d_w.Upload(w), d_dy.Upload(dy);
   d_dhy.Upload(dhy), d_dcy.Upload(dcy), d_dw.Upload(dw0);
@@ -214,7 +214,7 @@ void RnnCudaTest::Run(const Case& c, const Precision& prec) {
   RnnTensors t;
   t.x = d_x.get(), t.y = d_y.get(), t.hx = d_hx.get(), t.cx = lstm ? d_cx.get() : nullptr;
   t.hy = d_hy.get(), t.cy = lstm ? d_cy.get() : nullptr, t.w = d_w.get();
-  t.cont = c.cont ? static_cast<const float*>(d_cont.get()) : nullptr;
+  t.cont = c.cont ? d_cont.get() : nullptr;
   t.dy = d_dy.get(), t.dhy = d_dhy.get(), t.dcy = lstm ? d_dcy.get() : nullptr;
   t.dx = d_dx.get(), t.dhx = d_dhx.get(), t.dcx = lstm ? d_dcx.get() : nullptr, t.dw = d_dw.get();
   std::vector<RnnLayerParams> params;

@@ -1,0 +1,100 @@
+// Caffe unrolls its recurrent layers into a net of InnerProduct, Eltwise and LSTMUnit layers
+// per time step; Kiln imports each as one RNN node (the whole sequence in one op), with Caffe's
+// parameter blobs as the node's weights, unchanged: the LSTM's gate order (i, f, o, g) is an
+// attribute of the op rather than a permutation of the blobs, so a trained net saves back to a
+// .caffemodel Caffe reads. The static input (x_static, a third bottom) is not supported yet.
+#include "frontends/caffe/recurrent_converters.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace kiln {
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+// A Reshape node named after the layer plus `suffix`.
+absl::StatusOr<Value> Reshaped(LayerBuilder& b, Value v, const Ints& dims,
+                               absl::string_view suffix) {
+  if (v.type().dims() == dims) return v;
+  KILN_ASSIGN_OR_RETURN(Node * node, b.AddNode("Reshape", suffix, {v}, {{"shape", dims}}));
+  return node->output(0);
+}
+
+absl::Status Recurrent(LayerBuilder& b, bool lstm) {
+  const caffe::RecurrentParameter& p = b.layer().recurrent_param();
+  const bool expose = p.expose_hidden();
+  const int states = lstm ? 2 : 1;  // h (and c)
+  const int bottoms = static_cast<int>(b.bottoms().size());
+  if (bottoms == 3 + (expose ? states : 0)) {
+    return b.Unsupported("a static input (x_static, the third bottom)");
+  }
+  KILN_RETURN_IF_ERROR(NeedBottoms(b, 2 + (expose ? states : 0), 2 + (expose ? states : 0)));
+  KILN_RETURN_IF_ERROR(NeedTops(b, 1 + (expose ? states : 0), 1 + (expose ? states : 0)));
+  if (!p.has_num_output() || p.num_output() == 0) {
+    return b.Invalid("recurrent_param.num_output missing or 0");
+  }
+  const int64_t H = p.num_output(), G = lstm ? 4 : 1;
+  const TensorType& x = b.bottoms()[0].type();
+  if (x.rank() < 2) {
+    return b.Invalid(absl::StrCat("x ", x.ToString(), " needs at least 2 axes (T, N, ...)"));
+  }
+  const int64_t T = x.dim(0), N = x.dim(1);
+  int64_t I = 1;
+  for (int d = 2; d < x.rank(); ++d) I *= x.dim(d);
+  const TensorType& cont = b.bottoms()[1].type();
+  if (cont.dims() != Ints{T, N}) {
+    return b.Invalid(absl::StrCat("cont ", cont.ToString(), " must be [T, N] = [", T, ", ", N,
+                                  "], x's first two axes"));
+  }
+  b.ExpectParams(lstm ? 3 : 5);
+  KILN_ASSIGN_OR_RETURN(Value w_ih, b.Param(0, {G * H, I}, p.weight_filler(), true, "weight"));
+  KILN_ASSIGN_OR_RETURN(Value b_ih, b.Param(1, {G * H}, p.bias_filler(), true, "bias"));
+  KILN_ASSIGN_OR_RETURN(Value w_hh, b.Param(2, {G * H, H}, p.weight_filler(), true, "weight"));
+  KILN_ASSIGN_OR_RETURN(Value x3, Reshaped(b, b.bottoms()[0], {T, N, I}, "x"));
+  std::vector<Value> inputs = {x3, w_ih, w_hh, b_ih, b.bottoms()[1]};
+  for (int s = 0; s < (expose ? states : 0); ++s) {
+    const Value& v = b.bottoms()[2 + s];
+    if (v.type().dims() != Ints{1, N, H}) {
+      return b.Invalid(absl::StrCat(s == 0 ? "h_0 " : "c_0 ", v.type().ToString(),
+                                    " must be [1, N, H] = [1, ", N, ", ", H, "]"));
+    }
+    KILN_ASSIGN_OR_RETURN(Value state, Reshaped(b, v, {N, H}, s == 0 ? "h_0" : "c_0"));
+    inputs.push_back(state);
+  }
+  AttrMap attrs = {{"cell", std::string(lstm ? "lstm" : "rnn_tanh")},
+                   {"hidden_size", H},
+                   {"bias", std::string("input")},
+                   {"gate_order", std::string(lstm ? "ifog" : "ifgo")},
+                   {"has_cont", true},
+                   {"has_initial_state", expose}};
+  KILN_ASSIGN_OR_RETURN(Node * node, b.AddNode("RNN", "", inputs, attrs));
+  Value top = node->output(0);
+  if (!lstm) {  // Caffe's RNN outputs o_t = tanh(W_ho h_t + b_o)
+    KILN_ASSIGN_OR_RETURN(Value w_ho, b.Param(3, {H, H}, p.weight_filler(), true, "weight"));
+    KILN_ASSIGN_OR_RETURN(Value b_o, b.Param(4, {H}, p.bias_filler(), true, "bias"));
+    KILN_ASSIGN_OR_RETURN(Node * ip, b.AddNode("InnerProduct", "o", {top, w_ho, b_o},
+                                               {{"axis", int64_t{2}}, {"transpose", false}}));
+    KILN_ASSIGN_OR_RETURN(Node * tanh, b.AddNode("TanH", "o_tanh", {ip->output(0)}, {}));
+    top = tanh->output(0);
+  }
+  std::vector<Value> tops = {top};
+  for (int s = 0; s < (expose ? states : 0); ++s) {
+    KILN_ASSIGN_OR_RETURN(Value state,
+                          Reshaped(b, node->output(1 + s), {1, N, H}, s == 0 ? "h_T" : "c_T"));
+    tops.push_back(state);
+  }
+  b.SetTops(tops);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ConvertLstm(LayerBuilder& b) { return Recurrent(b, /*lstm=*/true); }
+absl::Status ConvertRnn(LayerBuilder& b) { return Recurrent(b, /*lstm=*/false); }
+
+}  // namespace kiln
