@@ -8,7 +8,9 @@
 //
 // A row is cell:hidden:batch:seq:layers (input size = hidden, sequence-major, unidirectional).
 // Times are wall time per call over --iters back-to-back calls on one stream, launches included
-// (a recurrent layer is hundreds of small launches; their cost is part of what a user waits).
+// (a recurrent layer is hundreds of small launches; their cost is part of what a user waits):
+// kiln_ms through an RnnPlan (a CUDA graph per call once the tensors repeat), kiln_direct_ms
+// through the free functions (every kernel launched from the host).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include "base/dtype.h"
 #include "dnn/cuda/dnn_handle.h"
 #include "dnn/cuda/rnn/rnn.h"
+#include "dnn/cuda/rnn/rnn_plan.h"
 
 namespace kiln {
 namespace {
@@ -135,25 +138,39 @@ bool RunRow(dnn::Handle& handle, const Row& row, const std::string& precision,
        FillRandom(dy, p.dtype, xs, 1, rng) && FillRandom(t.dw, p.dtype, ws_count, 0, rng) &&
        FillRandom(const_cast<void*>(t.hx), p.dtype, states, 0.5f, rng) &&
        FillRandom(const_cast<void*>(t.cx), p.dtype, states, 0.5f, rng);
-  auto once = [&]() {
+  auto plan = dnn::RnnPlan::Create(p);
+  ok = ok && plan.ok();
+  // One call: through the plan (a CUDA graph from the second call on), or the free functions.
+  auto once = [&](bool direct) {
+    if (!direct) {
+      if (!training) return (*plan)->Forward(handle, dnn::RnnForwardMode::kInference, t);
+      absl::Status s = (*plan)->Forward(handle, dnn::RnnForwardMode::kTraining, t);
+      if (s.ok()) s = (*plan)->BackwardData(handle, t);
+      if (s.ok()) s = (*plan)->BackwardWeights(handle, t);
+      return s;
+    }
     if (!training) return dnn::RnnForward(handle, p, dnn::RnnForwardMode::kInference, t);
     absl::Status s = dnn::RnnForward(handle, p, dnn::RnnForwardMode::kTraining, t);
     if (s.ok()) s = dnn::RnnBackwardData(handle, p, t);
     if (s.ok()) s = dnn::RnnBackwardWeights(handle, p, t);
     return s;
   };
-  double ms = -1;
-  if (ok) {
+  auto time = [&](bool direct) {
     absl::Status s;
-    for (int i = 0; i < 3 && s.ok(); ++i) s = once();  // warm-up: cuBLAS picks its kernels
-    ok = s.ok() && cudaDeviceSynchronize() == cudaSuccess;
+    for (int i = 0; i < 3 && s.ok(); ++i) s = once(direct);  // warm-up: cuBLAS, the graph
+    ok = ok && s.ok() && cudaDeviceSynchronize() == cudaSuccess;
     if (!s.ok()) std::fprintf(stderr, "rnn_bench: %s\n", s.ToString().c_str());
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters && ok; ++i) ok = once().ok();
+    for (int i = 0; i < iters && ok; ++i) ok = once(direct).ok();
     ok = ok && cudaDeviceSynchronize() == cudaSuccess;
-    ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-             .count() /
-         iters;
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+               .count() /
+           iters;
+  };
+  double ms = -1, direct_ms = -1;
+  if (ok) {
+    ms = time(false);
+    direct_ms = time(true);
   }
   for (void* v : owned) cudaFree(v);
   if (!ok) {
@@ -163,10 +180,10 @@ bool RunRow(dnn::Handle& handle, const Row& row, const std::string& precision,
   }
   std::printf(
       "{\"cell\": \"%s\", \"hidden\": %lld, \"batch\": %lld, \"seq\": %lld, \"layers\": %lld, "
-      "\"precision\": \"%s\", \"mode\": \"%s\", \"kiln_ms\": %.4f}\n",
+      "\"precision\": \"%s\", \"mode\": \"%s\", \"kiln_ms\": %.4f, \"kiln_direct_ms\": %.4f}\n",
       row.cell.c_str(), static_cast<long long>(row.hidden), static_cast<long long>(row.batch),
       static_cast<long long>(row.seq), static_cast<long long>(row.layers), precision.c_str(),
-      mode.c_str(), ms);
+      mode.c_str(), ms, direct_ms);
   std::fflush(stdout);
   return true;
 }

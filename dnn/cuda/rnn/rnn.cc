@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "dnn/cuda/cuda_status.h"
 #include "dnn/cuda/rnn/rnn_buffers.h"
+#include "dnn/cuda/rnn/rnn_calls.h"
 #include "dnn/cuda/rnn/rnn_launch.h"
 
 namespace kiln {
@@ -94,7 +95,7 @@ struct Call {
 };
 
 absl::StatusOr<Call> Prepare(Handle& handle, const RnnProblem& p, const RnnTensors& t,
-                             bool in_reserve, const char* where) {
+                             bool in_reserve, RnnLengths lengths, const char* where) {
   KILN_ASSIGN_OR_RETURN(RnnBufferPlan plan, PlanRnnBuffers(p));
   KILN_RETURN_IF_ERROR(CheckRnnCall(p.rnn, p.x, p.y, t.cont != nullptr, where));
   if (t.w == nullptr && t.params == nullptr) {
@@ -116,9 +117,11 @@ absl::StatusOr<Call> Prepare(Handle& handle, const RnnProblem& p, const RnnTenso
   call.base = in_reserve ? static_cast<char*>(t.reserve) : call.ws + call.plan.scratch;
   if (call.plan.lengths != kRnnNoBuffer) {
     int32_t* dev = reinterpret_cast<int32_t*>(call.ws + call.plan.lengths);
-    KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, p.x.lengths.data(),
-                                              p.x.lengths.size() * sizeof(int32_t),
-                                              cudaMemcpyHostToDevice, call.stream()));
+    if (lengths == RnnLengths::kUpload) {
+      KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, p.x.lengths.data(),
+                                                p.x.lengths.size() * sizeof(int32_t),
+                                                cudaMemcpyHostToDevice, call.stream()));
+    }
     call.lengths = dev;
   }
   return call;
@@ -296,10 +299,36 @@ absl::StatusOr<RnnBufferSizes> RnnGetBufferSizes(const RnnProblem& problem) {
   return RnnBufferSizes{plan.workspace, plan.reserve};
 }
 
+absl::Status RnnUploadLengths(Handle& handle, const RnnProblem& p, const RnnTensors& t) {
+  KILN_ASSIGN_OR_RETURN(RnnBufferPlan plan, PlanRnnBuffers(p));
+  if (plan.lengths == kRnnNoBuffer) return absl::OkStatus();
+  if (t.workspace == nullptr || t.workspace_bytes < plan.scratch) {
+    return absl::InvalidArgumentError("RnnUploadLengths: the workspace is missing or too small");
+  }
+  KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+      static_cast<char*>(t.workspace) + plan.lengths, p.x.lengths.data(),
+      p.x.lengths.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
+      static_cast<cudaStream_t>(handle.stream())));
+  return absl::OkStatus();
+}
+
 absl::Status RnnForward(Handle& handle, const RnnProblem& p, RnnForwardMode mode,
                         const RnnTensors& t) {
+  return RnnForwardCall(handle, p, mode, t, RnnLengths::kUpload);
+}
+
+absl::Status RnnBackwardData(Handle& handle, const RnnProblem& p, const RnnTensors& t) {
+  return RnnBackwardDataCall(handle, p, t, RnnLengths::kUpload);
+}
+
+absl::Status RnnBackwardWeights(Handle& handle, const RnnProblem& p, const RnnTensors& t) {
+  return RnnBackwardWeightsCall(handle, p, t, RnnLengths::kUpload);
+}
+
+absl::Status RnnForwardCall(Handle& handle, const RnnProblem& p, RnnForwardMode mode,
+                            const RnnTensors& t, RnnLengths lengths) {
   const bool training = mode == RnnForwardMode::kTraining;
-  KILN_ASSIGN_OR_RETURN(Call c, Prepare(handle, p, t, training, "RnnForward"));
+  KILN_ASSIGN_OR_RETURN(Call c, Prepare(handle, p, t, training, lengths, "RnnForward"));
   if (t.x == nullptr || t.y == nullptr) {
     return absl::InvalidArgumentError("RnnForward: x or y is null");
   }
@@ -332,8 +361,10 @@ absl::Status RnnForward(Handle& handle, const RnnProblem& p, RnnForwardMode mode
   return absl::OkStatus();
 }
 
-absl::Status RnnBackwardData(Handle& handle, const RnnProblem& p, const RnnTensors& t) {
-  KILN_ASSIGN_OR_RETURN(Call c, Prepare(handle, p, t, /*in_reserve=*/true, "RnnBackwardData"));
+absl::Status RnnBackwardDataCall(Handle& handle, const RnnProblem& p, const RnnTensors& t,
+                                 RnnLengths lengths) {
+  KILN_ASSIGN_OR_RETURN(Call c,
+                        Prepare(handle, p, t, /*in_reserve=*/true, lengths, "RnnBackwardData"));
   if (t.dy == nullptr || t.dx == nullptr) {
     return absl::InvalidArgumentError("RnnBackwardData: dy or dx is null");
   }
@@ -366,8 +397,10 @@ absl::Status RnnBackwardData(Handle& handle, const RnnProblem& p, const RnnTenso
   return absl::OkStatus();
 }
 
-absl::Status RnnBackwardWeights(Handle& handle, const RnnProblem& p, const RnnTensors& t) {
-  KILN_ASSIGN_OR_RETURN(Call c, Prepare(handle, p, t, /*in_reserve=*/true, "RnnBackwardWeights"));
+absl::Status RnnBackwardWeightsCall(Handle& handle, const RnnProblem& p, const RnnTensors& t,
+                                    RnnLengths lengths) {
+  KILN_ASSIGN_OR_RETURN(
+      Call c, Prepare(handle, p, t, /*in_reserve=*/true, lengths, "RnnBackwardWeights"));
   if (t.x == nullptr || (t.dw == nullptr && t.grads == nullptr)) {
     return absl::InvalidArgumentError("RnnBackwardWeights: x, or both dw and grads, are null");
   }

@@ -16,6 +16,7 @@
 #include "base/dtype.h"
 #include "dnn/cuda/dnn_handle.h"
 #include "dnn/cuda/rnn/rnn.h"
+#include "dnn/cuda/rnn/rnn_plan.h"
 #include "dnn/rnn/rnn_reference.h"
 #include "gtest/gtest.h"
 
@@ -298,6 +299,66 @@ TEST_F(RnnCudaTest, EveryCellMatchesTheReference) {
   for (const Case& c : cases) {
     for (const Precision& prec : kPrecisions) Run(c, prec);
   }
+}
+
+// A plan gives the free functions' bits, direct on its first call and as a graph launch after,
+// follows new tensors (a re-recorded graph), and handles ragged lengths (uploaded per launch).
+TEST_F(RnnCudaTest, PlanReplaysGraphsWithTheDirectCallsResults) {
+  const DataType dt = DataType::kF16;
+  RnnProblem p;
+  p.rnn = *RnnDescriptor::Create(RnnCell::kLstm, 8, 16, 2, true);
+  p.dtype = dt;
+  p.x = *RnnSequences::Create(RnnLayout::kSequenceMajor, 9, 5, 8, {9, 3, 0, 7, 5});
+  p.y = *RnnSequences::Create(RnnLayout::kSequenceMajor, 9, 5, 32, {9, 3, 0, 7, 5});
+  auto plan = RnnPlan::Create(p);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const RnnBufferSizes sizes = (*plan)->sizes();
+  const size_t states = RnnStateCount(p.rnn, 5), weights = RnnWeightCount(p.rnn);
+  DeviceArray x(dt, p.x.elements()), y(dt, p.y.elements()), y2(dt, p.y.elements()),
+      dy(dt, p.y.elements()), dx(dt, p.x.elements()), hy(dt, states), w(dt, weights),
+      dw(dt, weights), ws(DataType::kU8, sizes.workspace), reserve(DataType::kU8, sizes.reserve);
+  x.Upload(Random(rng_, p.x.elements(), 1, dt));
+  dy.Upload(Random(rng_, p.y.elements(), 1, dt));
+  w.Upload(Random(rng_, weights, 0.25, dt));
+  RnnTensors t;
+  t.x = x.get(), t.y = y.get(), t.hy = hy.get(), t.w = w.get(), t.dy = dy.get(), t.dx = dx.get();
+  t.dw = dw.get(), t.workspace = ws.get(), t.workspace_bytes = sizes.workspace;
+  t.reserve = reserve.get(), t.reserve_bytes = sizes.reserve;
+  auto step = [&](RnnPlan* with) {
+    dw.Upload(std::vector<double>(weights, 0));
+    y.Poison(), dx.Poison(), hy.Poison();
+    if (with == nullptr) {
+      EXPECT_TRUE(RnnForward(*handle_, p, RnnForwardMode::kTraining, t).ok());
+      EXPECT_TRUE(RnnBackwardData(*handle_, p, t).ok());
+      EXPECT_TRUE(RnnBackwardWeights(*handle_, p, t).ok());
+    } else {
+      EXPECT_TRUE(with->Forward(*handle_, RnnForwardMode::kTraining, t).ok());
+      EXPECT_TRUE(with->BackwardData(*handle_, t).ok());
+      EXPECT_TRUE(with->BackwardWeights(*handle_, t).ok());
+    }
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<char> all = y.Bytes();
+    for (const DeviceArray* a : {&dx, &hy, &dw}) {
+      const std::vector<char> b = a->Bytes();
+      all.insert(all.end(), b.begin(), b.end());
+    }
+    return all;
+  };
+  const std::vector<char> direct = step(nullptr);
+  for (int call = 0; call < 4; ++call) EXPECT_EQ(step(plan->get()), direct) << "call " << call;
+  EXPECT_FALSE((*plan)->capture_disabled());
+  EXPECT_EQ((*plan)->graph_launches(), 3 * 3);  // calls 2-4 of each of the three kinds
+  // New output tensors: direct once, then a re-recorded graph writing to them.
+  t.y = y2.get();
+  for (int call = 0; call < 3; ++call) {
+    y2.Poison();
+    ASSERT_TRUE((*plan)->Forward(*handle_, RnnForwardMode::kInference, t).ok());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<char> got = y2.Bytes();
+    EXPECT_EQ(got, std::vector<char>(direct.begin(), direct.begin() + got.size()))
+        << "inference call " << call;
+  }
+  EXPECT_EQ((*plan)->graph_launches(), 3 * 3 + 2);
 }
 
 TEST_F(RnnCudaTest, BadCallsAreRefused) {

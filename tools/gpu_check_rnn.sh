@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Sequence models on the GPU (issue 34): the RNN and CTC primitives' tests against the CPU
+# reference, the RNN graph kernels' cases (cuda_graph_nn_test, KILN_GRAPH_CASES filtered), then
+# bench/rnn_bench.py beside PyTorch's cuDNN nn.LSTM / nn.GRU and bench/ctc_bench.py beside
+# nn.CTCLoss, in one run. A table of what passed and the geomeans comes last.
+# Stage here (fills .gpu-rnn/, carried to the GPU machine):
+#   bash tools/gpu_check_rnn.sh --stage
+# then run there (carry [".gpu-rnn"]):
+#   OUT=$OUT bash tools/gpu_check_rnn.sh [RNN_ROWS] [CTC_ROWS]
+# RNN_ROWS as rnn_bench.py's --rows (default: its own), CTC_ROWS as ctc_bench.py's --rows
+# (default 1000:32:30:ragged,1000:32:1000:ragged,1000:64:5000:full). KILN_SKIP_TESTS=1 and
+# KILN_SKIP_BENCH=1 select parts.
+set -u
+cd "$(dirname "$0")/.."
+binaries=(tests/ops/rnn/rnn_primitive_cuda_test tests/ops/ctc/ctc_primitive_cuda_test
+  tests/kernels/cuda_graph_nn_test bench/rnn_bench bench/ctc_bench)
+if [ "${1:-}" = "--stage" ]; then
+  targets=()
+  for b in "${binaries[@]}"; do targets+=("//$(dirname "$b"):$(basename "$b")"); done
+  bazel build --config=portable "${targets[@]}" || exit 1
+  rm -rf .gpu-rnn && mkdir -p .gpu-rnn
+  bash tools/pack_gpu_binaries.sh .gpu-rnn "${binaries[@]}" || exit 1
+  cp bench/rnn_bench.py bench/ctc_bench.py .gpu-rnn/
+  grep -qx "/.gpu-rnn/" .git/info/exclude || echo "/.gpu-rnn/" >>.git/info/exclude
+  du -sh .gpu-rnn
+  exit 0
+fi
+rnn_rows="${1:-}"
+ctc_rows="${2:-1000:32:30:ragged,1000:32:1000:ragged,1000:64:5000:full}"
+out="${OUT:-/tmp/kiln-gpu-rnn}"
+mkdir -p "$out"
+bin=/tmp/kiln-bin-rnn
+mkdir -p "$bin" && tar -C "$bin" -xJf .gpu-rnn/bin.tar.xz || exit 1
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}" PYTHONUNBUFFERED=1
+declare -A result
+run() {
+  local name=$1
+  shift
+  echo "== $name" >&2
+  "$@" >"$out/$name.log" 2>&1
+  result[$name]=$?
+}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$out/gpu.txt" 2>&1
+if [ "${KILN_SKIP_TESTS:-0}" != 1 ]; then
+  run rnn_primitive_cuda_test "$bin/tests/ops/rnn/rnn_primitive_cuda_test"
+  run ctc_primitive_cuda_test "$bin/tests/ops/ctc/ctc_primitive_cuda_test"
+  KILN_GRAPH_CASES=Lstm,Gru,RnnTanh run rnn_graph_cases "$bin/tests/kernels/cuda_graph_nn_test" \
+    --gtest_filter='*EveryCase*'
+fi
+if [ "${KILN_SKIP_BENCH:-0}" != 1 ]; then
+  rnn_args=(--kiln-bench "$bin/bench/rnn_bench" --json "$out/rnn_bench.json")
+  [ -n "$rnn_rows" ] && rnn_args+=(--rows "$rnn_rows")
+  run rnn_bench python3 .gpu-rnn/rnn_bench.py "${rnn_args[@]}"
+  run ctc_bench python3 .gpu-rnn/ctc_bench.py --kiln-bench "$bin/bench/ctc_bench" \
+    --rows "$ctc_rows" --json "$out/ctc_bench.json"
+fi
+echo
+cat "$out/gpu.txt"
+for name in rnn_primitive_cuda_test ctc_primitive_cuda_test rnn_graph_cases rnn_bench \
+  ctc_bench; do
+  [ -n "${result[$name]+x}" ] || continue
+  printf '%-26s %s  %s\n' "$name" "$([ "${result[$name]}" = 0 ] && echo ok || echo "FAILED (${result[$name]})")" \
+    "$(grep -E 'PASSED|FAILED|cases checked' "$out/$name.log" | tr '\n' ' ' | cut -c1-90)"
+done
+for name in rnn_bench ctc_bench; do
+  [ -f "$out/$name.log" ] && { echo; echo "-- $name"; tail -40 "$out/$name.log"; }
+done
