@@ -18,6 +18,7 @@ std::vector<GradientCase> AllGradientCases() {
            gradient_cases::EltwiseGradientCases(),
            gradient_cases::TensorGradientCases(),
            gradient_cases::LossGradientCases(),
+           gradient_cases::RecurrentGradientCases(),
        }) {
     out.insert(out.end(), family.begin(), family.end());
   }

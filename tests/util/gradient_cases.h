@@ -53,6 +53,7 @@ std::vector<GradientCase> DropoutGradientCases();
 std::vector<GradientCase> EltwiseGradientCases();
 std::vector<GradientCase> TensorGradientCases();
 std::vector<GradientCase> LossGradientCases();
+std::vector<GradientCase> RecurrentGradientCases();
 
 // Shorthands for the tables.
 using Ints = std::vector<int64_t>;
