@@ -16,8 +16,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -63,13 +63,13 @@ std::string Flag(int argc, char** argv, const std::string& name, const std::stri
   return fallback;
 }
 
-#define BENCH_CUDA(call)                                                               \
-  do {                                                                                 \
-    const cudaError_t e_ = (call);                                                     \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "rnn_bench: %s: %s\n", #call, cudaGetErrorString(e_));      \
-      return false;                                                                    \
-    }                                                                                  \
+#define BENCH_CUDA(call)                                                          \
+  do {                                                                            \
+    const cudaError_t e_ = (call);                                                \
+    if (e_ != cudaSuccess) {                                                      \
+      std::fprintf(stderr, "rnn_bench: %s: %s\n", #call, cudaGetErrorString(e_)); \
+      return false;                                                               \
+    }                                                                             \
   } while (0)
 
 // Fills `count` elements of `dtype` at `dev` with uniform values in [-scale, scale].
@@ -124,7 +124,8 @@ bool RunRow(dnn::Handle& handle, const Row& row, const std::string& precision,
   void* x = alloc(xs * e);
   void* w = alloc(ws_count * e);
   void* dy = alloc(xs * e);
-  t.x = x, t.y = alloc(xs * e), t.w = w, t.dy = dy, t.dx = alloc(xs * e), t.dw = alloc(ws_count * e);
+  t.x = x, t.y = alloc(xs * e), t.w = w, t.dy = dy, t.dx = alloc(xs * e),
+  t.dw = alloc(ws_count * e);
   t.hx = alloc(states * e), t.cx = alloc(states * e), t.hy = alloc(states * e);
   t.cy = alloc(states * e);
   t.workspace = alloc(sizes->workspace), t.workspace_bytes = sizes->workspace;
@@ -208,9 +209,10 @@ int Main(int argc, char** argv) {
          absl::StrSplit(Flag(argc, argv, "precisions", "f32,tf32,f16"), ',', absl::SkipEmpty())) {
       if ((prec != "f32" && prec != "tf32" && prec != "f16") ||
           (mode != "inference" && mode != "training")) {
-        std::fprintf(stderr, "rnn_bench: precision %s / mode %s (use f32, tf32, f16 / "
-                     "inference, training)\n", std::string(prec).c_str(),
-                     std::string(mode).c_str());
+        std::fprintf(stderr,
+                     "rnn_bench: precision %s / mode %s (use f32, tf32, f16 / "
+                     "inference, training)\n",
+                     std::string(prec).c_str(), std::string(mode).c_str());
         return 2;
       }
       for (const Row& row : rows) {

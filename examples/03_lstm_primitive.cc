@@ -38,7 +38,8 @@ absl::StatusOr<double> OnGpu(const RnnProblem& p, const std::vector<float>& x,
   auto cleanup = [&] {
     for (void* v : {dx, dw, dy, ws}) cudaFree(v);
   };
-  if (cudaMalloc(&dx, x.size() * 4) != cudaSuccess || cudaMalloc(&dw, w.size() * 4) != cudaSuccess ||
+  if (cudaMalloc(&dx, x.size() * 4) != cudaSuccess ||
+      cudaMalloc(&dw, w.size() * 4) != cudaSuccess ||
       cudaMalloc(&dy, y_ref.size() * 4) != cudaSuccess ||
       cudaMalloc(&ws, std::max<size_t>(sizes.workspace, 1)) != cudaSuccess ||
       cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice) != cudaSuccess ||

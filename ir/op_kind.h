@@ -39,6 +39,8 @@ namespace kiln {
   X(DropoutGradient)                 \
   X(ELU)                             \
   X(Eltwise)                         \
+  X(Embed)                           \
+  X(EmbedGradient)                   \
   X(EltwiseMaxGradient)              \
   X(EuclideanLoss)                   \
   X(EuclideanLossGradient)           \

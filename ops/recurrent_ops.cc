@@ -15,13 +15,12 @@ namespace kiln {
 namespace {
 
 std::vector<AttrDef> RecurrentAttrDefs(bool gradient) {
-  std::vector<AttrDef> attrs = {
-      {"cell", AttrKind::kString, AttrValue(std::string("lstm"))},
-      {"hidden_size", AttrKind::kInt, std::nullopt},
-      {"bias", AttrKind::kString, AttrValue(std::string("double"))},
-      {"gate_order", AttrKind::kString, AttrValue(std::string("ifgo"))},
-      {"has_cont", AttrKind::kBool, AttrValue(false)},
-      {"has_initial_state", AttrKind::kBool, AttrValue(false)}};
+  std::vector<AttrDef> attrs = {{"cell", AttrKind::kString, AttrValue(std::string("lstm"))},
+                                {"hidden_size", AttrKind::kInt, std::nullopt},
+                                {"bias", AttrKind::kString, AttrValue(std::string("double"))},
+                                {"gate_order", AttrKind::kString, AttrValue(std::string("ifgo"))},
+                                {"has_cont", AttrKind::kBool, AttrValue(false)},
+                                {"has_initial_state", AttrKind::kBool, AttrValue(false)}};
   if (gradient) {
     attrs.push_back({"has_dy", AttrKind::kBool, AttrValue(true)});
     attrs.push_back({"has_dh", AttrKind::kBool, AttrValue(false)});
@@ -32,13 +31,13 @@ std::vector<AttrDef> RecurrentAttrDefs(bool gradient) {
 
 // Checks the forward's inputs; returns (T, N, I).
 absl::StatusOr<std::vector<int64_t>> CheckForwardInputs(const InferContext& ctx,
-                                                         const RecurrentAttrs& a,
-                                                         const RecurrentPorts& p) {
+                                                        const RecurrentAttrs& a,
+                                                        const RecurrentPorts& p) {
   if (ctx.num_inputs() < p.forward_inputs) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the attributes (bias ", a.bias, a.has_cont ? ", cont" : "",
-        a.has_initial_state ? ", initial state" : "", ") need ", p.forward_inputs,
-        " inputs, got ", ctx.num_inputs()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the attributes (bias ", a.bias, a.has_cont ? ", cont" : "",
+                     a.has_initial_state ? ", initial state" : "", ") need ", p.forward_inputs,
+                     " inputs, got ", ctx.num_inputs()));
   }
   const TensorType& x = ctx.input(p.x);
   KILN_RETURN_IF_ERROR(RequireFloat(x, "x"));
@@ -85,8 +84,8 @@ absl::StatusOr<std::vector<TensorType>> InferRnnGradient(const InferContext& ctx
   const RecurrentPorts p = RecurrentPortsOf(a);
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> tni, CheckForwardInputs(ctx, a, p));
   if (ctx.num_inputs() != p.gradient_inputs) {
-    return absl::InvalidArgumentError(absl::StrCat("the attributes give ", p.gradient_inputs,
-                                                   " inputs, got ", ctx.num_inputs()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the attributes give ", p.gradient_inputs, " inputs, got ", ctx.num_inputs()));
   }
   const int64_t T = tni[0], N = tni[1], H = a.hidden_size;
   if (p.dy >= 0) KILN_RETURN_IF_ERROR(RequireDims(ctx.input(p.dy), {T, N, H}, "dy"));
@@ -122,8 +121,8 @@ absl::Status RegisterRecurrentOps(OpRegistry& registry) {
   OpDef grad;
   grad.name = "RNNGradient";
   grad.family = "recurrent";
-  grad.input_names = {"x", "w_ih", "w_hh", "b_ih", "b_hh", "cont", "h0", "c0", "dy", "dh_T",
-                      "dc_T"};
+  grad.input_names = {"x",  "w_ih", "w_hh", "b_ih", "b_hh", "cont",
+                      "h0", "c0",   "dy",   "dh_T", "dc_T"};
   grad.min_inputs = 3;
   grad.max_inputs = 11;
   grad.attrs = RecurrentAttrDefs(true);

@@ -21,7 +21,7 @@
 namespace kiln {
 
 struct RecurrentAttrs {
-  std::string cell;        // "lstm", "gru", "rnn_tanh", "rnn_relu"
+  std::string cell;  // "lstm", "gru", "rnn_tanh", "rnn_relu"
   int64_t hidden_size = 0;
   std::string bias;        // "double", "input", "none"
   std::string gate_order;  // LSTM: "ifgo" (PyTorch, cuDNN) or "ifog" (Caffe)
@@ -102,8 +102,8 @@ absl::StatusOr<RecurrentAttrs> RecurrentAttrsOf(const Attrs& n, bool gradient) {
         absl::StrCat("bias '", a.bias, "': use double, input or none"));
   }
   if (a.gate_order != "ifgo" && !(a.gate_order == "ifog" && a.lstm())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gate_order '", a.gate_order, "': use ifgo, or ifog (Caffe's) for an LSTM"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gate_order '", a.gate_order, "': use ifgo, or ifog (Caffe's) for an LSTM"));
   }
   return a;
 }

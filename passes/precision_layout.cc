@@ -19,7 +19,8 @@ struct Want {
   bool channels_last = false;
 };
 
-// Ports that read class labels or similarity flags: numbers, never rounded to 16 bits.
+// Ports that read class labels, similarity flags or table indices: numbers, never rounded to 16
+// bits.
 // The per-iteration seed offset of a training Dropout is a count: also never rounded.
 bool IsLabelPort(OpKind op, int port) {
   switch (op) {
@@ -32,6 +33,9 @@ bool IsLabelPort(OpKind op, int port) {
     case OpKind::kContrastiveLoss:
     case OpKind::kContrastiveLossGradient:
       return port == 2;
+    case OpKind::kEmbed:  // row indices
+    case OpKind::kEmbedGradient:
+      return port == 0;
     default:
       return false;
   }

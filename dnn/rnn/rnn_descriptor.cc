@@ -148,8 +148,7 @@ absl::StatusOr<RnnSequences> RnnSequences::Create(RnnLayout layout, int64_t max_
                                        " elements are more than 2^36"));
   }
   if (!lengths.empty() && static_cast<int64_t>(lengths.size()) != batch) {
-    return Invalid(where,
-                   absl::StrCat(lengths.size(), " lengths given for a batch of ", batch));
+    return Invalid(where, absl::StrCat(lengths.size(), " lengths given for a batch of ", batch));
   }
   for (size_t n = 0; n < lengths.size(); ++n) {
     if (lengths[n] < 0 || lengths[n] > max_length) {
@@ -170,8 +169,8 @@ std::string RnnSequences::ToString() const {
   return absl::StrCat(layout == RnnLayout::kSequenceMajor ? "[T " : "[N ",
                       layout == RnnLayout::kSequenceMajor ? max_length : batch,
                       layout == RnnLayout::kSequenceMajor ? ", N " : ", T ",
-                      layout == RnnLayout::kSequenceMajor ? batch : max_length, ", ", features,
-                      "]", lengths.empty() ? "" : " ragged");
+                      layout == RnnLayout::kSequenceMajor ? batch : max_length, ", ", features, "]",
+                      lengths.empty() ? "" : " ragged");
 }
 
 absl::Status CheckRnnCall(const RnnDescriptor& rnn, const RnnSequences& x, const RnnSequences& y,

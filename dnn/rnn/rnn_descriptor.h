@@ -51,9 +51,8 @@ struct RnnDescriptor {
   uint64_t dropout_seed = 0;
   RnnGateOrder gate_order = RnnGateOrder::kIfgo;  // LSTM only; set after Create
 
-  static absl::StatusOr<RnnDescriptor> Create(RnnCell cell, int64_t input_size,
-                                              int64_t hidden_size, int64_t layers = 1,
-                                              bool bidirectional = false,
+  static absl::StatusOr<RnnDescriptor> Create(RnnCell cell, int64_t input_size, int64_t hidden_size,
+                                              int64_t layers = 1, bool bidirectional = false,
                                               RnnBias bias = RnnBias::kDouble, double dropout = 0,
                                               uint64_t dropout_seed = 0);
 

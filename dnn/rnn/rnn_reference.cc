@@ -157,11 +157,11 @@ struct Trace {
 };
 
 absl::Status RunForward(const RnnDescriptor& rnn, bool training, const RnnSequences& xs,
-                        const double* x, const RnnSequences& ys, const double* hx,
-                        const double* cx, const double* w, const double* cont, Trace& trace,
-                        const char* where) {
+                        const double* x, const RnnSequences& ys, const double* hx, const double* cx,
+                        const double* w, const double* cont, Trace& trace, const char* where) {
   if (absl::Status s = CheckRnnCall(rnn, xs, ys, cont != nullptr, where); !s.ok()) return s;
-  if (x == nullptr || w == nullptr) return absl::InvalidArgumentError(absl::StrCat(where, ": null x or w"));
+  if (x == nullptr || w == nullptr)
+    return absl::InvalidArgumentError(absl::StrCat(where, ": null x or w"));
   const int64_t T = xs.max_length, N = xs.batch, H = rnn.hidden_size, D = rnn.directions();
   const bool lstm = rnn.cell == RnnCell::kLstm;
   std::vector<double> in(T * N * xs.features);
@@ -182,7 +182,8 @@ absl::Status RunForward(const RnnDescriptor& rnn, bool training, const RnnSequen
       for (int64_t n = 0; n < N; ++n) {
         const int64_t state = ((l * D + d) * N + n) * H;
         std::vector<double> h(hx ? hx + state : nullptr, hx ? hx + state + H : nullptr);
-        std::vector<double> c(cx && lstm ? cx + state : nullptr, cx && lstm ? cx + state + H : nullptr);
+        std::vector<double> c(cx && lstm ? cx + state : nullptr,
+                              cx && lstm ? cx + state + H : nullptr);
         h.resize(H, 0);
         c.resize(H, 0);
         const int64_t L = xs.length(n);
@@ -231,7 +232,8 @@ absl::Status RnnForward(const RnnDescriptor& rnn, bool training, const RnnSequen
   const int64_t T = ys.max_length, N = ys.batch, H = rnn.hidden_size, D = rnn.directions();
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t n = 0; n < N; ++n) {
-      for (int64_t k = 0; k < D * H; ++k) y[ys.Offset(t, n) + k] = trace.output[(t * N + n) * D * H + k];
+      for (int64_t k = 0; k < D * H; ++k)
+        y[ys.Offset(t, n) + k] = trace.output[(t * N + n) * D * H + k];
     }
   }
   for (int64_t l = 0; l < rnn.layers; ++l) {

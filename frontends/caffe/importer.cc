@@ -42,6 +42,7 @@ const std::map<std::string, std::set<std::string>>& AllowedParams() {
       {"Dropout", {"dropout_param"}},
       {"ELU", {"elu_param"}},
       {"Eltwise", {"eltwise_param"}},
+      {"Embed", {"embed_param"}},
       {"EuclideanLoss", {"loss_param"}},
       {"Flatten", {"flatten_param"}},
       {"HDF5Data", {"hdf5_data_param"}},

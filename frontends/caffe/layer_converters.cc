@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "frontends/caffe/embed_converter.h"
 #include "frontends/caffe/layer_builder.h"
 #include "frontends/caffe/recurrent_converters.h"
 
@@ -696,6 +697,7 @@ const std::map<std::string, ConverterEntry>& Converters() {
       {"Dropout", {Dropout, false}},
       {"ELU", {Elu, false}},
       {"Eltwise", {Eltwise, false}},
+      {"Embed", {ConvertEmbed, false}},
       {"EuclideanLoss", {EuclideanLoss, true}},
       {"Flatten", {Flatten, false}},
       {"HDF5Data", {Hdf5Data, false}},

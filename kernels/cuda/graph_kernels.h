@@ -36,6 +36,8 @@ absl::Status RegisterCudaEltwiseKernels(KernelRegistry& registry);
 // four losses' gradients.
 absl::Status RegisterCudaLossKernels(KernelRegistry& registry);
 
+// Embed and EmbedGradient (lookup table, deterministic row-scan backward).
+absl::Status RegisterCudaEmbedKernels(KernelRegistry& registry);
 // RNN and RNNGradient (one recurrent layer) over the GPU RNN primitive.
 absl::Status RegisterCudaRecurrentKernels(KernelRegistry& registry);
 

@@ -56,9 +56,9 @@ absl::StatusOr<dnn::RnnProblem> ProblemOf(const Node& node, const RecurrentAttrs
   if (a.gate_order == "ifog") p.rnn.gate_order = dnn::RnnGateOrder::kIfog;
   p.dtype = x.dtype();
   p.math = options.allow_tf32 && x.dtype() == DataType::kF32 ? dnn::MathMode::kTf32
-                                                               : dnn::MathMode::kFp32;
-  KILN_ASSIGN_OR_RETURN(p.x, dnn::RnnSequences::Create(dnn::RnnLayout::kSequenceMajor, x.dim(0),
-                                                       x.dim(1), x.dim(2)));
+                                                             : dnn::MathMode::kFp32;
+  KILN_ASSIGN_OR_RETURN(
+      p.x, dnn::RnnSequences::Create(dnn::RnnLayout::kSequenceMajor, x.dim(0), x.dim(1), x.dim(2)));
   KILN_ASSIGN_OR_RETURN(p.y, dnn::RnnSequences::Create(dnn::RnnLayout::kSequenceMajor, x.dim(0),
                                                        x.dim(1), a.hidden_size));
   return p;
@@ -117,7 +117,8 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareRnnGradient(const Node& node,
   const size_t dy_at = y_at + Aligned(y_bytes);
   cuda_graph::PreparedKernel k;
   k.workspace_bytes = dy_at + (a.has_dy ? 0 : Aligned(y_bytes));
-  k.description = absl::StrCat(a.cell, " backward", problem.math == dnn::MathMode::kTf32 ? " tf32" : "");
+  k.description =
+      absl::StrCat(a.cell, " backward", problem.math == dnn::MathMode::kTf32 ? " tf32" : "");
   std::vector<size_t> weight_grad_bytes;  // outputs 1.. that accumulate: zeroed first
   for (int out : {1, 2, p.db_ih, p.db_hh}) {
     if (out >= 0) weight_grad_bytes.push_back(node.output_types()[out].span_bytes());
@@ -170,8 +171,8 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareRnnGradient(const Node& node,
 }  // namespace
 
 absl::Status RegisterCudaRecurrentKernels(KernelRegistry& registry) {
-  KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, "RNN", "any", "dnn_rnn",
-                                                       CheckPacked, PrepareRnn));
+  KILN_RETURN_IF_ERROR(
+      cuda_graph::RegisterGraphKernel(registry, "RNN", "any", "dnn_rnn", CheckPacked, PrepareRnn));
   return cuda_graph::RegisterGraphKernel(registry, "RNNGradient", "any", "dnn_rnn", CheckPacked,
                                          PrepareRnnGradient);
 }

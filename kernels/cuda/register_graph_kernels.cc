@@ -16,6 +16,7 @@ absl::Status RegisterCudaKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterCudaTensorKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaEltwiseKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaRecurrentKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaEmbedKernels(registry));
   return RegisterCudaLossKernels(registry);
 }
 

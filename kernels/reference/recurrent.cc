@@ -38,10 +38,10 @@ absl::StatusOr<Call> CallOf(const Node& node, const DenseArgs& a, bool gradient)
                                                     : dnn::RnnBias::kNone;
   KILN_ASSIGN_OR_RETURN(c.rnn, dnn::RnnDescriptor::Create(cell, c.I, c.H, 1, false, bias));
   if (c.attrs.gate_order == "ifog") c.rnn.gate_order = dnn::RnnGateOrder::kIfog;
-  KILN_ASSIGN_OR_RETURN(
-      c.x, dnn::RnnSequences::Create(dnn::RnnLayout::kSequenceMajor, c.T, c.N, c.I));
-  KILN_ASSIGN_OR_RETURN(
-      c.y, dnn::RnnSequences::Create(dnn::RnnLayout::kSequenceMajor, c.T, c.N, c.H));
+  KILN_ASSIGN_OR_RETURN(c.x,
+                        dnn::RnnSequences::Create(dnn::RnnLayout::kSequenceMajor, c.T, c.N, c.I));
+  KILN_ASSIGN_OR_RETURN(c.y,
+                        dnn::RnnSequences::Create(dnn::RnnLayout::kSequenceMajor, c.T, c.N, c.H));
   c.offsets = dnn::RnnLayerWeights(c.rnn, 0, 0);
   return c;
 }

@@ -147,6 +147,7 @@ absl::Status RegisterReferenceKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReferenceTensor(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceEltwise(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceRecurrent(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceEmbed(registry));
   return RegisterReferenceLoss(registry);
 }
 

@@ -36,6 +36,7 @@ absl::Status RegisterReferenceBatchNorm(KernelRegistry& registry);
 absl::Status RegisterReferenceConvolution(KernelRegistry& registry);
 absl::Status RegisterReferenceDropout(KernelRegistry& registry);
 absl::Status RegisterReferenceEltwise(KernelRegistry& registry);
+absl::Status RegisterReferenceEmbed(KernelRegistry& registry);  // Embed, EmbedGradient
 absl::Status RegisterReferenceInnerProduct(KernelRegistry& registry);
 absl::Status RegisterReferenceLoss(KernelRegistry& registry);
 absl::Status RegisterReferenceLrn(KernelRegistry& registry);

@@ -108,6 +108,24 @@ absl::StatusOr<Grads> InnerProductGradient(GraphBuilder& b, const GradientReques
   return g;
 }
 
+// Embed: the table's gradient from the indices and dy; the bias's over every axis but the last;
+// none for the indices.
+absl::StatusOr<Grads> EmbedGradient(GraphBuilder& b, const GradientRequest& r) {
+  const Node& n = *r.node;
+  KILN_ASSIGN_OR_RETURN(Value dy, SingleOutputGradient(r));
+  Grads g(n.num_inputs());
+  if (r.needs_grad[1]) {
+    KILN_ASSIGN_OR_RETURN(g[1], AddGradientNode(b, n, "grad_weight", "EmbedGradient",
+                                                {n.input(0), dy},
+                                                {{"weight_dims", n.input(1).type().dims()}}));
+  }
+  if (n.num_inputs() > 2 && r.needs_grad[2]) {
+    KILN_ASSIGN_OR_RETURN(g[2], ParamGradient(b, n, "grad_bias", "BiasGradient", {dy}, n.input(2),
+                                              dy.type().rank() - 1, 1));
+  }
+  return g;
+}
+
 absl::StatusOr<Grads> PoolingGradient(GraphBuilder& b, const GradientRequest& r) {
   const Node& n = *r.node;
   KILN_ASSIGN_OR_RETURN(Value dy, SingleOutputGradient(r));
@@ -220,6 +238,7 @@ absl::Status RegisterNnGradients(OpRegistry& registry) {
   KILN_RETURN_IF_ERROR(registry.SetGradient("Convolution", ConvolutionGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Deconvolution", DeconvolutionGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("InnerProduct", InnerProductGradient));
+  KILN_RETURN_IF_ERROR(registry.SetGradient("Embed", EmbedGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Pooling", PoolingGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("LRN", LrnGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("BatchNorm", BatchNormGradient));

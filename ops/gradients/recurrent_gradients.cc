@@ -35,7 +35,7 @@ absl::StatusOr<Grads> RnnGradient(GraphBuilder& b, const GradientRequest& r) {
                         AddGradientNodes(b, n, "grad", "RNNGradient", inputs, attrs));
   const RecurrentPorts p = RecurrentPortsOf(a);
   // Input index -> RNNGradient output index; cont gets none (it is data, not learned).
-  const std::pair<int, int> map[] = {{p.x, 0},         {p.w_ih, 1},       {p.w_hh, 2},
+  const std::pair<int, int> map[] = {{p.x, 0},          {p.w_ih, 1},       {p.w_hh, 2},
                                      {p.b_ih, p.db_ih}, {p.b_hh, p.db_hh}, {p.h0, p.dh0},
                                      {p.c0, p.dc0}};
   for (const auto& [input, output] : map) {

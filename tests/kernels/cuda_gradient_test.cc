@@ -67,7 +67,8 @@ struct Variant {
 
 // Ports that read class labels or similarity flags: left alone, as the precision pass does.
 bool IsLabelPort(const std::string& op, int port) {
-  return (port == 1 && op == "SoftmaxWithLoss") || (port == 2 && op == "ContrastiveLoss");
+  return (port == 1 && op == "SoftmaxWithLoss") || (port == 2 && op == "ContrastiveLoss") ||
+         (port == 0 && op == "Embed");  // table indices
 }
 
 // Ports whose parameters the primitives read as f32 whatever the data's dtype

@@ -12,8 +12,8 @@
 // inputs and round their outputs to the same dtype, so what separates them is the kernels' f32
 // arithmetic (the reference's is double) and one rounding of the output.
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -56,6 +56,7 @@ const std::vector<GraphKernelCase>& Cases() {
       ConvolutionGraphCases(),
       InnerProductGraphCases(),
       RecurrentGraphCases(),
+      EmbedGraphCases(),
   }));
   return *cases;
 }
@@ -140,7 +141,9 @@ TEST(CudaGraphNnTest, EveryOpOfTheseFamiliesHasACudaKernel) {
 TEST(CudaGraphNnTest, EveryVariantIsSelectedAndPreparedWithoutADevice) {
   int planned = 0;
   for (const GraphKernelCase& c : Cases()) {
-    if (!AdapterOps().count(c.op) && c.op != "RNN" && c.op != "RNNGradient") continue;
+    const bool own_kernels =
+        c.op == "RNN" || c.op == "RNNGradient" || c.op == "Embed" || c.op == "EmbedGradient";
+    if (!AdapterOps().count(c.op) && !own_kernels) continue;
     for (DataType dtype : kGraphDtypes) {
       for (Variant v : VariantsOf(c)) {
         const std::string where =

@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "ir/graph_builder.h"
 #include "gtest/gtest.h"
+#include "ir/graph_builder.h"
 #include "ops/all_ops.h"
 #include "ops/pooling_params.h"
 
@@ -155,6 +155,25 @@ const ShapeCase kCases[] = {
     {"BatchNormBadScaleFactor", "BatchNorm", {{2, 4, 3, 3}, {4}, {4}, {2}}, {}, {},
      "scale_factor must have shape [1]"},
     {"BatchNormBadEps", "BatchNorm", {{2, 4}, {4}, {4}}, {{"eps", 0.0}}, {}, "eps must be > 0"},
+    // Recurrent layers and Embed.
+    {"RnnLstm", "RNN", {{5, 3, 4}, {24, 4}, {24, 6}, {24}, {24}},
+     {{"hidden_size", int64_t{6}}}, {{5, 3, 6}, {3, 6}, {3, 6}}},
+    {"RnnGruStateCont", "RNN", {{5, 3, 4}, {18, 4}, {18, 6}, {18}, {5, 3}, {3, 6}},
+     {{"hidden_size", int64_t{6}}, {"cell", std::string("gru")}, {"bias", std::string("input")},
+      {"has_cont", true}, {"has_initial_state", true}},
+     {{5, 3, 6}, {3, 6}}},
+    {"RnnWrongWhh", "RNN", {{5, 3, 4}, {24, 4}, {24, 5}}, {{"hidden_size", int64_t{6}},
+     {"bias", std::string("none")}}, {}, "w_hh"},
+    {"RnnMissingBias", "RNN", {{5, 3, 4}, {24, 4}, {24, 6}}, {{"hidden_size", int64_t{6}}}, {},
+     "need 5 inputs"},
+    {"RnnIfogNotLstm", "RNN", {{5, 3, 4}, {6, 4}, {6, 6}},
+     {{"hidden_size", int64_t{6}}, {"cell", std::string("rnn_tanh")},
+      {"bias", std::string("none")}, {"gate_order", std::string("ifog")}},
+     {}, "gate_order"},
+    {"RnnNot3d", "RNN", {{5, 4}, {24, 4}, {24, 6}}, {{"hidden_size", int64_t{6}},
+     {"bias", std::string("none")}}, {}, "[T, N, I]"},
+    {"EmbedWithBias", "Embed", {{2, 3}, {10, 4}, {4}}, {}, {{2, 3, 4}}},
+    {"EmbedWrongBias", "Embed", {{2, 3}, {10, 4}, {5}}, {}, {}, "bias"},
     // Scale, Bias, activations.
     {"ScaleChannel", "Scale", {{2, 3, 4, 4}, {3}, {3}}, {}, {{2, 3, 4, 4}}},
     {"ScaleTwoAxes", "Scale", {{2, 3, 4, 4}, {3, 4}}, {{"num_axes", int64_t{2}}},
@@ -302,6 +321,8 @@ TEST(OpRegistryTest, EveryOpHasInferenceAndASummary) {
                                              "ELU",
                                              "Eltwise",
                                              "EltwiseMaxGradient",
+                                             "Embed",
+                                             "EmbedGradient",
                                              "EuclideanLoss",
                                              "EuclideanLossGradient",
                                              "Flatten",
@@ -316,6 +337,8 @@ TEST(OpRegistryTest, EveryOpHasInferenceAndASummary) {
                                              "Pooling",
                                              "PoolingGradient",
                                              "Power",
+                                             "RNN",
+                                             "RNNGradient",
                                              "ReLU",
                                              "Reshape",
                                              "Scale",

@@ -256,16 +256,28 @@ constexpr char kResidual[] = R"pb(
 
 // A max-pooling node's input, kept as an extra graph output so the host can tell which element
 // of each window wins.
-// Caffe's recurrent layers: an LSTM over the data with sequence-continuation markers (restarts
-// inside the batch rows), a Caffe RNN (tanh, with its W_ho output projection) over the LSTM's
-// output, and a per-step classifier with the softmax loss over axis 2.
+// Caffe's sequence layers: an Embed of word indices, an LSTM over it with sequence-continuation
+// markers (restarts inside the batch rows), a Caffe RNN (tanh, with its W_ho output projection)
+// over the LSTM's output, and a per-step classifier with the softmax loss over axis 2.
 constexpr char kRecurrent[] = R"pb(
   name: "recurrent_small"
   layer {
-    name: "data"
+    name: "words"
     type: "Input"
+    top: "words"
+    input_param { shape { dim: 4 dim: 3 } }
+  }
+  layer {
+    name: "embed"
+    type: "Embed"
+    bottom: "words"
     top: "data"
-    input_param { shape { dim: 4 dim: 3 dim: 5 } }
+    embed_param {
+      num_output: 5
+      input_dim: 6
+      weight_filler { type: "uniform" min: -1 max: 1 }
+      bias_filler { type: "uniform" min: -0.1 max: 0.1 }
+    }
   }
   layer {
     name: "cont"
@@ -389,14 +401,16 @@ absl::Status Prepare(const char* text, uint64_t seed, CheckedNet& out, bool fuse
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (Node* node : graph.Parameters()) {
     const std::string& input = node->name();
-    if (input != "data" && input != "label" && input != "cont") continue;
+    if (input != "data" && input != "label" && input != "cont" && input != "words") continue;
     HostTensor t(node->output_types()[0]);
     for (int64_t i = 0; i < t.type().num_elements(); ++i) {
       // cont: 0 at the first step of every row and at two restarts inside rows ([T, N], N = 3).
       const float cont = i < 3 || i == 5 || i == 7 ? 0.0f : 1.0f;
-      t.SetFloat(i, input == "data"   ? uniform(rng)
-                    : input == "cont" ? cont
-                                      : static_cast<float>((i * 2 + 1) % 3));
+      // words: indices into a 6-row table, some repeated, row 5 never.
+      t.SetFloat(i, input == "data"    ? uniform(rng)
+                    : input == "cont"  ? cont
+                    : input == "words" ? static_cast<float>((i * 7 + 2) % 5)
+                                       : static_cast<float>((i * 2 + 1) % 3));
     }
     out.bindings[node->name()] = t;
     if (node->name() == "data") {
@@ -607,16 +621,16 @@ TEST(WholeNetGradient, FusedResidualBatchNormNetMatchesFiniteDifferences) {
   EXPECT_LE(r.straddling * 8, r.checked);
 }
 
-// Caffe's LSTM and RNN layers (RNN ops with cont markers, the LSTM in Caffe's gate order) and
-// their one-node backward (RNNGradient) inside a whole net.
+// Caffe's Embed, LSTM and RNN layers (RNN ops with cont markers, the LSTM in Caffe's gate
+// order) and their backward (EmbedGradient, one-node RNNGradient) inside a whole net.
 TEST(WholeNetGradient, RecurrentNetMatchesFiniteDifferences) {
   const CheckResult r = CheckNet(kRecurrent, 13, 24, Identity);
   ASSERT_FALSE(r.failed);
   std::printf("recurrent: %d probes checked, %d straddled a kink, worst ratio %.3f\n", r.checked,
               r.straddling, r.worst);
   EXPECT_LE(r.worst, 1.0);
-  // LSTM (W_xc, b_c, W_hc), RNN (W_xh, b_h, W_hh, W_ho, b_o), the classifier and the data: 11
-  // inputs, no kinks (tanh and sigmoid only).
+  // Embed (W, b), LSTM (W_xc, b_c, W_hc), RNN (W_xh, b_h, W_hh, W_ho, b_o) and the classifier:
+  // 12 inputs, no kinks (tanh and sigmoid only).
   EXPECT_GE(r.checked, 150);
   EXPECT_EQ(r.straddling, 0);
 }

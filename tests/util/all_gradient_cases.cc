@@ -19,6 +19,7 @@ std::vector<GradientCase> AllGradientCases() {
            gradient_cases::TensorGradientCases(),
            gradient_cases::LossGradientCases(),
            gradient_cases::RecurrentGradientCases(),
+           gradient_cases::EmbedGradientCases(),
        }) {
     out.insert(out.end(), family.begin(), family.end());
   }

@@ -60,6 +60,7 @@ std::vector<GraphKernelCase> TensorGraphCases();
 std::vector<GraphKernelCase> EltwiseGraphCases();
 std::vector<GraphKernelCase> LossGraphCases();
 std::vector<GraphKernelCase> RecurrentGraphCases();
+std::vector<GraphKernelCase> EmbedGraphCases();
 
 // The tables above concatenated, in that order.
 std::vector<GraphKernelCase> Concatenated(const std::vector<std::vector<GraphKernelCase>>& tables);

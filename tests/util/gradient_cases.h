@@ -54,6 +54,7 @@ std::vector<GradientCase> EltwiseGradientCases();
 std::vector<GradientCase> TensorGradientCases();
 std::vector<GradientCase> LossGradientCases();
 std::vector<GradientCase> RecurrentGradientCases();
+std::vector<GradientCase> EmbedGradientCases();
 
 // Shorthands for the tables.
 using Ints = std::vector<int64_t>;

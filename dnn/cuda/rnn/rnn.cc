@@ -20,7 +20,7 @@ namespace {
 using cuda::Storage;
 
 Storage StorageOf(DataType dtype) {
-  return dtype == DataType::kF16 ? Storage::kF16
+  return dtype == DataType::kF16    ? Storage::kF16
          : dtype == DataType::kBF16 ? Storage::kBF16
                                     : Storage::kF32;
 }
@@ -69,8 +69,7 @@ struct Call {
                     int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc,
                     DataType c_type) const {
     const int64_t limit = int64_t{1} << 31;
-    if (m >= limit || n >= limit || k >= limit || lda >= limit || ldb >= limit ||
-        ldc >= limit) {
+    if (m >= limit || n >= limit || k >= limit || lda >= limit || ldb >= limit || ldc >= limit) {
       return absl::UnimplementedError(absl::StrCat(where, ": a GEMM dimension exceeds int"));
     }
     const float alpha = 1;
@@ -81,8 +80,8 @@ struct Call {
         static_cast<cublasHandle_t>(handle.cublas()), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
         trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
         static_cast<int>(k), &alpha, b, CudaType(p.dtype), static_cast<int>(ldb), a,
-        CudaType(p.dtype), static_cast<int>(lda), &beta, c, CudaType(c_type),
-        static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT);
+        CudaType(p.dtype), static_cast<int>(lda), &beta, c, CudaType(c_type), static_cast<int>(ldc),
+        compute, CUBLAS_GEMM_DEFAULT);
     if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
     return absl::InternalError(
         absl::StrCat(where, ": cublasGemmEx failed: ", cublasGetStatusString(s)));
@@ -224,7 +223,8 @@ absl::Status ForwardCell(const Call& c, const RnnTensors& t, int64_t l, int d, c
     KILN_RETURN_IF_ERROR(
         c.Launched(cuda::LaunchRnnStepForward(step, c.stream()), "LaunchRnnStepForward"));
   }
-  KILN_RETURN_IF_ERROR(StoreState(c, h_states + T * N * H * c.e, StorageOf(c.p.dtype), t.hy, state));
+  KILN_RETURN_IF_ERROR(
+      StoreState(c, h_states + T * N * H * c.e, StorageOf(c.p.dtype), t.hy, state));
   if (c_states != nullptr) {
     KILN_RETURN_IF_ERROR(StoreState(c, c_states + T * N * H, Storage::kF32, t.cy, state));
   }
@@ -305,10 +305,10 @@ absl::Status RnnUploadLengths(Handle& handle, const RnnProblem& p, const RnnTens
   if (t.workspace == nullptr || t.workspace_bytes < plan.scratch) {
     return absl::InvalidArgumentError("RnnUploadLengths: the workspace is missing or too small");
   }
-  KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-      static_cast<char*>(t.workspace) + plan.lengths, p.x.lengths.data(),
-      p.x.lengths.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
-      static_cast<cudaStream_t>(handle.stream())));
+  KILN_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(static_cast<char*>(t.workspace) + plan.lengths, p.x.lengths.data(),
+                      p.x.lengths.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
+                      static_cast<cudaStream_t>(handle.stream())));
   return absl::OkStatus();
 }
 
@@ -336,15 +336,13 @@ absl::Status RnnForwardCall(Handle& handle, const RnnProblem& p, RnnForwardMode 
   const bool batch_major = p.x.layout == RnnLayout::kBatchMajor;
   const void* in = t.x;
   if (batch_major) {  // [N, T, I] -> [T, N, I]
-    KILN_RETURN_IF_ERROR(c.Launched(cuda::LaunchRnnTranspose(t.x, c.base + c.plan.x_seq, N, T,
-                                                             p.x.features * c.e, c.stream()),
-                                    "LaunchRnnTranspose"));
+    KILN_RETURN_IF_ERROR(c.Launched(
+        cuda::LaunchRnnTranspose(t.x, c.base + c.plan.x_seq, N, T, p.x.features * c.e, c.stream()),
+        "LaunchRnnTranspose"));
     in = c.base + c.plan.x_seq;
   }
   for (int64_t l = 0; l < L; ++l) {
-    void* out = l + 1 < L ? c.base + c.plan.layer_out[l]
-                : batch_major ? c.ws + c.plan.y_seq
-                              : t.y;
+    void* out = l + 1 < L ? c.base + c.plan.layer_out[l] : batch_major ? c.ws + c.plan.y_seq : t.y;
     for (int d = 0; d < D; ++d) KILN_RETURN_IF_ERROR(ForwardCell(c, t, l, d, in, out));
     if (l + 1 < L && training && p.rnn.dropout > 0) {
       KILN_RETURN_IF_ERROR(c.Launched(
@@ -372,9 +370,9 @@ absl::Status RnnBackwardDataCall(Handle& handle, const RnnProblem& p, const RnnT
   const bool batch_major = p.x.layout == RnnLayout::kBatchMajor;
   const void* dout = t.dy;
   if (batch_major) {
-    KILN_RETURN_IF_ERROR(c.Launched(cuda::LaunchRnnTranspose(t.dy, c.ws + c.plan.dy_seq, N, T,
-                                                             D * H * c.e, c.stream()),
-                                    "LaunchRnnTranspose"));
+    KILN_RETURN_IF_ERROR(c.Launched(
+        cuda::LaunchRnnTranspose(t.dy, c.ws + c.plan.dy_seq, N, T, D * H * c.e, c.stream()),
+        "LaunchRnnTranspose"));
     dout = c.ws + c.plan.dy_seq;
   }
   for (int64_t l = L - 1; l >= 0; --l) {
@@ -390,17 +388,17 @@ absl::Status RnnBackwardDataCall(Handle& handle, const RnnProblem& p, const RnnT
     dout = din;
   }
   if (batch_major) {
-    KILN_RETURN_IF_ERROR(c.Launched(cuda::LaunchRnnTranspose(dout, t.dx, T, N,
-                                                             p.x.features * c.e, c.stream()),
-                                    "LaunchRnnTranspose"));
+    KILN_RETURN_IF_ERROR(
+        c.Launched(cuda::LaunchRnnTranspose(dout, t.dx, T, N, p.x.features * c.e, c.stream()),
+                   "LaunchRnnTranspose"));
   }
   return absl::OkStatus();
 }
 
 absl::Status RnnBackwardWeightsCall(Handle& handle, const RnnProblem& p, const RnnTensors& t,
                                     RnnLengths lengths) {
-  KILN_ASSIGN_OR_RETURN(
-      Call c, Prepare(handle, p, t, /*in_reserve=*/true, lengths, "RnnBackwardWeights"));
+  KILN_ASSIGN_OR_RETURN(Call c,
+                        Prepare(handle, p, t, /*in_reserve=*/true, lengths, "RnnBackwardWeights"));
   if (t.x == nullptr || (t.dw == nullptr && t.grads == nullptr)) {
     return absl::InvalidArgumentError("RnnBackwardWeights: x, or both dw and grads, are null");
   }
@@ -411,9 +409,9 @@ absl::Status RnnBackwardWeightsCall(Handle& handle, const RnnProblem& p, const R
                                   "LaunchRnnOnes"));
   for (int64_t l = 0; l < L; ++l) {
     const int64_t F = p.rnn.LayerInputSize(l);
-    const void* in = l > 0 ? c.base + c.plan.layer_out[l - 1]
+    const void* in = l > 0                                  ? c.base + c.plan.layer_out[l - 1]
                      : p.x.layout == RnnLayout::kBatchMajor ? c.base + c.plan.x_seq
-                                                             : t.x;
+                                                            : t.x;
     for (int d = 0; d < D; ++d) {
       const RnnCellBuffers& b = c.cell(l, d);
       const RnnLayerGrads g = GradsOf(c, t, l, d);
@@ -437,9 +435,8 @@ absl::Status RnnBackwardWeightsCall(Handle& handle, const RnnProblem& p, const R
       if (g.b_hh != nullptr && gru) {  // r and z as b_ih's; n from the fourth block (dn r)
         KILN_RETURN_IF_ERROR(c.Gemm(false, false, 1, 2 * H, T * N, ones, T * N, dgates, ld, 1,
                                     g.b_hh, 2 * H, p.dtype));
-        KILN_RETURN_IF_ERROR(c.Gemm(false, false, 1, H, T * N, ones, T * N,
-                                    dgates + 3 * H * c.e, ld, 1,
-                                    static_cast<char*>(g.b_hh) + 2 * H * c.e, H, p.dtype));
+        KILN_RETURN_IF_ERROR(c.Gemm(false, false, 1, H, T * N, ones, T * N, dgates + 3 * H * c.e,
+                                    ld, 1, static_cast<char*>(g.b_hh) + 2 * H * c.e, H, p.dtype));
       }
     }
   }

@@ -69,7 +69,7 @@ struct RnnTensors {
   void* cy = nullptr;
   const void* w = nullptr;
   const RnnLayerParams* params = nullptr;  // layers * directions entries, used instead of w
-  const void* cont = nullptr;  // [T, N] of the problem's dtype
+  const void* cont = nullptr;              // [T, N] of the problem's dtype
   // Backward.
   const void* dy = nullptr;
   const void* dhy = nullptr;

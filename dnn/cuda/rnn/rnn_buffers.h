@@ -22,31 +22,31 @@ struct RnnCellBuffers {
   size_t gates = 0;     // f32 [T, N, gate_stride], time order
   size_t h_states = 0;  // dtype [T + 1, N, H], step order (h_states[0] = the initial state)
   size_t c_states = kRnnNoBuffer;  // LSTM: f32 [T + 1, N, H], step order
-  size_t dgates = 0;    // dtype [T, N, dgate_stride], time order (backward)
-  size_t drec = 0;      // dtype [T, N, gates * H], step order (backward)
+  size_t dgates = 0;               // dtype [T, N, dgate_stride], time order (backward)
+  size_t drec = 0;                 // dtype [T, N, gates * H], step order (backward)
 };
 
 struct RnnBufferPlan {
   int64_t gate_stride = 0;   // gates * H, or 4 H for GRU (r, z, n and hn)
   int64_t dgate_stride = 0;  // the same widths for the gate gradients (GRU: dn r fourth)
   // Reserve.
-  size_t x_seq = kRnnNoBuffer;      // batch-major x, transposed to sequence-major
-  std::vector<size_t> layer_out;    // layers 0..L-2: dtype [T, N, D H], after dropout
+  size_t x_seq = kRnnNoBuffer;        // batch-major x, transposed to sequence-major
+  std::vector<size_t> layer_out;      // layers 0..L-2: dtype [T, N, D H], after dropout
   std::vector<RnnCellBuffers> cells;  // index layer * D + direction
-  size_t reserve_forward = 0;       // bytes of the forward's part
+  size_t reserve_forward = 0;         // bytes of the forward's part
   size_t reserve = 0;
   // Workspace.
-  size_t lengths = kRnnNoBuffer;    // int32 [N]
-  size_t rec = 0;                   // f32 [N, gates * H]: W_hh h of one step
-  size_t y_seq = kRnnNoBuffer;      // batch-major: the last layer's output, sequence-major
-  size_t dy_seq = kRnnNoBuffer;     // batch-major: dy transposed
-  size_t dx_seq = kRnnNoBuffer;     // batch-major: dx before its transpose
-  size_t din[2] = {0, 0};           // dtype [T, N, max(D H, I)]: a layer's input gradient
-  size_t dh[2] = {0, 0};            // f32 [N, H]: the h gradient going back a step
-  size_t dc = 0;                    // f32 [N, H]
-  size_t ones = 0;                  // dtype [T N]: ones for the bias-gradient GEMMs
-  size_t scratch = 0;               // bytes of the above
-  size_t workspace = 0;             // scratch + the reserve's forward part (inference)
+  size_t lengths = kRnnNoBuffer;  // int32 [N]
+  size_t rec = 0;                 // f32 [N, gates * H]: W_hh h of one step
+  size_t y_seq = kRnnNoBuffer;    // batch-major: the last layer's output, sequence-major
+  size_t dy_seq = kRnnNoBuffer;   // batch-major: dy transposed
+  size_t dx_seq = kRnnNoBuffer;   // batch-major: dx before its transpose
+  size_t din[2] = {0, 0};         // dtype [T, N, max(D H, I)]: a layer's input gradient
+  size_t dh[2] = {0, 0};          // f32 [N, H]: the h gradient going back a step
+  size_t dc = 0;                  // f32 [N, H]
+  size_t ones = 0;                // dtype [T N]: ones for the bias-gradient GEMMs
+  size_t scratch = 0;             // bytes of the above
+  size_t workspace = 0;           // scratch + the reserve's forward part (inference)
 };
 
 absl::StatusOr<RnnBufferPlan> PlanRnnBuffers(const RnnProblem& problem);

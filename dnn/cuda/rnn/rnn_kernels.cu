@@ -104,8 +104,9 @@ __global__ void StepBackwardKernel(RnnStepBackward p) {
   const float keep =
       p.cont != nullptr ? ToFloat(static_cast<const T*>(p.cont)[t * p.batch + n]) : 1.f;
   const float* g = p.gates + (t * p.batch + n) * p.gate_stride;
-  const float dh = p.dh_in[i] + ToFloat(static_cast<const T*>(
-                                    p.dout)[(t * p.batch + n) * p.out_stride + p.out_offset + j]);
+  const float dh =
+      p.dh_in[i] +
+      ToFloat(static_cast<const T*>(p.dout)[(t * p.batch + n) * p.out_stride + p.out_offset + j]);
   if (kCell == RnnCellKind::kLstm) {
     const int64_t at[4] = {j, H + j, p.g_block * H + j, p.o_block * H + j};  // i f g o
     const float ig = g[at[0]], fg = g[at[1]], gg = g[at[2]], og = g[at[3]];
@@ -209,7 +210,8 @@ template <typename T>
 __global__ void DropoutKernel(T* data, int64_t count, uint64_t seed, float ratio, float scale) {
   const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (e >= count) return;
-  data[e] = DropoutKeep(seed, e, ratio) ? FromFloat<T>(ToFloat(data[e]) * scale) : FromFloat<T>(0.f);
+  data[e] =
+      DropoutKeep(seed, e, ratio) ? FromFloat<T>(ToFloat(data[e]) * scale) : FromFloat<T>(0.f);
 }
 
 template <typename From, typename To>

@@ -62,7 +62,7 @@ struct RnnStepBackward {
   const void* cont = nullptr;
   const float* gates = nullptr;  // the forward's activated gates
   int64_t gate_stride = 0;
-  const void* h_prev = nullptr;  // the forward's state before the step (GRU)
+  const void* h_prev = nullptr;   // the forward's state before the step (GRU)
   const float* c_prev = nullptr;  // LSTM: cell states before and after the step
   const float* c_next = nullptr;
   const void* dout = nullptr;

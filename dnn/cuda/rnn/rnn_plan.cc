@@ -122,8 +122,7 @@ absl::Status RnnPlan::Run(Handle& handle, Kind kind, const RnnTensors& t) {
     }
     if (r.exec != nullptr) {
       cudaGraphExecUpdateResultInfo info;
-      if (cudaGraphExecUpdate(static_cast<cudaGraphExec_t>(r.exec), graph, &info) !=
-          cudaSuccess) {
+      if (cudaGraphExecUpdate(static_cast<cudaGraphExec_t>(r.exec), graph, &info) != cudaSuccess) {
         cudaGetLastError();
         cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(r.exec));
         r.exec = nullptr;

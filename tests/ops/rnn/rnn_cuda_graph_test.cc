@@ -14,8 +14,8 @@ namespace {
 
 AttrMap Rnn(const char* cell, int64_t hidden, const char* bias, bool cont, bool state,
             const char* order = "ifgo") {
-  return {{"cell", Str(cell)},          {"hidden_size", hidden},       {"bias", Str(bias)},
-          {"gate_order", Str(order)},   {"has_cont", cont},            {"has_initial_state", state}};
+  return {{"cell", Str(cell)},        {"hidden_size", hidden}, {"bias", Str(bias)},
+          {"gate_order", Str(order)}, {"has_cont", cont},      {"has_initial_state", state}};
 }
 
 }  // namespace

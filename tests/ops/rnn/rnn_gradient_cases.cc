@@ -33,9 +33,9 @@ std::function<void(HostTensor&)> ContMarkers(int64_t batch) {
 std::vector<GradientCase> RecurrentGradientCases() {
   std::vector<GradientCase> out;
   // x [T, N, I], w_ih, w_hh, b_ih, (b_hh), (cont), (h0, c0).
-  GradientCase lstm = Case("rnn_lstm_caffe", "RNN",
-                           {{4, 3, 5}, {12, 5}, {12, 3}, {12}, {4, 3}, {3, 3}, {3, 3}},
-                           Rnn("lstm", 3, "input", true, true, "ifog"));
+  GradientCase lstm =
+      Case("rnn_lstm_caffe", "RNN", {{4, 3, 5}, {12, 5}, {12, 3}, {12}, {4, 3}, {3, 3}, {3, 3}},
+           Rnn("lstm", 3, "input", true, true, "ifog"));
   lstm.fixed_inputs[4] = ContMarkers(3);
   out.push_back(lstm);
   out.push_back(Case("rnn_gru", "RNN", {{3, 2, 4}, {15, 4}, {15, 5}, {15}, {15}},

@@ -151,15 +151,16 @@ class RnnCudaTest : public ::testing::Test {
 
 void RnnCudaTest::Run(const Case& c, const Precision& prec) {
   const DataType dt = prec.dtype;
-  auto rnn_or = RnnDescriptor::Create(c.cell, c.I, c.H, c.layers, c.bidirectional, c.bias,
-                                      c.dropout, 99);
+  auto rnn_or =
+      RnnDescriptor::Create(c.cell, c.I, c.H, c.layers, c.bidirectional, c.bias, c.dropout, 99);
   ASSERT_TRUE(rnn_or.ok()) << rnn_or.status();
   RnnDescriptor rnn = *rnn_or;
   if (c.caffe_order) rnn.gate_order = RnnGateOrder::kIfog;
   std::vector<int32_t> len;
   if (c.ragged) {
     std::uniform_int_distribution<int> pick(0, static_cast<int>(c.T));
-    for (int64_t n = 0; n < c.N; ++n) len.push_back(n == 0 ? static_cast<int32_t>(c.T) : pick(rng_));
+    for (int64_t n = 0; n < c.N; ++n)
+      len.push_back(n == 0 ? static_cast<int32_t>(c.T) : pick(rng_));
   }
   RnnProblem p;
   p.rnn = rnn;
@@ -193,20 +194,19 @@ void RnnCudaTest::Run(const Case& c, const Precision& prec) {
                                     lstm ? cy_ref.data() : nullptr)
                   .ok());
   std::vector<double> dx_ref(x.size()), dhx_ref(states), dcx_ref(states), dw_ref = dw0;
-  ASSERT_TRUE(reference::RnnBackward(rnn, p.x, x.data(), p.y, dy.data(), hx.data(),
-                                     lstm ? cx.data() : nullptr, w.data(),
-                                     c.cont ? cont.data() : nullptr, dhy.data(),
-                                     lstm ? dcy.data() : nullptr, dx_ref.data(), dhx_ref.data(),
-                                     lstm ? dcx_ref.data() : nullptr, dw_ref.data())
+  ASSERT_TRUE(reference::RnnBackward(
+                  rnn, p.x, x.data(), p.y, dy.data(), hx.data(), lstm ? cx.data() : nullptr,
+                  w.data(), c.cont ? cont.data() : nullptr, dhy.data(), lstm ? dcy.data() : nullptr,
+                  dx_ref.data(), dhx_ref.data(), lstm ? dcx_ref.data() : nullptr, dw_ref.data())
                   .ok());
 
   // The GPU.
   auto sizes = RnnGetBufferSizes(p);
   ASSERT_TRUE(sizes.ok()) << sizes.status();
   DeviceArray d_x(dt, x.size()), d_y(dt, y_ref.size()), d_hx(dt, states), d_cx(dt, states),
-      d_hy(dt, states), d_cy(dt, states), d_w(dt, w.size()), d_dy(dt, dy.size()),
-      d_dhy(dt, states), d_dcy(dt, states), d_dx(dt, x.size()), d_dhx(dt, states),
-      d_dcx(dt, states), d_dw(dt, w.size()), d_cont(dt, cont.size());
+      d_hy(dt, states), d_cy(dt, states), d_w(dt, w.size()), d_dy(dt, dy.size()), d_dhy(dt, states),
+      d_dcy(dt, states), d_dx(dt, x.size()), d_dhx(dt, states), d_dcx(dt, states),
+      d_dw(dt, w.size()), d_cont(dt, cont.size());
   DeviceArray ws(DataType::kU8, sizes->workspace), reserve(DataType::kU8, sizes->reserve);
   d_x.Upload(x), d_hx.Upload(hx), d_cx.Upload(cx), d_w.Upload(w), d_dy.Upload(dy);
   d_dhy.Upload(dhy), d_dcy.Upload(dcy), d_dw.Upload(dw0);

@@ -2,14 +2,13 @@
 // semantics of lengths, cont markers and the reverse direction checked against separate runs,
 // finite differences of every gradient over every cell, direction, layout and bias mode, and
 // the refusals of bad calls.
-#include "dnn/rnn/rnn_reference.h"
-
 #include <cmath>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "dnn/rnn/rnn_reference.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -45,10 +44,12 @@ TEST(RnnReference, OneUnitCellsMatchTheEquations) {
   {
     const RnnDescriptor lstm = Make(RnnCell::kLstm, 1, 1);
     // W_ih (i, f, g, o), W_hh, b_ih, b_hh.
-    const std::vector<double> w = {0.5, -0.3, 0.8, 0.2, -0.6, 0.4, 0.1, 0.9,
+    const std::vector<double> w = {0.5,  -0.3, 0.8,  0.2, -0.6, 0.4,  0.1,   0.9,
                                    0.05, -0.1, 0.15, 0.2, 0.01, 0.02, -0.03, 0.04};
     ASSERT_EQ(RnnWeightCount(lstm), 16);
-    auto pre = [&](int q, double x, double h) { return w[q] * x + w[4 + q] * h + w[8 + q] + w[12 + q]; };
+    auto pre = [&](int q, double x, double h) {
+      return w[q] * x + w[4 + q] * h + w[8 + q] + w[12 + q];
+    };
     double h = h0, c = c0;
     std::vector<double> want;
     for (double x : {x0, x1}) {
@@ -60,8 +61,8 @@ TEST(RnnReference, OneUnitCellsMatchTheEquations) {
     }
     const RnnSequences xs = Seq(RnnLayout::kSequenceMajor, 2, 1, 1), ys = xs;
     std::vector<double> x = {x0, x1}, y(2), hy(1), cy(1), hx = {h0}, cx = {c0};
-    ASSERT_TRUE(reference::RnnForward(lstm, false, xs, x.data(), ys, y.data(), hx.data(),
-                                      cx.data(), w.data(), nullptr, hy.data(), cy.data())
+    ASSERT_TRUE(reference::RnnForward(lstm, false, xs, x.data(), ys, y.data(), hx.data(), cx.data(),
+                                      w.data(), nullptr, hy.data(), cy.data())
                     .ok());
     EXPECT_NEAR(y[0], want[0], 1e-15);
     EXPECT_NEAR(y[1], want[1], 1e-15);
@@ -70,7 +71,8 @@ TEST(RnnReference, OneUnitCellsMatchTheEquations) {
   }
   {
     const RnnDescriptor gru = Make(RnnCell::kGru, 1, 1);
-    const std::vector<double> w = {0.5, -0.3, 0.8, 0.2, -0.6, 0.4, 0.05, -0.1, 0.15, 0.01, 0.02, -0.03};
+    const std::vector<double> w = {0.5,  -0.3, 0.8,  0.2,  -0.6, 0.4,
+                                   0.05, -0.1, 0.15, 0.01, 0.02, -0.03};
     ASSERT_EQ(RnnWeightCount(gru), 12);
     const double r = Sigmoid(w[0] * x0 + w[6] + w[3] * h0 + w[9]);
     const double z = Sigmoid(w[1] * x0 + w[7] + w[4] * h0 + w[10]);
@@ -107,9 +109,8 @@ TEST(RnnReference, LengthsAndContMarkersMatchSeparateRuns) {
       for (int k = 0; k < F; ++k) x1[t * F + k] = x[(t * N + 1) * F + k];
     }
     ASSERT_TRUE(reference::RnnForward(rnn, false, Seq(RnnLayout::kSequenceMajor, 3, 1, F),
-                                      x1.data(), Seq(RnnLayout::kSequenceMajor, 3, 1, H),
-                                      y1.data(), nullptr, nullptr, w.data(), nullptr, hy1.data(),
-                                      nullptr)
+                                      x1.data(), Seq(RnnLayout::kSequenceMajor, 3, 1, H), y1.data(),
+                                      nullptr, nullptr, w.data(), nullptr, hy1.data(), nullptr)
                     .ok());
     for (int t = 0; t < T; ++t) {
       for (int j = 0; j < H; ++j) {
@@ -129,9 +130,8 @@ TEST(RnnReference, LengthsAndContMarkersMatchSeparateRuns) {
       for (int k = 0; k < F; ++k) x0[t * F + k] = x[((t + 2) * N) * F + k];
     }
     ASSERT_TRUE(reference::RnnForward(rnn, false, Seq(RnnLayout::kSequenceMajor, 3, 1, F),
-                                      x0.data(), Seq(RnnLayout::kSequenceMajor, 3, 1, H),
-                                      y0.data(), nullptr, nullptr, w.data(), nullptr, nullptr,
-                                      nullptr)
+                                      x0.data(), Seq(RnnLayout::kSequenceMajor, 3, 1, H), y0.data(),
+                                      nullptr, nullptr, w.data(), nullptr, nullptr, nullptr)
                     .ok());
     for (int t = 0; t < T; ++t) {
       for (int j = 0; j < H; ++j) {
@@ -156,8 +156,7 @@ TEST(RnnReference, ReverseDirectionAndBatchMajorMatch) {
   std::vector<double> y(T * N * 2 * H);
   ASSERT_TRUE(reference::RnnForward(bi, false, Seq(RnnLayout::kSequenceMajor, T, N, F, len),
                                     x.data(), Seq(RnnLayout::kSequenceMajor, T, N, 2 * H, len),
-                                    y.data(), nullptr, nullptr, w.data(), nullptr, nullptr,
-                                    nullptr)
+                                    y.data(), nullptr, nullptr, w.data(), nullptr, nullptr, nullptr)
                   .ok());
   const std::vector<double> w_rev(w.begin() + RnnLayerWeights(bi, 0, 1).w_ih, w.end());
   for (int n = 0; n < N; ++n) {
@@ -167,9 +166,8 @@ TEST(RnnReference, ReverseDirectionAndBatchMajorMatch) {
       for (int k = 0; k < F; ++k) xr[t * F + k] = x[((L - 1 - t) * N + n) * F + k];
     }
     ASSERT_TRUE(reference::RnnForward(uni, false, Seq(RnnLayout::kSequenceMajor, L, 1, F),
-                                      xr.data(), Seq(RnnLayout::kSequenceMajor, L, 1, H),
-                                      yr.data(), nullptr, nullptr, w_rev.data(), nullptr, nullptr,
-                                      nullptr)
+                                      xr.data(), Seq(RnnLayout::kSequenceMajor, L, 1, H), yr.data(),
+                                      nullptr, nullptr, w_rev.data(), nullptr, nullptr, nullptr)
                     .ok());
     for (int t = 0; t < L; ++t) {
       for (int j = 0; j < H; ++j) {
@@ -184,10 +182,9 @@ TEST(RnnReference, ReverseDirectionAndBatchMajorMatch) {
       for (int k = 0; k < F; ++k) xb[(n * T + t) * F + k] = x[(t * N + n) * F + k];
     }
   }
-  ASSERT_TRUE(reference::RnnForward(bi, false, Seq(RnnLayout::kBatchMajor, T, N, F, len),
-                                    xb.data(), Seq(RnnLayout::kBatchMajor, T, N, 2 * H, len),
-                                    yb.data(), nullptr, nullptr, w.data(), nullptr, nullptr,
-                                    nullptr)
+  ASSERT_TRUE(reference::RnnForward(bi, false, Seq(RnnLayout::kBatchMajor, T, N, F, len), xb.data(),
+                                    Seq(RnnLayout::kBatchMajor, T, N, 2 * H, len), yb.data(),
+                                    nullptr, nullptr, w.data(), nullptr, nullptr, nullptr)
                   .ok());
   for (int t = 0; t < T; ++t) {
     for (int n = 0; n < N; ++n) {
@@ -228,11 +225,13 @@ TEST(RnnReference, GradientsMatchFiniteDifferences) {
   for (const GradCase& c : cases) {
     const int64_t T = 4, N = 3, F = 3, H = 3;
     const RnnDescriptor rnn = Make(c.cell, F, H, c.layers, c.bidirectional, c.bias, c.dropout);
-    const std::vector<int32_t> len = c.ragged ? std::vector<int32_t>{4, 1, 0} : std::vector<int32_t>{};
+    const std::vector<int32_t> len =
+        c.ragged ? std::vector<int32_t>{4, 1, 0} : std::vector<int32_t>{};
     const RnnSequences xs = Seq(c.layout, T, N, F, len);
     const RnnSequences ys = Seq(c.layout, T, N, rnn.directions() * H, len);
     const bool lstm = c.cell == C::kLstm;
-    std::vector<double> x = Random(rng, xs.elements(), 1), w = Random(rng, RnnWeightCount(rnn), 0.6);
+    std::vector<double> x = Random(rng, xs.elements(), 1),
+                        w = Random(rng, RnnWeightCount(rnn), 0.6);
     std::vector<double> hx = Random(rng, RnnStateCount(rnn, N), 0.5);
     std::vector<double> cx = Random(rng, RnnStateCount(rnn, N), 0.5);
     const std::vector<double> gy = Random(rng, ys.elements(), 1);
