@@ -74,6 +74,9 @@ RnnPlan::~RnnPlan() {
   for (Replay& r : replays_) {
     if (r.exec != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(r.exec));
   }
+  if (event_before_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_before_));
+  if (event_after_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_after_));
+  if (capture_stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(capture_stream_));
 }
 
 absl::Status RnnPlan::Forward(Handle& handle, RnnForwardMode mode, const RnnTensors& t) {
@@ -105,43 +108,90 @@ absl::Status RnnPlan::Run(Handle& handle, Kind kind, const RnnTensors& t) {
     r.key = std::move(key);
     r.calls_with_key = 0;
   }
-  if (++r.calls_with_key == 1) return Direct(handle, kind, t);  // maybe a one-off
+  ++r.calls_with_key;
+  if (r.calls_with_key == 1) return Direct(handle, kind, t);  // maybe a one-off
+  if (r.calls_with_key == 2) return RunAndRecord(handle, kind, t);
+  if (r.exec == nullptr) return Direct(handle, kind, t);
   // The lengths go to the workspace before every launch: the graph does not copy them.
   KILN_RETURN_IF_ERROR(RnnUploadLengths(handle, problem_, t));
-  if (r.calls_with_key == 2) {  // record, then update the graph of older tensors or make one
-    KILN_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    const absl::Status recorded = CallOnce(handle, problem_, kind, t, RnnLengths::kAlreadyOnDevice);
-    cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-    if (!recorded.ok() || ended != cudaSuccess || graph == nullptr) {
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      cudaGetLastError();  // the failed capture's error is reported by the direct run, if real
-      if (!recorded.ok()) return recorded;
+  KILN_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(static_cast<cudaGraphExec_t>(r.exec), stream));
+  ++graph_launches_;
+  return absl::OkStatus();
+}
+
+// The second call with the same tensors: it runs directly on the plan's own stream (ordered
+// after the caller's work and before the caller's next), then is recorded there. Recording
+// needs a stream of the plan's own: the caller's may be the legacy default stream, which cannot
+// be captured; and cuBLAS sets up a stream's state on its first GEMM, which must not happen
+// inside a capture, so the direct run comes first.
+absl::Status RnnPlan::RunAndRecord(Handle& handle, Kind kind, const RnnTensors& t) {
+  auto caller = static_cast<cudaStream_t>(handle.stream());
+  if (capture_stream_ == nullptr) {
+    cudaStream_t s = nullptr;
+    cudaEvent_t before = nullptr, after = nullptr;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&before, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&after, cudaEventDisableTiming) != cudaSuccess) {
+      cudaGetLastError();
+      if (s != nullptr) cudaStreamDestroy(s);
+      if (before != nullptr) cudaEventDestroy(before);
       capture_disabled_ = true;
       return Direct(handle, kind, t);
     }
-    if (r.exec != nullptr) {
-      cudaGraphExecUpdateResultInfo info;
-      if (cudaGraphExecUpdate(static_cast<cudaGraphExec_t>(r.exec), graph, &info) != cudaSuccess) {
-        cudaGetLastError();
-        cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(r.exec));
-        r.exec = nullptr;
-      }
-    }
-    if (r.exec == nullptr) {
-      cudaGraphExec_t exec = nullptr;
-      if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
-        cudaGetLastError();
-        cudaGraphDestroy(graph);
-        capture_disabled_ = true;
-        return Direct(handle, kind, t);
-      }
-      r.exec = exec;
-    }
-    cudaGraphDestroy(graph);
+    capture_stream_ = s;
+    event_before_ = before;
+    event_after_ = after;
   }
-  KILN_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(static_cast<cudaGraphExec_t>(r.exec), stream));
-  ++graph_launches_;
+  auto own = static_cast<cudaStream_t>(capture_stream_);
+  KILN_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(event_before_), caller));
+  KILN_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(own, static_cast<cudaEvent_t>(event_before_), 0));
+  KILN_RETURN_IF_ERROR(handle.SetStream(own));
+  const absl::Status ran = CallOnce(handle, problem_, kind, t, RnnLengths::kUpload);
+  const absl::Status recorded = ran.ok() ? Record(handle, kind, t) : ran;
+  const absl::Status restored = handle.SetStream(caller);
+  KILN_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(event_after_), own));
+  KILN_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(caller, static_cast<cudaEvent_t>(event_after_), 0));
+  KILN_RETURN_IF_ERROR(restored);
+  KILN_RETURN_IF_ERROR(ran);
+  if (!recorded.ok()) capture_disabled_ = true;  // only speed is lost: the call itself ran
+  return absl::OkStatus();
+}
+
+// Records one call on the handle's (the plan's own) stream into replays_[kind].exec: a new
+// executable graph, or the old one updated to the new tensors.
+absl::Status RnnPlan::Record(Handle& handle, Kind kind, const RnnTensors& t) {
+  Replay& r = replays_[kind];
+  auto own = static_cast<cudaStream_t>(handle.stream());
+  if (cudaStreamBeginCapture(own, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    cudaGetLastError();
+    return absl::UnavailableError("RnnPlan: the stream cannot be captured");
+  }
+  const absl::Status recorded = CallOnce(handle, problem_, kind, t, RnnLengths::kAlreadyOnDevice);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(own, &graph);
+  if (!recorded.ok() || ended != cudaSuccess || graph == nullptr) {
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaGetLastError();  // a failed capture leaves an error that is not the next call's
+    return recorded.ok() ? absl::UnavailableError("RnnPlan: the capture failed") : recorded;
+  }
+  if (r.exec != nullptr) {
+    cudaGraphExecUpdateResultInfo info;
+    if (cudaGraphExecUpdate(static_cast<cudaGraphExec_t>(r.exec), graph, &info) != cudaSuccess) {
+      cudaGetLastError();
+      cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(r.exec));
+      r.exec = nullptr;
+    }
+  }
+  if (r.exec == nullptr) {
+    cudaGraphExec_t exec = nullptr;
+    if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+      cudaGetLastError();
+      cudaGraphDestroy(graph);
+      return absl::UnavailableError("RnnPlan: the graph could not be instantiated");
+    }
+    r.exec = exec;
+  }
+  cudaGraphDestroy(graph);
   return absl::OkStatus();
 }
 

@@ -2,12 +2,14 @@
 // training loop or a server does. Each call's work is hundreds of small launches (a GEMM and a
 // cell kernel per step and layer), so for small layers the host's launch rate, not the GPU,
 // sets the time. The plan records a call as a CUDA graph the second time it sees the same
-// tensors on the same stream, and from then on launches the graph: one launch per call.
+// tensors on the same stream (on a stream of its own, ordered with the caller's by events: the
+// caller's may be the legacy default stream, which cannot be captured), and from the third on
+// launches the graph into the caller's stream: one launch per call.
 //
 // The first call with new tensors runs as the free functions do (so a loop whose buffers change
 // every call never pays for a capture); a call on a stream that is already being captured (the
 // graph engine's executor records whole plans) runs directly into that capture. When a capture
-// or an instantiation fails, the plan runs that call directly and stops capturing.
+// or an instantiation fails, the plan runs its calls directly from then on.
 // Not thread-safe: one plan per host thread, as with a Handle.
 #ifndef KILN_DNN_CUDA_RNN_RNN_PLAN_H_
 #define KILN_DNN_CUDA_RNN_RNN_PLAN_H_
@@ -54,10 +56,15 @@ class RnnPlan {
       : problem_(problem), sizes_(sizes) {}
   absl::Status Run(Handle& handle, Kind kind, const RnnTensors& t);
   absl::Status Direct(Handle& handle, Kind kind, const RnnTensors& t);
+  absl::Status RunAndRecord(Handle& handle, Kind kind, const RnnTensors& t);
+  absl::Status Record(Handle& handle, Kind kind, const RnnTensors& t);
 
   RnnProblem problem_;
   RnnBufferSizes sizes_;
   Replay replays_[kKinds];
+  void* capture_stream_ = nullptr;  // cudaStream_t: where calls are recorded
+  void* event_before_ = nullptr;    // cudaEvent_t: orders the recording run with the caller's
+  void* event_after_ = nullptr;
   int64_t graph_launches_ = 0;
   bool capture_disabled_ = false;
 };
