@@ -156,22 +156,35 @@ bool RunRow(dnn::Handle& handle, const Row& row, const std::string& precision,
     if (s.ok()) s = dnn::RnnBackwardWeights(handle, p, t);
     return s;
   };
-  auto time = [&](bool direct) {
+  // Milliseconds per call, or -1 when a call fails (its message printed).
+  auto time = [&](bool direct) -> double {
     absl::Status s;
     for (int i = 0; i < 3 && s.ok(); ++i) s = once(direct);  // warm-up: cuBLAS, the graph
-    ok = ok && s.ok() && cudaDeviceSynchronize() == cudaSuccess;
-    if (!s.ok()) std::fprintf(stderr, "rnn_bench: %s\n", s.ToString().c_str());
+    if (s.ok() && cudaDeviceSynchronize() != cudaSuccess) {
+      s = absl::InternalError("cudaDeviceSynchronize after the warm-up failed");
+    }
+    if (!s.ok()) {
+      std::fprintf(stderr, "rnn_bench: %s: %s\n", direct ? "direct" : "plan", s.ToString().c_str());
+      cudaGetLastError();
+      return -1;
+    }
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters && ok; ++i) ok = once(direct).ok();
-    ok = ok && cudaDeviceSynchronize() == cudaSuccess;
+    for (int i = 0; i < iters && s.ok(); ++i) s = once(direct);
+    if (!s.ok() || cudaDeviceSynchronize() != cudaSuccess) {
+      std::fprintf(stderr, "rnn_bench: %s: %s\n", direct ? "direct" : "plan", s.ToString().c_str());
+      cudaGetLastError();
+      return -1;
+    }
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                .count() /
            iters;
   };
+  // Direct first: a plan that fails (its graph path) does not cost the row its direct time.
   double ms = -1, direct_ms = -1;
   if (ok) {
-    ms = time(false);
     direct_ms = time(true);
+    ms = direct_ms > 0 ? time(false) : -1;
+    ok = direct_ms > 0;
   }
   for (void* v : owned) cudaFree(v);
   if (!ok) {

@@ -3,6 +3,13 @@
 // parameter blobs as the node's weights, unchanged: the LSTM's gate order (i, f, o, g) is an
 // attribute of the op rather than a permutation of the blobs, so a trained net saves back to a
 // .caffemodel Caffe reads. The static input (x_static, a third bottom) is not supported yet.
+//
+// **Known difference:** without expose_hidden, Caffe's layer copies its final h (and c) into
+// its own initial state before each forward, so a second forward that starts with cont = 1
+// continues from the first one's end (streamed generation, training on split sequences). Kiln's
+// RNN node keeps no state between runs: every run starts from zeros, which equals Caffe
+// whenever cont is 0 at t = 0 (every sequence starts in the batch) and on the first forward.
+// A net that streams should set expose_hidden and feed h_T / c_T back as h_0 / c_0.
 #include "frontends/caffe/recurrent_converters.h"
 
 #include <string>

@@ -1,0 +1,552 @@
+// Caffe's LSTM and RNN layers as Kiln imports them (frontends/caffe/recurrent_converters.cc),
+// checked against plain loops written here from Caffe's own definitions (its LSTMUnit and the
+// nets RecurrentLayer unrolls), never against dnn/rnn: gate blocks i, f, o, g, `cont` on both
+// h_{t-1} and c_{t-1}, x flattened from axis 2, the exposed initial and final states, and the
+// RNN's tanh output projection. Every net runs on the reference and the CPU backends. Also the
+// layers' refusals and the .caffemodel round trip of their blobs in Caffe's order and shapes.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "frontends/caffe/caffe_io.h"
+#include "frontends/caffe/caffe_model.h"
+#include "frontends/caffe/caffemodel_writer.h"
+#include "gtest/gtest.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
+
+namespace kiln {
+namespace {
+
+using Dims = std::vector<int64_t>;
+using Floats = std::vector<float>;
+
+constexpr int64_t kT = 5, kN = 3, kH = 4, kI = 6;  // x is [T, N, 2, 3]: I = 6 from axis 2
+const Dims kXDims = {kT, kN, 2, 3};
+
+Floats Uniform(int64_t n, float lo, float hi, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  Floats v(n);
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+// ---- Caffe's definitions, in double -------------------------------------------------------
+
+double Sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+// out[r] = sum_k w[r, k] in[k] (+ b[r]): Caffe's InnerProduct, weight [rows, cols].
+std::vector<double> Affine(const Floats& w, const double* in, int64_t rows, int64_t cols,
+                           const Floats* b) {
+  std::vector<double> out(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = b != nullptr ? (*b)[r] : 0.0;
+    for (int64_t k = 0; k < cols; ++k) s += double{w[r * cols + k]} * in[k];
+    out[r] = s;
+  }
+  return out;
+}
+
+struct Sequence {
+  Floats x;       // [T, N, I] row-major (x [T, N, 2, 3] flattened from axis 2)
+  Floats cont;    // [T, N]
+  Floats h0, c0;  // [N, H]; zeros unless the states are exposed
+  int64_t I = kI;
+};
+
+struct Result {
+  std::vector<double> top;     // [T, N, H]
+  std::vector<double> hT, cT;  // [N, H]
+};
+
+// Caffe's LSTM: per step, h_conted = cont_t h_{t-1}; gates = W_xc x_t + b_c + W_hc h_conted in
+// blocks i, f, o, g; c_t = cont_t f c_{t-1} + i g; h_t = o tanh(c_t). Blobs W_xc, b_c, W_hc.
+Result PlainLstm(const Sequence& s, const std::vector<Floats>& blobs) {
+  const Floats &w_xc = blobs[0], &b_c = blobs[1], &w_hc = blobs[2];
+  std::vector<double> h(s.h0.begin(), s.h0.end()), c(s.c0.begin(), s.c0.end());
+  Result r;
+  r.top.resize(kT * kN * kH);
+  for (int64_t t = 0; t < kT; ++t) {
+    for (int64_t n = 0; n < kN; ++n) {
+      const double cont = s.cont[t * kN + n];
+      std::vector<double> x(s.I), h_conted(kH);
+      for (int64_t k = 0; k < s.I; ++k) x[k] = s.x[(t * kN + n) * s.I + k];
+      for (int64_t j = 0; j < kH; ++j) h_conted[j] = cont * h[n * kH + j];
+      const std::vector<double> gx = Affine(w_xc, x.data(), 4 * kH, s.I, &b_c);
+      const std::vector<double> gh = Affine(w_hc, h_conted.data(), 4 * kH, kH, nullptr);
+      for (int64_t j = 0; j < kH; ++j) {
+        auto pre = [&](int block) { return gx[block * kH + j] + gh[block * kH + j]; };
+        const double i = Sigmoid(pre(0)), f = Sigmoid(pre(1)), o = Sigmoid(pre(2));
+        const double g = std::tanh(pre(3));
+        double& cell = c[n * kH + j];
+        cell = cont * f * cell + i * g;
+        r.top[(t * kN + n) * kH + j] = o * std::tanh(cell);
+      }
+      for (int64_t j = 0; j < kH; ++j) h[n * kH + j] = r.top[(t * kN + n) * kH + j];
+    }
+  }
+  r.hT = h;
+  r.cT = c;
+  return r;
+}
+
+// Caffe's RNN: h_t = tanh(W_xh x_t + b_h + W_hh (cont_t h_{t-1})), top o_t = tanh(W_ho h_t +
+// b_o). Blobs W_xh, b_h, W_hh, W_ho, b_o.
+Result PlainRnn(const Sequence& s, const std::vector<Floats>& blobs) {
+  std::vector<double> h(s.h0.begin(), s.h0.end());
+  Result r;
+  r.top.resize(kT * kN * kH);
+  for (int64_t t = 0; t < kT; ++t) {
+    for (int64_t n = 0; n < kN; ++n) {
+      const double cont = s.cont[t * kN + n];
+      std::vector<double> x(s.I), h_conted(kH);
+      for (int64_t k = 0; k < s.I; ++k) x[k] = s.x[(t * kN + n) * s.I + k];
+      for (int64_t j = 0; j < kH; ++j) h_conted[j] = cont * h[n * kH + j];
+      const std::vector<double> ax = Affine(blobs[0], x.data(), kH, s.I, &blobs[1]);
+      const std::vector<double> ah = Affine(blobs[2], h_conted.data(), kH, kH, nullptr);
+      for (int64_t j = 0; j < kH; ++j) h[n * kH + j] = std::tanh(ax[j] + ah[j]);
+      const std::vector<double> o = Affine(blobs[3], &h[n * kH], kH, kH, &blobs[4]);
+      for (int64_t j = 0; j < kH; ++j) r.top[(t * kN + n) * kH + j] = std::tanh(o[j]);
+    }
+  }
+  r.hT = h;
+  return r;
+}
+
+// ---- Nets, weights, runs ------------------------------------------------------------------
+
+std::string ShapeText(const Dims& dims) {
+  std::string s = "shape {";
+  for (int64_t d : dims) absl::StrAppend(&s, " dim: ", d);
+  return s + " }";
+}
+
+// An Input layer for `inputs` (blob, shape) and one `type` layer named `name` reading them all.
+std::string NetText(const std::string& type, const std::string& name,
+                    const std::vector<std::pair<std::string, Dims>>& inputs,
+                    const std::vector<std::string>& tops, const std::string& recurrent_param) {
+  std::string text = R"(layer { name: "input" type: "Input")";
+  std::string shapes, bottoms;
+  for (const auto& [blob, dims] : inputs) {
+    absl::StrAppend(&text, " top: \"", blob, "\"");
+    absl::StrAppend(&shapes, " ", ShapeText(dims));
+    absl::StrAppend(&bottoms, " bottom: \"", blob, "\"");
+  }
+  absl::StrAppend(&text, " input_param {", shapes, " } }\n");
+  absl::StrAppend(&text, "layer { name: \"", name, "\" type: \"", type, "\"", bottoms);
+  for (const std::string& top : tops) absl::StrAppend(&text, " top: \"", top, "\"");
+  absl::StrAppend(&text, " recurrent_param { ", recurrent_param, " } }\n");
+  return text;
+}
+
+// The blob shapes Caffe gives the layer, in its order.
+std::vector<Dims> BlobShapes(bool lstm, int64_t I = kI) {
+  if (lstm) return {{4 * kH, I}, {4 * kH}, {4 * kH, kH}};
+  return {{kH, I}, {kH}, {kH, kH}, {kH, kH}, {kH}};
+}
+
+std::vector<Floats> RandomBlobs(bool lstm, std::mt19937& rng, int64_t I = kI) {
+  std::vector<Floats> blobs;
+  for (const Dims& dims : BlobShapes(lstm, I)) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    blobs.push_back(Uniform(n, -0.8f, 0.8f, rng));
+  }
+  return blobs;
+}
+
+// A .caffemodel's NetParameter holding `blobs` for layer `name`.
+caffe::NetParameter WeightsFor(const std::string& name, const std::vector<Dims>& shapes,
+                               const std::vector<Floats>& blobs) {
+  caffe::NetParameter net;
+  caffe::LayerParameter* layer = net.add_layer();
+  layer->set_name(name);
+  for (size_t i = 0; i < blobs.size(); ++i) {
+    caffe::BlobProto* blob = layer->add_blobs();
+    for (int64_t d : shapes[i]) blob->mutable_shape()->add_dim(d);
+    for (float v : blobs[i]) blob->add_data(v);
+  }
+  return net;
+}
+
+absl::StatusOr<CaffeModel> Import(const std::string& text, const caffe::NetParameter* weights) {
+  caffe::NetParameter net;
+  absl::Status parsed = ParseTextMessage(text, "net", net);
+  if (!parsed.ok()) return parsed;
+  CaffeImportOptions options;
+  options.weights = weights;
+  return ImportCaffeNet(net, options, DefaultOpRegistry());
+}
+
+// Runs `model` on `backend` with the blobs in `feeds` bound to its inputs; every output by blob.
+absl::StatusOr<std::map<std::string, Floats>> RunOn(const CaffeModel& model, BackendChoice backend,
+                                                    const std::map<std::string, Floats>& feeds) {
+  CompileOptions options;
+  options.backend = backend;
+  auto plan = Compile(*model.graph, DefaultKernelRegistry(), options);
+  if (!plan.ok()) return plan.status();
+  auto context = ExecutionContext::Create(**plan, {/*poison_buffers=*/true});
+  if (!context.ok()) return context.status();
+  std::map<std::string, HostTensor> bindings;
+  for (const CaffeInput& input : model.inputs) {
+    auto type = TensorType::Create(DataType::kF32, input.dims);
+    if (!type.ok()) return type.status();
+    auto tensor = HostTensor::FromF32(*type, feeds.at(input.name));
+    if (!tensor.ok()) return tensor.status();
+    bindings[input.node] = *tensor;
+  }
+  auto out = (*context)->Run(bindings);
+  if (!out.ok()) return out.status();
+  std::map<std::string, Floats> result;
+  for (const auto& [name, tensor] : *out) result[name] = tensor.ToF32Vector();
+  return result;
+}
+
+void ExpectNear(const Floats& got, const std::vector<double>& want, double tol,
+                const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], tol) << what << " element " << i;
+  }
+}
+
+// Imports `text` with `blobs` as the weights of layer `name`, runs it on both host backends and
+// checks each of `expected` (top blob -> values) on each, and the backends against each other.
+void CheckNet(const std::string& text, const std::string& name, bool lstm,
+              const std::vector<Floats>& blobs, const std::map<std::string, Floats>& feeds,
+              const std::map<std::string, std::vector<double>>& expected, int64_t I = kI) {
+  const caffe::NetParameter weights = WeightsFor(name, BlobShapes(lstm, I), blobs);
+  auto model = Import(text, &weights);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const CaffeLayer* layer = model->FindLayer(name);
+  ASSERT_NE(layer, nullptr);
+  ASSERT_EQ(layer->params.size(), blobs.size());
+  for (size_t i = 0; i < blobs.size(); ++i) {
+    const CaffeParam& p = model->params[layer->params[i]];
+    EXPECT_EQ(p.index, static_cast<int>(i));
+    EXPECT_EQ(p.shape, BlobShapes(lstm, I)[i]) << "blob " << i;
+    EXPECT_EQ(p.source, "weights") << "blob " << i;
+  }
+  std::vector<std::map<std::string, Floats>> runs;
+  for (BackendChoice backend : {BackendChoice::kReference, BackendChoice::kCpu}) {
+    auto out = RunOn(*model, backend, feeds);
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (const auto& [blob, want] : expected) {
+      ASSERT_TRUE(out->count(blob)) << "no output " << blob;
+      ExpectNear(out->at(blob), want, 1e-5,
+                 absl::StrCat(blob, backend == BackendChoice::kCpu ? " (cpu)" : " (reference)"));
+    }
+    runs.push_back(*out);
+  }
+  for (const auto& [blob, want] : expected) {
+    const Floats &a = runs[0].at(blob), &b = runs[1].at(blob);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << blob << " " << i;
+  }
+}
+
+// cont [T, N]: 0 at t = 0 (every row starts a sequence) unless `continue_first`, and restarts
+// inside rows: row 1 at t = 2, row 2 at t = 3.
+Floats Cont(bool continue_first = false) {
+  Floats cont(kT * kN, 1.0f);
+  for (int n = 0; n < kN; ++n) cont[n] = continue_first && n != 1 ? 1.0f : 0.0f;
+  cont[2 * kN + 1] = 0.0f;
+  cont[3 * kN + 2] = 0.0f;
+  return cont;
+}
+
+// ---- LSTM ---------------------------------------------------------------------------------
+
+TEST(CaffeRecurrentTest, LstmMatchesCaffesEquations) {
+  std::mt19937 rng(11);
+  const std::vector<Floats> blobs = RandomBlobs(true, rng);
+  Sequence s;
+  s.x = Uniform(kT * kN * kI, -1.5f, 1.5f, rng);
+  s.cont = Cont();
+  s.h0.assign(kN * kH, 0.0f);
+  s.c0.assign(kN * kH, 0.0f);
+  const Result want = PlainLstm(s, blobs);
+  // The restarts matter: without them row 1's h at t = 2 is not the same.
+  Sequence no_restart = s;
+  no_restart.cont.assign(kT * kN, 1.0f);
+  const Result other = PlainLstm(no_restart, blobs);
+  double moved = 0;
+  for (int j = 0; j < kH; ++j) {
+    moved = std::max(moved,
+                     std::fabs(want.top[(2 * kN + 1) * kH + j] - other.top[(2 * kN + 1) * kH + j]));
+  }
+  ASSERT_GT(moved, 1e-3);
+  const std::string text =
+      NetText("LSTM", "lstm", {{"x", kXDims}, {"cont", {kT, kN}}}, {"h"}, "num_output: 4");
+  CheckNet(text, "lstm", true, blobs, {{"x", s.x}, {"cont", s.cont}}, {{"h", want.top}});
+}
+
+TEST(CaffeRecurrentTest, LstmExposesItsInitialAndFinalStates) {
+  std::mt19937 rng(12);
+  const std::vector<Floats> blobs = RandomBlobs(true, rng);
+  Sequence s;
+  s.x = Uniform(kT * kN * kI, -1.5f, 1.5f, rng);
+  s.cont = Cont(/*continue_first=*/true);  // rows 0 and 2 continue from h_0, c_0
+  s.h0 = Uniform(kN * kH, -0.9f, 0.9f, rng);
+  s.c0 = Uniform(kN * kH, -2.0f, 2.0f, rng);
+  const Result want = PlainLstm(s, blobs);
+  const std::string text =
+      NetText("LSTM", "lstm",
+              {{"x", kXDims}, {"cont", {kT, kN}}, {"h_0", {1, kN, kH}}, {"c_0", {1, kN, kH}}},
+              {"h", "h_T", "c_T"}, "num_output: 4 expose_hidden: true");
+  auto model = Import(text, nullptr);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::map<std::string, Dims> outputs;
+  for (const GraphOutput& o : model->graph->outputs()) outputs[o.name] = o.value.type().dims();
+  EXPECT_EQ(outputs, (std::map<std::string, Dims>{
+                         {"h", {kT, kN, kH}}, {"h_T", {1, kN, kH}}, {"c_T", {1, kN, kH}}}));
+  CheckNet(text, "lstm", true, blobs, {{"x", s.x}, {"cont", s.cont}, {"h_0", s.h0}, {"c_0", s.c0}},
+           {{"h", want.top}, {"h_T", want.hT}, {"c_T", want.cT}});
+  // The last step's h is h_T.
+  for (int64_t i = 0; i < kN * kH; ++i) EXPECT_EQ(want.hT[i], want.top[(kT - 1) * kN * kH + i]);
+}
+
+// Caffe takes x of exactly two axes [T, N] as one feature per step (I = 1).
+TEST(CaffeRecurrentTest, TwoAxisInputIsOneFeaturePerStep) {
+  for (bool lstm : {true, false}) {
+    std::mt19937 rng(lstm ? 17 : 18);
+    const std::vector<Floats> blobs = RandomBlobs(lstm, rng, /*I=*/1);
+    Sequence s;
+    s.I = 1;
+    s.x = Uniform(kT * kN, -1.5f, 1.5f, rng);
+    s.cont = Cont();
+    s.h0.assign(kN * kH, 0.0f);
+    s.c0.assign(kN * kH, 0.0f);
+    const Result want = lstm ? PlainLstm(s, blobs) : PlainRnn(s, blobs);
+    const std::string name = lstm ? "lstm" : "rnn";
+    const std::string text = NetText(lstm ? "LSTM" : "RNN", name,
+                                     {{"x", {kT, kN}}, {"cont", {kT, kN}}}, {"y"}, "num_output: 4");
+    CheckNet(text, name, lstm, blobs, {{"x", s.x}, {"cont", s.cont}}, {{"y", want.top}}, 1);
+  }
+}
+
+// ---- RNN ----------------------------------------------------------------------------------
+
+TEST(CaffeRecurrentTest, RnnMatchesCaffesEquations) {
+  std::mt19937 rng(13);
+  const std::vector<Floats> blobs = RandomBlobs(false, rng);
+  Sequence s;
+  s.x = Uniform(kT * kN * kI, -1.5f, 1.5f, rng);
+  s.cont = Cont();
+  s.h0.assign(kN * kH, 0.0f);
+  const Result want = PlainRnn(s, blobs);
+  const std::string text =
+      NetText("RNN", "rnn", {{"x", kXDims}, {"cont", {kT, kN}}}, {"o"}, "num_output: 4");
+  CheckNet(text, "rnn", false, blobs, {{"x", s.x}, {"cont", s.cont}}, {{"o", want.top}});
+}
+
+TEST(CaffeRecurrentTest, RnnExposesItsInitialAndFinalState) {
+  std::mt19937 rng(14);
+  const std::vector<Floats> blobs = RandomBlobs(false, rng);
+  Sequence s;
+  s.x = Uniform(kT * kN * kI, -1.5f, 1.5f, rng);
+  s.cont = Cont(/*continue_first=*/true);
+  s.h0 = Uniform(kN * kH, -0.9f, 0.9f, rng);
+  const Result want = PlainRnn(s, blobs);
+  const std::string text =
+      NetText("RNN", "rnn", {{"x", kXDims}, {"cont", {kT, kN}}, {"h_0", {1, kN, kH}}}, {"o", "h_T"},
+              "num_output: 4 expose_hidden: true");
+  // h_T is the hidden state h, not the projected top o.
+  CheckNet(text, "rnn", false, blobs, {{"x", s.x}, {"cont", s.cont}, {"h_0", s.h0}},
+           {{"o", want.top}, {"h_T", want.hT}});
+}
+
+// ---- Refusals -----------------------------------------------------------------------------
+
+struct Refusal {
+  const char* what;
+  std::string type;
+  std::vector<std::pair<std::string, Dims>> inputs;
+  std::vector<std::string> tops;
+  std::string param;
+  absl::StatusCode code;
+  std::vector<std::string> message_has;
+};
+
+TEST(CaffeRecurrentTest, MalformedLayersAreRefusedWithAStatus) {
+  const Dims cont = {kT, kN}, state = {1, kN, kH};
+  using Code = absl::StatusCode;
+  const Refusal refusals[] = {
+      {"x_static",
+       "LSTM",
+       {{"x", kXDims}, {"cont", cont}, {"xs", {kN, 5}}},
+       {"h"},
+       "num_output: 4",
+       Code::kUnimplemented,
+       {"x_static", "not supported"}},
+      {"x_static with exposed states",
+       "LSTM",
+       {{"x", kXDims}, {"cont", cont}, {"xs", {kN, 5}}, {"h_0", state}, {"c_0", state}},
+       {"h", "h_T", "c_T"},
+       "num_output: 4 expose_hidden: true",
+       Code::kUnimplemented,
+       {"x_static"}},
+      {"RNN x_static",
+       "RNN",
+       {{"x", kXDims}, {"cont", cont}, {"xs", {kN, 5}}},
+       {"o"},
+       "num_output: 4",
+       Code::kUnimplemented,
+       {"x_static"}},
+      {"cont of another N",
+       "LSTM",
+       {{"x", kXDims}, {"cont", {kT, 2}}},
+       {"h"},
+       "num_output: 4",
+       Code::kInvalidArgument,
+       {"cont", "[T, N] = [5, 3]"}},
+      {"cont with a third axis",
+       "RNN",
+       {{"x", kXDims}, {"cont", {kT, kN, 1}}},
+       {"o"},
+       "num_output: 4",
+       Code::kInvalidArgument,
+       {"cont"}},
+      {"num_output 0",
+       "LSTM",
+       {{"x", kXDims}, {"cont", cont}},
+       {"h"},
+       "num_output: 0",
+       Code::kInvalidArgument,
+       {"num_output"}},
+      {"num_output missing",
+       "RNN",
+       {{"x", kXDims}, {"cont", cont}},
+       {"o"},
+       "",
+       Code::kInvalidArgument,
+       {"num_output"}},
+      {"x of one axis",
+       "LSTM",
+       {{"x", {kT}}, {"cont", cont}},
+       {"h"},
+       "num_output: 4",
+       Code::kInvalidArgument,
+       {"at least 2 axes"}},
+      {"two tops without expose_hidden",
+       "LSTM",
+       {{"x", kXDims}, {"cont", cont}},
+       {"h", "h_T"},
+       "num_output: 4",
+       Code::kInvalidArgument,
+       {"top(s), got 2"}},
+      {"one top with expose_hidden",
+       "LSTM",
+       {{"x", kXDims}, {"cont", cont}, {"h_0", state}, {"c_0", state}},
+       {"h"},
+       "num_output: 4 expose_hidden: true",
+       Code::kInvalidArgument,
+       {"top(s), got 1"}},
+      {"RNN three tops with expose_hidden",
+       "RNN",
+       {{"x", kXDims}, {"cont", cont}, {"h_0", state}},
+       {"o", "h_T", "c_T"},
+       "num_output: 4 expose_hidden: true",
+       Code::kInvalidArgument,
+       {"top(s), got 3"}},
+      {"expose_hidden without the states",
+       "LSTM",
+       {{"x", kXDims}, {"cont", cont}},
+       {"h", "h_T", "c_T"},
+       "num_output: 4 expose_hidden: true",
+       Code::kInvalidArgument,
+       {"bottom(s), got 2"}},
+      {"h_0 of another H",
+       "LSTM",
+       {{"x", kXDims}, {"cont", cont}, {"h_0", {1, kN, 5}}, {"c_0", state}},
+       {"h", "h_T", "c_T"},
+       "num_output: 4 expose_hidden: true",
+       Code::kInvalidArgument,
+       {"h_0", "[1, N, H]"}},
+      {"h_0 without its leading 1",
+       "RNN",
+       {{"x", kXDims}, {"cont", cont}, {"h_0", {kN, kH}}},
+       {"o", "h_T"},
+       "num_output: 4 expose_hidden: true",
+       Code::kInvalidArgument,
+       {"h_0"}},
+      {"c_0 of another N",
+       "LSTM",
+       {{"x", kXDims}, {"cont", cont}, {"h_0", state}, {"c_0", {1, 2, kH}}},
+       {"h", "h_T", "c_T"},
+       "num_output: 4 expose_hidden: true",
+       Code::kInvalidArgument,
+       {"c_0"}},
+  };
+  for (const Refusal& r : refusals) {
+    const std::string name = r.type == "LSTM" ? "lstm" : "rnn";
+    const std::string text = NetText(r.type, name, r.inputs, r.tops, r.param);
+    auto model = Import(text, nullptr);
+    ASSERT_FALSE(model.ok()) << r.what;
+    EXPECT_EQ(model.status().code(), r.code) << r.what << ": " << model.status();
+    const std::string message(model.status().message());
+    EXPECT_NE(message.find(absl::StrCat("layer '", name, "' (", r.type, ")")), std::string::npos)
+        << r.what << ": " << message;
+    for (const std::string& part : r.message_has) {
+      EXPECT_NE(message.find(part), std::string::npos) << r.what << ": " << message;
+    }
+  }
+}
+
+// ---- .caffemodel ---------------------------------------------------------------------------
+
+// The blobs are written back unchanged, in Caffe's order and shapes (no gate permutation), and
+// the written file imports into a net computing the same values.
+TEST(CaffeRecurrentTest, BlobsRoundTripThroughACaffemodel) {
+  for (bool lstm : {true, false}) {
+    std::mt19937 rng(lstm ? 15 : 16);
+    const std::vector<Floats> blobs = RandomBlobs(lstm, rng);
+    const std::string name = lstm ? "lstm" : "rnn";
+    const std::string text = NetText(lstm ? "LSTM" : "RNN", name,
+                                     {{"x", kXDims}, {"cont", {kT, kN}}}, {"y"}, "num_output: 4");
+    const caffe::NetParameter weights = WeightsFor(name, BlobShapes(lstm), blobs);
+    auto model = Import(text, &weights);
+    ASSERT_TRUE(model.ok()) << model.status();
+    auto written = ModelToNetParameter(*model);
+    ASSERT_TRUE(written.ok()) << written.status();
+    const caffe::LayerParameter* layer = nullptr;
+    for (const caffe::LayerParameter& l : written->layer()) {
+      if (l.name() == name) layer = &l;
+    }
+    ASSERT_NE(layer, nullptr) << name;
+    ASSERT_EQ(layer->blobs_size(), static_cast<int>(blobs.size())) << name;
+    for (int i = 0; i < layer->blobs_size(); ++i) {
+      const caffe::BlobProto& blob = layer->blobs(i);
+      const Dims shape(blob.shape().dim().begin(), blob.shape().dim().end());
+      EXPECT_EQ(shape, BlobShapes(lstm)[i]) << name << " blob " << i;
+      ASSERT_EQ(blob.data_size(), static_cast<int>(blobs[i].size())) << name << " blob " << i;
+      for (int k = 0; k < blob.data_size(); ++k) {
+        EXPECT_EQ(blob.data(k), blobs[i][k]) << name << " blob " << i << " element " << k;
+      }
+    }
+    // Bytes -> NetParameter -> import again: the same parameters, bit for bit.
+    auto bytes = SerializeCaffemodel(*model);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    caffe::NetParameter reread;
+    ASSERT_TRUE(ParseBinaryMessage(*bytes, "caffemodel", reread).ok());
+    auto again = Import(text, &reread);
+    ASSERT_TRUE(again.ok()) << again.status();
+    const CaffeLayer* a = model->FindLayer(name);
+    const CaffeLayer* b = again->FindLayer(name);
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(a->params.size(), b->params.size());
+    for (size_t i = 0; i < a->params.size(); ++i) {
+      EXPECT_EQ(ParamTensor(*model, model->params[a->params[i]]).ToF32Vector(),
+                ParamTensor(*again, again->params[b->params[i]]).ToF32Vector());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln
