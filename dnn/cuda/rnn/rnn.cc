@@ -173,6 +173,22 @@ absl::Status StoreState(const Call& c, const void* src, Storage src_storage, voi
                     "LaunchRnnConvert");
 }
 
+// The fields the forward and backward step calls share: the cell, the shapes, the direction,
+// the gate blocks, the lengths and the cont markers.
+template <typename Step>
+void SetStepShape(const Call& c, const RnnTensors& t, int d, Step& step) {
+  step.cell = CellKind(c.p.rnn.cell);
+  step.storage = StorageOf(c.p.dtype);
+  step.batch = c.N();
+  step.hidden = c.H();
+  step.max_length = c.T();
+  step.reverse = d == 1;
+  step.g_block = c.p.rnn.LstmBlock(2);
+  step.o_block = c.p.rnn.LstmBlock(3);
+  step.lengths = c.lengths;
+  step.cont = t.cont;
+}
+
 // One direction of one layer, forward: the projection GEMM, then per step the recurrent GEMM
 // and the cell kernel.
 absl::Status ForwardCell(const Call& c, const RnnTensors& t, int64_t l, int d, const void* in,
@@ -191,16 +207,7 @@ absl::Status ForwardCell(const Call& c, const RnnTensors& t, int64_t l, int d, c
   if (c_states != nullptr) KILN_RETURN_IF_ERROR(LoadState(c, t.cx, state, c_states, Storage::kF32));
   float* rec = reinterpret_cast<float*>(c.ws + c.plan.rec);
   cuda::RnnStepForward step;
-  step.cell = CellKind(c.p.rnn.cell);
-  step.storage = StorageOf(c.p.dtype);
-  step.batch = N;
-  step.hidden = H;
-  step.max_length = T;
-  step.reverse = d == 1;
-  step.g_block = c.p.rnn.LstmBlock(2);
-  step.o_block = c.p.rnn.LstmBlock(3);
-  step.lengths = c.lengths;
-  step.cont = t.cont;
+  SetStepShape(c, t, d, step);
   step.gates = gates;
   step.gate_stride = c.plan.gate_stride;
   step.rec = rec;
@@ -249,16 +256,7 @@ absl::Status BackwardCell(const Call& c, const RnnTensors& t, int64_t l, int d, 
   const float* c_states = lstm ? reinterpret_cast<const float*>(c.base + b.c_states) : nullptr;
   char* drec = c.base + b.drec;
   cuda::RnnStepBackward step;
-  step.cell = CellKind(c.p.rnn.cell);
-  step.storage = StorageOf(c.p.dtype);
-  step.batch = N;
-  step.hidden = H;
-  step.max_length = T;
-  step.reverse = d == 1;
-  step.g_block = c.p.rnn.LstmBlock(2);
-  step.o_block = c.p.rnn.LstmBlock(3);
-  step.lengths = c.lengths;
-  step.cont = t.cont;
+  SetStepShape(c, t, d, step);
   step.gates = reinterpret_cast<const float*>(c.base + b.gates);
   step.gate_stride = c.plan.gate_stride;
   step.dout = dout;
