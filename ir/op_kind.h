@@ -71,7 +71,9 @@ namespace kiln {
   X(SoftmaxWithLoss)                 \
   X(SoftmaxWithLossGradient)         \
   X(Split)                           \
-  X(TanH)
+  X(TanH)                            \
+  X(Tile)                            \
+  X(TileGradient)
 
 enum class OpKind : uint16_t {
   kCustom = 0,

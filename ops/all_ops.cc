@@ -19,6 +19,7 @@ absl::Status RegisterAllOps(OpRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterLossOps(registry));
   KILN_RETURN_IF_ERROR(RegisterRecurrentOps(registry));
   KILN_RETURN_IF_ERROR(RegisterEmbedOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterTileOps(registry));
   KILN_RETURN_IF_ERROR(RegisterGradientOps(registry));
   // Last: the gradient builders attach to the ops registered above.
   return RegisterAllGradients(registry);

@@ -20,6 +20,7 @@ absl::Status RegisterEltwiseOps(OpRegistry& registry);   // Eltwise
 absl::Status RegisterLossOps(OpRegistry& registry);      // SoftmaxWithLoss, Accuracy, ...
 absl::Status RegisterRecurrentOps(OpRegistry& registry);  // RNN, RNNGradient
 absl::Status RegisterEmbedOps(OpRegistry& registry);      // Embed, EmbedGradient
+absl::Status RegisterTileOps(OpRegistry& registry);       // Tile, TileGradient
 absl::Status RegisterGradientOps(OpRegistry& registry);  // the backward ops (gradient_ops.cc)
 
 // Registers every family above.

@@ -67,6 +67,7 @@ const std::map<std::string, std::set<std::string>>& AllowedParams() {
       {"SoftmaxWithLoss", {"softmax_param", "loss_param"}},
       {"Split", {}},
       {"TanH", {"tanh_param"}},
+      {"Tile", {"tile_param"}},
   };
   return *kAllowed;
 }

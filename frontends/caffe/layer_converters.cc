@@ -480,6 +480,14 @@ absl::Status InnerProduct(LayerBuilder& b) {
   return absl::OkStatus();
 }
 
+absl::Status Tile(LayerBuilder& b) {
+  KILN_RETURN_IF_ERROR(NeedBottoms(b, 1, 1));
+  KILN_RETURN_IF_ERROR(NeedTops(b, 1, 1));
+  const caffe::TileParameter& p = b.layer().tile_param();
+  if (!p.has_tiles() || p.tiles() < 1) return b.Invalid("tile_param.tiles missing or < 1");
+  return Simple(b, "Tile", {{"axis", int64_t{p.axis()}}, {"tiles", int64_t{p.tiles()}}});
+}
+
 absl::Status Concat(LayerBuilder& b) {
   KILN_RETURN_IF_ERROR(NeedBottoms(b, 1, -1));
   KILN_RETURN_IF_ERROR(NeedTops(b, 1, 1));
@@ -722,6 +730,7 @@ const std::map<std::string, ConverterEntry>& Converters() {
       {"SoftmaxWithLoss", {SoftmaxWithLoss, true}},
       {"Split", {Split, false}},
       {"TanH", {TanH, false}},
+      {"Tile", {Tile, false}},
   };
   return *kConverters;
 }

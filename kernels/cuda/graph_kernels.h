@@ -36,6 +36,8 @@ absl::Status RegisterCudaEltwiseKernels(KernelRegistry& registry);
 // four losses' gradients.
 absl::Status RegisterCudaLossKernels(KernelRegistry& registry);
 
+// Tile and TileGradient (broadcast add, and the sum over the copies).
+absl::Status RegisterCudaTileKernels(KernelRegistry& registry);
 // Embed and EmbedGradient (lookup table, deterministic row-scan backward).
 absl::Status RegisterCudaEmbedKernels(KernelRegistry& registry);
 // RNN and RNNGradient (one recurrent layer) over the GPU RNN primitive.

@@ -17,6 +17,7 @@ absl::Status RegisterCudaKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterCudaEltwiseKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaRecurrentKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaEmbedKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaTileKernels(registry));
   return RegisterCudaLossKernels(registry);
 }
 

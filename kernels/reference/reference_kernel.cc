@@ -148,6 +148,7 @@ absl::Status RegisterReferenceKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReferenceEltwise(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceRecurrent(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceEmbed(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceTile(registry));
   return RegisterReferenceLoss(registry);
 }
 

@@ -173,6 +173,8 @@ const ShapeCase kCases[] = {
     {"RnnNot3d", "RNN", {{5, 4}, {24, 4}, {24, 6}}, {{"hidden_size", int64_t{6}},
      {"bias", std::string("none")}}, {}, "[T, N, I]"},
     {"EmbedWithBias", "Embed", {{2, 3}, {10, 4}, {4}}, {}, {{2, 3, 4}}},
+    {"TileAxis1", "Tile", {{2, 3, 4}}, {{"tiles", int64_t{5}}}, {{2, 15, 4}}},
+    {"TileZero", "Tile", {{2, 3}}, {{"tiles", int64_t{0}}}, {}, "tiles"},
     {"EmbedWrongBias", "Embed", {{2, 3}, {10, 4}, {5}}, {}, {}, "bias"},
     // Scale, Bias, activations.
     {"ScaleChannel", "Scale", {{2, 3, 4, 4}, {3}, {3}}, {}, {{2, 3, 4, 4}}},
@@ -352,7 +354,9 @@ TEST(OpRegistryTest, EveryOpHasInferenceAndASummary) {
                                              "SoftmaxWithLoss",
                                              "SoftmaxWithLossGradient",
                                              "Split",
-                                             "TanH"};
+                                             "TanH",
+                                             "Tile",
+                                             "TileGradient"};
   std::vector<std::string> names;
   for (const OpDef* d : DefaultOpRegistry().All()) {
     names.push_back(d->name);

@@ -256,8 +256,8 @@ constexpr char kResidual[] = R"pb(
 
 // A max-pooling node's input, kept as an extra graph output so the host can tell which element
 // of each window wins.
-// Caffe's sequence layers: an Embed of word indices, an LSTM over it with sequence-continuation
-// markers (restarts inside the batch rows), a Caffe RNN (tanh, with its W_ho output projection)
+// Caffe's sequence layers: an Embed of word indices (tiled twice along the features), an LSTM
+// over it with sequence-continuation markers (restarts inside the batch rows), a Caffe RNN (tanh, with its W_ho output projection)
 // over the LSTM's output, and a per-step classifier with the softmax loss over axis 2.
 constexpr char kRecurrent[] = R"pb(
   name: "recurrent_small"
@@ -271,13 +271,20 @@ constexpr char kRecurrent[] = R"pb(
     name: "embed"
     type: "Embed"
     bottom: "words"
-    top: "data"
+    top: "embedded"
     embed_param {
       num_output: 5
       input_dim: 6
       weight_filler { type: "uniform" min: -1 max: 1 }
       bias_filler { type: "uniform" min: -0.1 max: 0.1 }
     }
+  }
+  layer {
+    name: "tile"
+    type: "Tile"
+    bottom: "embedded"
+    top: "data"
+    tile_param { axis: 2 tiles: 2 }
   }
   layer {
     name: "cont"

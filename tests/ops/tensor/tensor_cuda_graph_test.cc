@@ -48,6 +48,18 @@ std::vector<GraphKernelCase> TensorGraphCases() {
        "Convert",
        {Data({2, 3, 5, 7})},
        {{"dtype", std::string("f16")}, {"layout", std::string("row_major")}}},
+      // Tile (packed tensors only: no channels-last variant).
+      {"TileAxis1", "Tile", {Data({3, 4, 5})}, {{"tiles", int64_t{3}}}, /*nhwc=*/false},
+      {"TileAxis0",
+       "Tile",
+       {Data({2, 7})},
+       {{"axis", int64_t{0}}, {"tiles", int64_t{4}}},
+       /*nhwc=*/false},
+      {"TileGradient",
+       "TileGradient",
+       {Data({3, 12, 5})},
+       {{"tiles", int64_t{3}}},
+       /*nhwc=*/false},
   };
 }
 

@@ -21,6 +21,8 @@ std::vector<GradientCase> TensorGradientCases() {
   GradientCase crop = Case("crop", "Crop", {{2, 3, 6, 7}, {1, 1, 3, 4}}, {{"offset", Is({2, 1})}});
   crop.fixed_inputs[1] = Constant(0.0f);
   out.push_back(crop);
+  out.push_back(Case("tile", "Tile", {{2, 3, 2}}, {{"tiles", I(3)}}));
+  out.push_back(Case("tile_last_axis", "Tile", {{3, 4}}, {{"axis", I(-1)}, {"tiles", I(2)}}));
   return out;
 }
 
