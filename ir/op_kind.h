@@ -59,6 +59,8 @@ namespace kiln {
   X(RNN)                             \
   X(RNNGradient)                     \
   X(ReLU)                            \
+  X(Reduction)                       \
+  X(ReductionGradient)               \
   X(Reshape)                         \
   X(Scale)                           \
   X(ScaleParamGradient)              \

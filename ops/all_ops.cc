@@ -20,6 +20,7 @@ absl::Status RegisterAllOps(OpRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterRecurrentOps(registry));
   KILN_RETURN_IF_ERROR(RegisterEmbedOps(registry));
   KILN_RETURN_IF_ERROR(RegisterTileOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterReductionOps(registry));
   KILN_RETURN_IF_ERROR(RegisterGradientOps(registry));
   // Last: the gradient builders attach to the ops registered above.
   return RegisterAllGradients(registry);

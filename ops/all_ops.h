@@ -21,6 +21,7 @@ absl::Status RegisterLossOps(OpRegistry& registry);      // SoftmaxWithLoss, Acc
 absl::Status RegisterRecurrentOps(OpRegistry& registry);  // RNN, RNNGradient
 absl::Status RegisterEmbedOps(OpRegistry& registry);      // Embed, EmbedGradient
 absl::Status RegisterTileOps(OpRegistry& registry);       // Tile, TileGradient
+absl::Status RegisterReductionOps(OpRegistry& registry);  // Reduction, ReductionGradient
 absl::Status RegisterGradientOps(OpRegistry& registry);  // the backward ops (gradient_ops.cc)
 
 // Registers every family above.

@@ -57,6 +57,7 @@ const std::map<std::string, std::set<std::string>>& AllowedParams() {
       {"Power", {"power_param"}},
       {"RNN", {"recurrent_param"}},
       {"ReLU", {"relu_param"}},
+      {"Reduction", {"reduction_param"}},
       {"Reshape", {"reshape_param"}},
       {"Scale", {"scale_param"}},
       {"Sigmoid", {"sigmoid_param"}},

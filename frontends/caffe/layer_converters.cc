@@ -480,6 +480,18 @@ absl::Status InnerProduct(LayerBuilder& b) {
   return absl::OkStatus();
 }
 
+absl::Status Reduction(LayerBuilder& b) {
+  const caffe::ReductionParameter& p = b.layer().reduction_param();
+  const char* op = p.operation() == caffe::ReductionParameter::ASUM    ? "asum"
+                   : p.operation() == caffe::ReductionParameter::SUMSQ ? "sumsq"
+                   : p.operation() == caffe::ReductionParameter::MEAN  ? "mean"
+                                                                       : "sum";
+  return Simple(b, "Reduction",
+                {{"operation", std::string(op)},
+                 {"axis", int64_t{p.axis()}},
+                 {"coeff", static_cast<double>(p.coeff())}});
+}
+
 absl::Status Tile(LayerBuilder& b) {
   KILN_RETURN_IF_ERROR(NeedBottoms(b, 1, 1));
   KILN_RETURN_IF_ERROR(NeedTops(b, 1, 1));
@@ -720,6 +732,7 @@ const std::map<std::string, ConverterEntry>& Converters() {
       {"Power", {Power, false}},
       {"RNN", {ConvertRnn, false}},
       {"ReLU", {Relu, false}},
+      {"Reduction", {Reduction, false}},
       {"Reshape", {Reshape, false}},
       {"Scale", {Scale, false}},
       {"Sigmoid", {Sigmoid, false}},

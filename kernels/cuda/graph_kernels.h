@@ -36,6 +36,8 @@ absl::Status RegisterCudaEltwiseKernels(KernelRegistry& registry);
 // four losses' gradients.
 absl::Status RegisterCudaLossKernels(KernelRegistry& registry);
 
+// Reduction and ReductionGradient (sum, asum, sumsq, mean over the trailing axes).
+absl::Status RegisterCudaReductionKernels(KernelRegistry& registry);
 // Tile and TileGradient (broadcast add, and the sum over the copies).
 absl::Status RegisterCudaTileKernels(KernelRegistry& registry);
 // Embed and EmbedGradient (lookup table, deterministic row-scan backward).

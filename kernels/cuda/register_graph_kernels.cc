@@ -18,6 +18,7 @@ absl::Status RegisterCudaKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterCudaRecurrentKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaEmbedKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaTileKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaReductionKernels(registry));
   return RegisterCudaLossKernels(registry);
 }
 

@@ -149,6 +149,7 @@ absl::Status RegisterReferenceKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReferenceRecurrent(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceEmbed(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceTile(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceReduction(registry));
   return RegisterReferenceLoss(registry);
 }
 

@@ -38,6 +38,7 @@ absl::Status RegisterReferenceDropout(KernelRegistry& registry);
 absl::Status RegisterReferenceEltwise(KernelRegistry& registry);
 absl::Status RegisterReferenceEmbed(KernelRegistry& registry);  // Embed, EmbedGradient
 absl::Status RegisterReferenceTile(KernelRegistry& registry);   // Tile, TileGradient
+absl::Status RegisterReferenceReduction(KernelRegistry& registry);  // and ReductionGradient
 absl::Status RegisterReferenceInnerProduct(KernelRegistry& registry);
 absl::Status RegisterReferenceLoss(KernelRegistry& registry);
 absl::Status RegisterReferenceLrn(KernelRegistry& registry);

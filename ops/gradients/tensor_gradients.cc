@@ -70,6 +70,19 @@ absl::StatusOr<Grads> SliceGradient(GraphBuilder& b, const GradientRequest& r) {
   return g;
 }
 
+// Reduction: dy broadcast back over the reduced axes, through |x|' or (x^2)' where they apply.
+absl::StatusOr<Grads> ReductionGradient(GraphBuilder& b, const GradientRequest& r) {
+  const Node& n = *r.node;
+  KILN_ASSIGN_OR_RETURN(Value dy, SingleOutputGradient(r));
+  Grads g(1);
+  if (r.needs_grad[0]) {
+    KILN_ASSIGN_OR_RETURN(g[0],
+                          AddGradientNode(b, n, "grad_x", "ReductionGradient", {n.input(0), dy},
+                                          PickAttrs(n, {"operation", "axis", "coeff"})));
+  }
+  return g;
+}
+
 // Tile: the copies of dy summed (TileGradient).
 absl::StatusOr<Grads> TileGradient(GraphBuilder& b, const GradientRequest& r) {
   const Node& n = *r.node;
@@ -144,6 +157,7 @@ absl::Status RegisterTensorGradients(OpRegistry& registry) {
   KILN_RETURN_IF_ERROR(registry.SetGradient("Slice", SliceGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Split", SplitGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Tile", TileGradient));
+  KILN_RETURN_IF_ERROR(registry.SetGradient("Reduction", ReductionGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Flatten", ReshapeGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Reshape", ReshapeGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Crop", CropGradient));

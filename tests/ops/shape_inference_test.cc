@@ -174,6 +174,9 @@ const ShapeCase kCases[] = {
      {"bias", std::string("none")}}, {}, "[T, N, I]"},
     {"EmbedWithBias", "Embed", {{2, 3}, {10, 4}, {4}}, {}, {{2, 3, 4}}},
     {"TileAxis1", "Tile", {{2, 3, 4}}, {{"tiles", int64_t{5}}}, {{2, 15, 4}}},
+    {"ReductionAxis1", "Reduction", {{2, 3, 4}}, {{"axis", int64_t{1}}}, {{2}}},
+    {"ReductionAll", "Reduction", {{2, 3}}, {}, {{}}},
+    {"ReductionBadOp", "Reduction", {{2, 3}}, {{"operation", std::string("max")}}, {}, "operation"},
     {"TileZero", "Tile", {{2, 3}}, {{"tiles", int64_t{0}}}, {}, "tiles"},
     {"EmbedWrongBias", "Embed", {{2, 3}, {10, 4}, {5}}, {}, {}, "bias"},
     // Scale, Bias, activations.
@@ -342,6 +345,8 @@ TEST(OpRegistryTest, EveryOpHasInferenceAndASummary) {
                                              "RNN",
                                              "RNNGradient",
                                              "ReLU",
+                                             "Reduction",
+                                             "ReductionGradient",
                                              "Reshape",
                                              "Scale",
                                              "ScaleParamGradient",

@@ -23,6 +23,13 @@ std::vector<GradientCase> TensorGradientCases() {
   out.push_back(crop);
   out.push_back(Case("tile", "Tile", {{2, 3, 2}}, {{"tiles", I(3)}}));
   out.push_back(Case("tile_last_axis", "Tile", {{3, 4}}, {{"axis", I(-1)}, {"tiles", I(2)}}));
+  out.push_back(
+      Case("reduction_sum", "Reduction", {{2, 3, 4}}, {{"axis", I(1)}, {"coeff", F(0.5)}}));
+  out.push_back(
+      Case("reduction_asum", "Reduction", {{3, 5}}, {{"operation", S("asum")}, {"axis", I(1)}}));
+  out.push_back(Case("reduction_sumsq_all", "Reduction", {{2, 3}}, {{"operation", S("sumsq")}}));
+  out.push_back(Case("reduction_mean", "Reduction", {{2, 2, 3}},
+                     {{"operation", S("mean")}, {"axis", I(2)}, {"coeff", F(-2.0)}}));
   return out;
 }
 
