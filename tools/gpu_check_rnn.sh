@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sequence models on the GPU (issue 34): the RNN and CTC primitives' tests against the CPU
-# reference, the RNN and Embed graph kernels' cases (cuda_graph_nn_test, KILN_GRAPH_CASES) and
-# gradient cases (cuda_gradient_test, KILN_GRADIENT_CASES), then
+# reference, the RNN and Embed graph kernels' cases (cuda_graph_nn_test, KILN_GRAPH_CASES), the
+# tensor family's (cuda_graph_tensor_test: Tile and Reduction among them), the gradient cases of
+# RNN, Embed, Tile and Reduction (cuda_gradient_test, KILN_GRADIENT_CASES), then
 # bench/rnn_bench.py beside PyTorch's cuDNN nn.LSTM / nn.GRU and bench/ctc_bench.py beside
 # nn.CTCLoss, in one run. A table of what passed and the geomeans comes last.
 # Stage here (fills .gpu-rnn/, carried to the GPU machine):
@@ -14,8 +15,8 @@
 set -u
 cd "$(dirname "$0")/.."
 binaries=(tests/ops/rnn/rnn_primitive_cuda_test tests/ops/ctc/ctc_primitive_cuda_test
-  tests/kernels/cuda_graph_nn_test tests/kernels/cuda_gradient_test bench/rnn_bench
-  bench/ctc_bench)
+  tests/kernels/cuda_graph_nn_test tests/kernels/cuda_graph_tensor_test
+  tests/kernels/cuda_gradient_test bench/rnn_bench bench/ctc_bench)
 if [ "${1:-}" = "--stage" ]; then
   targets=()
   for b in "${binaries[@]}"; do targets+=("//$(dirname "$b"):$(basename "$b")"); done
@@ -48,8 +49,10 @@ if [ "${KILN_SKIP_TESTS:-0}" != 1 ]; then
   run ctc_primitive_cuda_test "$bin/tests/ops/ctc/ctc_primitive_cuda_test"
   KILN_GRAPH_CASES=Lstm,Gru,RnnTanh,Embed run rnn_graph_cases \
     "$bin/tests/kernels/cuda_graph_nn_test" --gtest_filter='*EveryCase*'
-  KILN_GRADIENT_CASES=rnn_,embed run rnn_gradient_cases "$bin/tests/kernels/cuda_gradient_test" \
-    --gtest_filter='*EveryCase*'
+  KILN_GRADIENT_CASES=rnn_,embed,tile,reduction run rnn_gradient_cases \
+    "$bin/tests/kernels/cuda_gradient_test" --gtest_filter='*EveryCase*'
+  # Tile and Reduction are among the tensor family's cases (the whole table: a few seconds).
+  run tensor_graph_cases "$bin/tests/kernels/cuda_graph_tensor_test" --gtest_filter='*EveryCase*'
 fi
 if [ "${KILN_SKIP_BENCH:-0}" != 1 ]; then
   rnn_args=(--kiln-bench "$bin/bench/rnn_bench" --json "$out/rnn_bench.json")
@@ -61,7 +64,7 @@ fi
 echo
 cat "$out/gpu.txt"
 for name in rnn_primitive_cuda_test ctc_primitive_cuda_test rnn_graph_cases rnn_gradient_cases \
-  rnn_bench ctc_bench; do
+  tensor_graph_cases rnn_bench ctc_bench; do
   [ -n "${result[$name]+x}" ] || continue
   printf '%-26s %s  %s\n' "$name" "$([ "${result[$name]}" = 0 ] && echo ok || echo "FAILED (${result[$name]})")" \
     "$(grep -E 'PASSED|FAILED|cases checked|variants checked' "$out/$name.log" | tr '\n' ' ' | cut -c1-90)"
