@@ -23,17 +23,7 @@ absl::Status CheckEmbed(const Node& node) {
                                                  node.input(0).type().ToString(),
                                                  " must be f32 (16 bits cannot hold every index)"));
   }
-  for (const Value& v : node.inputs()) {
-    if (!v.type().IsContiguous()) {
-      return absl::UnimplementedError(
-          absl::StrCat("cuda ", node.op(), ": ", v.type().ToString(), " is not packed"));
-    }
-  }
-  if (!node.output_types()[0].IsContiguous()) {
-    return absl::UnimplementedError(
-        absl::StrCat("cuda ", node.op(), ": the output must be packed"));
-  }
-  return absl::OkStatus();
+  return cuda_graph::RequirePacked(node);
 }
 
 absl::StatusOr<cuda_graph::PreparedKernel> PrepareEmbed(const Node& node, const KernelOptions&) {

@@ -194,5 +194,21 @@ PreparedKernel NothingToDo() {
   return k;
 }
 
+absl::Status RequirePacked(const Node& node) {
+  for (const Value& v : node.inputs()) {
+    if (!v.type().IsContiguous()) {
+      return absl::UnimplementedError(
+          absl::StrCat("cuda ", node.op(), ": input ", v.type().ToString(), " is not packed"));
+    }
+  }
+  for (const TensorType& t : node.output_types()) {
+    if (!t.IsContiguous()) {
+      return absl::UnimplementedError(
+          absl::StrCat("cuda ", node.op(), ": output ", t.ToString(), " is not packed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace cuda_graph
 }  // namespace kiln

@@ -49,6 +49,14 @@ struct PreparedKernel {
 bool OutputIsEmpty(const Node& node);
 PreparedKernel NothingToDo();
 
+// `bytes` rounded up to the 256-byte alignment every slice of a workspace keeps.
+inline size_t AlignedBytes(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// Unimplemented naming the op and the first input or output that is not packed row-major: the
+// check of the adapters whose primitives see their tensors as plain rows (RNN, Embed, Tile,
+// Reduction).
+absl::Status RequirePacked(const Node& node);
+
 using CheckFn = std::function<absl::Status(const Node& node)>;
 using PrepareFn =
     std::function<absl::StatusOr<PreparedKernel>(const Node& node, const KernelOptions& options)>;

@@ -20,25 +20,7 @@ namespace kiln {
 
 namespace {
 
-constexpr size_t kAlign = 256;
-
-size_t Aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
-absl::Status CheckPacked(const Node& node) {
-  for (const Value& v : node.inputs()) {
-    if (!v.type().IsContiguous()) {
-      return absl::UnimplementedError(
-          absl::StrCat("cuda ", node.op(), ": input ", v.type().ToString(), " is not packed"));
-    }
-  }
-  for (const TensorType& t : node.output_types()) {
-    if (!t.IsContiguous()) {
-      return absl::UnimplementedError(
-          absl::StrCat("cuda ", node.op(), ": output ", t.ToString(), " is not packed"));
-    }
-  }
-  return absl::OkStatus();
-}
+using cuda_graph::AlignedBytes;
 
 absl::StatusOr<dnn::RnnProblem> ProblemOf(const Node& node, const RecurrentAttrs& a,
                                           const KernelOptions& options) {
@@ -84,7 +66,7 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareRnn(const Node& node,
   KILN_ASSIGN_OR_RETURN(dnn::RnnProblem problem, ProblemOf(node, a, options));
   KILN_ASSIGN_OR_RETURN(dnn::RnnBufferSizes sizes, dnn::RnnGetBufferSizes(problem));
   cuda_graph::PreparedKernel k;
-  k.workspace_bytes = Aligned(sizes.workspace);
+  k.workspace_bytes = AlignedBytes(sizes.workspace);
   k.description = absl::StrCat(a.cell, problem.math == dnn::MathMode::kTf32 ? " tf32" : "");
   k.run = [=](dnn::Handle& handle, const KernelArgs& args) -> absl::Status {
     const dnn::RnnLayerParams params = ParamsOf(args, p);
@@ -112,11 +94,11 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareRnnGradient(const Node& node,
   KILN_ASSIGN_OR_RETURN(dnn::RnnBufferSizes sizes, dnn::RnnGetBufferSizes(problem));
   const size_t y_bytes = static_cast<size_t>(problem.y.elements()) * DataTypeSize(problem.dtype);
   // Workspace: the primitive's, the reserve, the recomputed y, and a zero dy when y gets none.
-  const size_t reserve_at = Aligned(sizes.workspace);
-  const size_t y_at = reserve_at + Aligned(sizes.reserve);
-  const size_t dy_at = y_at + Aligned(y_bytes);
+  const size_t reserve_at = AlignedBytes(sizes.workspace);
+  const size_t y_at = reserve_at + AlignedBytes(sizes.reserve);
+  const size_t dy_at = y_at + AlignedBytes(y_bytes);
   cuda_graph::PreparedKernel k;
-  k.workspace_bytes = dy_at + (a.has_dy ? 0 : Aligned(y_bytes));
+  k.workspace_bytes = dy_at + (a.has_dy ? 0 : AlignedBytes(y_bytes));
   k.description =
       absl::StrCat(a.cell, " backward", problem.math == dnn::MathMode::kTf32 ? " tf32" : "");
   std::vector<size_t> weight_grad_bytes;  // outputs 1.. that accumulate: zeroed first
@@ -171,10 +153,10 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareRnnGradient(const Node& node,
 }  // namespace
 
 absl::Status RegisterCudaRecurrentKernels(KernelRegistry& registry) {
-  KILN_RETURN_IF_ERROR(
-      cuda_graph::RegisterGraphKernel(registry, "RNN", "any", "dnn_rnn", CheckPacked, PrepareRnn));
-  return cuda_graph::RegisterGraphKernel(registry, "RNNGradient", "any", "dnn_rnn", CheckPacked,
-                                         PrepareRnnGradient);
+  KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, "RNN", "any", "dnn_rnn",
+                                                       cuda_graph::RequirePacked, PrepareRnn));
+  return cuda_graph::RegisterGraphKernel(registry, "RNNGradient", "any", "dnn_rnn",
+                                         cuda_graph::RequirePacked, PrepareRnnGradient);
 }
 
 }  // namespace kiln

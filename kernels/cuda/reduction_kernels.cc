@@ -15,19 +15,7 @@ namespace kiln {
 
 namespace {
 
-constexpr size_t kAlign = 256;
-
-size_t Aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
-absl::Status CheckPacked(const Node& node) {
-  for (const Value& v : node.inputs()) {
-    if (!v.type().IsContiguous()) {
-      return absl::UnimplementedError(
-          absl::StrCat("cuda ", node.op(), ": ", v.type().ToString(), " is not packed"));
-    }
-  }
-  return absl::OkStatus();
-}
+using cuda_graph::AlignedBytes;
 
 // The call's views: x [outer, inner] in its dtype and in f32, y [outer, 1] in `y_dtype` and f32.
 struct ReductionViews {
@@ -67,9 +55,9 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareReduction(const Node& node,
   const TensorType& x = node.input(0).type();
   const DataType y_dtype = node.output_types()[0].dtype();
   KILN_ASSIGN_OR_RETURN(ReductionViews v, ViewsOf(node, x, y_dtype));
-  const size_t staged = v.through_activation ? Aligned(v.outer * v.inner * sizeof(float)) : 0;
+  const size_t staged = v.through_activation ? AlignedBytes(v.outer * v.inner * sizeof(float)) : 0;
   const bool convert = y_dtype != DataType::kF32;
-  const size_t sum = convert ? Aligned(v.outer * sizeof(float)) : 0;
+  const size_t sum = convert ? AlignedBytes(v.outer * sizeof(float)) : 0;
   const dnn::TensorDescriptor& source = v.through_activation ? v.x32 : v.x;
   const size_t reduce = dnn::ReduceTensorSumWorkspaceSize(source, v.y32);
   cuda_graph::PreparedKernel k;
@@ -100,7 +88,7 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareReductionGradient(const Node& 
   KILN_ASSIGN_OR_RETURN(dnn::TensorDescriptor dx,
                         dnn::TensorDescriptor::Create(node.output_types()[0].dtype(),
                                                       {v.outer, v.inner}, {v.inner, 1}));
-  const size_t staged = Aligned(v.outer * v.inner * sizeof(float));
+  const size_t staged = AlignedBytes(v.outer * v.inner * sizeof(float));
   cuda_graph::PreparedKernel k;
   k.workspace_bytes = v.through_activation ? 3 * staged : 0;
   k.description = absl::StrCat(v.op, " backward");
@@ -124,10 +112,10 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareReductionGradient(const Node& 
 }  // namespace
 
 absl::Status RegisterCudaReductionKernels(KernelRegistry& registry) {
-  KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, "Reduction", "any", "dnn_reduce",
-                                                       CheckPacked, PrepareReduction));
+  KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(
+      registry, "Reduction", "any", "dnn_reduce", cuda_graph::RequirePacked, PrepareReduction));
   return cuda_graph::RegisterGraphKernel(registry, "ReductionGradient", "any", "dnn_broadcast",
-                                         CheckPacked, PrepareReductionGradient);
+                                         cuda_graph::RequirePacked, PrepareReductionGradient);
 }
 
 }  // namespace kiln

@@ -12,17 +12,7 @@ namespace kiln {
 
 namespace {
 
-constexpr size_t kAlign = 256;
-
-size_t Aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
-absl::Status CheckPacked(const Node& node) {
-  if (!node.input(0).type().IsContiguous() || !node.output_types()[0].IsContiguous()) {
-    return absl::UnimplementedError(
-        absl::StrCat("cuda ", node.op(), ": input and output must be packed row-major"));
-  }
-  return absl::OkStatus();
-}
+using cuda_graph::AlignedBytes;
 
 // [outer, tiles, inner] of y (packed) and [outer, 1, inner] of x, in `dtype`.
 struct TileViews {
@@ -60,7 +50,7 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareTileGradient(const Node& node,
   KILN_ASSIGN_OR_RETURN(TileViews v, ViewsOf(node, dx.dims(), dx.dtype(), DataType::kF32));
   KILN_ASSIGN_OR_RETURN(TileViews out, ViewsOf(node, dx.dims(), dx.dtype(), dx.dtype()));
   const bool convert = dx.dtype() != DataType::kF32;
-  const size_t sum_bytes = convert ? Aligned(dx.num_elements() * sizeof(float)) : 0;
+  const size_t sum_bytes = convert ? AlignedBytes(dx.num_elements() * sizeof(float)) : 0;
   const size_t reduce_bytes = dnn::ReduceTensorSumWorkspaceSize(v.tiled, v.single);
   cuda_graph::PreparedKernel k;
   k.workspace_bytes = sum_bytes + reduce_bytes;
@@ -80,9 +70,9 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareTileGradient(const Node& node,
 
 absl::Status RegisterCudaTileKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(cuda_graph::RegisterGraphKernel(registry, "Tile", "any", "dnn_broadcast",
-                                                       CheckPacked, PrepareTile));
-  return cuda_graph::RegisterGraphKernel(registry, "TileGradient", "any", "dnn_reduce", CheckPacked,
-                                         PrepareTileGradient);
+                                                       cuda_graph::RequirePacked, PrepareTile));
+  return cuda_graph::RegisterGraphKernel(registry, "TileGradient", "any", "dnn_reduce",
+                                         cuda_graph::RequirePacked, PrepareTileGradient);
 }
 
 }  // namespace kiln
