@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(bazel-bootstrap g++ libabsl-dev libprotobuf-dev protobuf-compiler libgtest-dev
           libgmock-dev libbenchmark-dev libopenblas-dev graphviz liblmdb-dev libleveldb-dev
-          libsnappy-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev
+          libsnappy-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev libhdf5-dev python3-h5py fortunes
           dataset-fashion-mnist python3 cmake pkg-config
           python3-dev python3-numpy python3-pip python3-venv python3-setuptools python3-wheel
           pybind11-dev python3-pybind11 python3-pytest python3-tqdm python3-torch)

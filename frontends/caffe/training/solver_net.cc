@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "frontends/caffe/data/datum_batch_source.h"
+#include "frontends/caffe/data/hdf5_batch_source.h"
 #include "frontends/caffe/net_state.h"
 #include "frontends/caffe/training/trainable_caffe_net.h"
 #include "frontends/caffe/upgrade.h"
@@ -26,7 +27,7 @@ std::string ResolveSource(const std::string& source, const std::string& solver_d
 
 // The data layers the trainer feeds from a BatchSource.
 bool IsFedDataLayer(const std::string& type) {
-  return type == "Data" || type == "ImageData" || type == "MemoryData";
+  return type == "Data" || type == "ImageData" || type == "MemoryData" || type == "HDF5Data";
 }
 
 // A MemoryData layer's batches: the caller's source for it (TrainerOptions::memory_data), checked
@@ -63,6 +64,25 @@ absl::StatusOr<NetFeed> MemoryDataFeed(const caffe::LayerParameter& layer,
   return feed;
 }
 
+// An HDF5Data layer's batches: every top is fed, each from the dataset of its name.
+absl::StatusOr<NetFeed> Hdf5DataFeed(const caffe::LayerParameter& layer, caffe::Phase phase,
+                                     const TrainerOptions& options, CaffeImportOptions& import) {
+  const bool sharded = phase == caffe::TRAIN;  // TEST passes read every batch
+  KILN_ASSIGN_OR_RETURN(
+      std::unique_ptr<Hdf5BatchSource> source,
+      Hdf5BatchSource::OpenDataLayer(
+          layer, ResolveSource(layer.hdf5_data_param().source(), options.solver_dir),
+          options.data_seed, sharded ? options.data_shard : 0, sharded ? options.data_shards : 1));
+  const std::vector<std::vector<int64_t>> dims = source->BatchDims();
+  NetFeed feed;
+  for (int t = 0; t < layer.top_size(); ++t) {
+    import.input_shapes[layer.top(t)] = dims[t];
+    feed.inputs.push_back(layer.top(t));
+  }
+  feed.source = std::move(source);
+  return feed;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<NetFeed>> OpenDataFeeds(const caffe::NetParameter& filtered,
@@ -72,16 +92,22 @@ absl::StatusOr<std::vector<NetFeed>> OpenDataFeeds(const caffe::NetParameter& fi
   std::vector<NetFeed> feeds;
   for (const caffe::LayerParameter& layer : filtered.layer()) {
     if (!IsFedDataLayer(layer.type())) {
-      if (layer.type() == "HDF5Data" || layer.type() == "WindowData") {
+      if (layer.type() == "WindowData") {
         return absl::UnimplementedError(
             absl::StrCat("training: data layer '", layer.name(), "' of type ", layer.type(),
-                         " (Kiln reads Data layers, LMDB or LevelDB of Datum records, and "
-                         "ImageData layers, lists of JPEG/PNG files; see kiln convert)"));
+                         " (Kiln reads Data layers, LMDB or LevelDB of Datum records, "
+                         "ImageData layers, lists of JPEG/PNG files, and HDF5Data layers; see "
+                         "kiln convert)"));
       }
       continue;
     }
     if (layer.type() == "MemoryData" && options.synthetic_data.empty()) {
       KILN_ASSIGN_OR_RETURN(NetFeed feed, MemoryDataFeed(layer, options));
+      feeds.push_back(std::move(feed));
+      continue;
+    }
+    if (layer.type() == "HDF5Data" && options.synthetic_data.empty()) {
+      KILN_ASSIGN_OR_RETURN(NetFeed feed, Hdf5DataFeed(layer, phase, options, import));
       feeds.push_back(std::move(feed));
       continue;
     }
