@@ -19,10 +19,13 @@ namespace kiln {
   X(ActivationGradient)              \
   X(AffineBatchNorm)                 \
   X(AffineBatchNormGradient)         \
+  X(ArgMax)                          \
   X(BatchNorm)                       \
   X(BatchNormGradient)               \
   X(Bias)                            \
   X(BiasGradient)                    \
+  X(CTCLoss)                         \
+  X(CTCLossGradient)                 \
   X(ClippedReLU)                     \
   X(Concat)                          \
   X(Constant)                        \
@@ -50,6 +53,8 @@ namespace kiln {
   X(InnerProductBackwardFilter)      \
   X(LRN)                             \
   X(LRNGradient)                     \
+  X(LSTMUnit)                        \
+  X(LSTMUnitGradient)                \
   X(PReLU)                           \
   X(PReLUGradient)                   \
   X(Parameter)                       \

@@ -15,14 +15,17 @@ absl::Status RegisterActivationOps(OpRegistry& registry);     // ReLU, PReLU, Si
 absl::Status RegisterScaleOps(OpRegistry& registry);          // Scale, Bias
 absl::Status RegisterSoftmaxOps(OpRegistry& registry);        // Softmax
 absl::Status RegisterInnerProductOps(OpRegistry& registry);   // InnerProduct
-absl::Status RegisterTensorOps(OpRegistry& registry);    // Concat, Slice, Flatten, Reshape, ...
-absl::Status RegisterEltwiseOps(OpRegistry& registry);   // Eltwise
-absl::Status RegisterLossOps(OpRegistry& registry);      // SoftmaxWithLoss, Accuracy, ...
+absl::Status RegisterTensorOps(OpRegistry& registry);     // Concat, Slice, Flatten, Reshape, ...
+absl::Status RegisterEltwiseOps(OpRegistry& registry);    // Eltwise
+absl::Status RegisterLossOps(OpRegistry& registry);       // SoftmaxWithLoss, Accuracy, ...
 absl::Status RegisterRecurrentOps(OpRegistry& registry);  // RNN, RNNGradient
 absl::Status RegisterEmbedOps(OpRegistry& registry);      // Embed, EmbedGradient
 absl::Status RegisterTileOps(OpRegistry& registry);       // Tile, TileGradient
 absl::Status RegisterReductionOps(OpRegistry& registry);  // Reduction, ReductionGradient
-absl::Status RegisterGradientOps(OpRegistry& registry);  // the backward ops (gradient_ops.cc)
+absl::Status RegisterArgMaxOps(OpRegistry& registry);     // ArgMax
+absl::Status RegisterLstmUnitOps(OpRegistry& registry);   // LSTMUnit, LSTMUnitGradient
+absl::Status RegisterCtcOps(OpRegistry& registry);        // CTCLoss, CTCLossGradient
+absl::Status RegisterGradientOps(OpRegistry& registry);   // the backward ops (gradient_ops.cc)
 
 // Registers every family above.
 absl::Status RegisterAllOps(OpRegistry& registry);

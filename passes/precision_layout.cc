@@ -36,6 +36,9 @@ bool IsLabelPort(OpKind op, int port) {
     case OpKind::kEmbed:  // row indices
     case OpKind::kEmbedGradient:
       return port == 0;
+    case OpKind::kCTCLoss:  // labels, input lengths, label lengths
+    case OpKind::kCTCLossGradient:
+      return port >= 1;
     default:
       return false;
   }

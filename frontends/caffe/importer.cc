@@ -11,13 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
-#include "ops/shape_util.h"
 #include "frontends/caffe/blob_convert.h"
 #include "frontends/caffe/caffe_model.h"
 #include "frontends/caffe/filler.h"
 #include "frontends/caffe/layer_builder.h"
 #include "frontends/caffe/net_state.h"
 #include "frontends/caffe/upgrade.h"
+#include "ops/shape_util.h"
 
 namespace kiln {
 
@@ -31,8 +31,10 @@ const std::map<std::string, std::set<std::string>>& AllowedParams() {
   static const auto* const kAllowed = new std::map<std::string, std::set<std::string>>{
       {"AbsVal", {}},
       {"Accuracy", {"accuracy_param"}},
+      {"ArgMax", {"argmax_param"}},
       {"BatchNorm", {"batch_norm_param"}},
       {"Bias", {"bias_param"}},
+      {"CTCLoss", {"ctc_loss_param"}},
       {"Concat", {"concat_param"}},
       {"ContrastiveLoss", {"contrastive_loss_param", "loss_param"}},
       {"Convolution", {"convolution_param"}},
@@ -51,6 +53,7 @@ const std::map<std::string, std::set<std::string>>& AllowedParams() {
       {"Input", {"input_param"}},
       {"LRN", {"lrn_param"}},
       {"LSTM", {"recurrent_param"}},
+      {"LSTMUnit", {}},
       {"MemoryData", {"memory_data_param", "transform_param"}},
       {"PReLU", {"prelu_param"}},
       {"Pooling", {"pooling_param"}},

@@ -8,9 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "frontends/caffe/ctc_converter.h"
 #include "frontends/caffe/embed_converter.h"
 #include "frontends/caffe/layer_builder.h"
 #include "frontends/caffe/recurrent_converters.h"
+#include "frontends/caffe/sequence_unit_converters.h"
 
 namespace kiln {
 
@@ -706,8 +708,10 @@ const std::map<std::string, ConverterEntry>& Converters() {
   static const auto* const kConverters = new std::map<std::string, ConverterEntry>{
       {"AbsVal", {AbsVal, false}},
       {"Accuracy", {Accuracy, false}},
+      {"ArgMax", {ConvertArgMax, false}},
       {"BatchNorm", {BatchNorm, false}},
       {"Bias", {Bias, false}},
+      {"CTCLoss", {ConvertCtcLoss, true}},
       {"Concat", {Concat, false}},
       {"ContrastiveLoss", {ContrastiveLoss, true}},
       {"Convolution", {Convolution, false}},
@@ -725,6 +729,7 @@ const std::map<std::string, ConverterEntry>& Converters() {
       {"InnerProduct", {InnerProduct, false}},
       {"Input", {Input, false}},
       {"LRN", {Lrn, false}},
+      {"LSTMUnit", {ConvertLstmUnit, false}},
       {"MemoryData", {MemoryData, false}},
       {"PReLU", {Prelu, false}},
       {"Pooling", {Pooling, false}},

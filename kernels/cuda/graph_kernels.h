@@ -42,8 +42,14 @@ absl::Status RegisterCudaReductionKernels(KernelRegistry& registry);
 absl::Status RegisterCudaTileKernels(KernelRegistry& registry);
 // Embed and EmbedGradient (lookup table, deterministic row-scan backward).
 absl::Status RegisterCudaEmbedKernels(KernelRegistry& registry);
+// CTCLoss and CTCLossGradient over the CTC primitive's kernels.
+absl::Status RegisterCudaCtcKernels(KernelRegistry& registry);
 // RNN and RNNGradient (one recurrent layer) over the GPU RNN primitive.
 absl::Status RegisterCudaRecurrentKernels(KernelRegistry& registry);
+// ArgMax (top-k per row, indices or values, f32 out).
+absl::Status RegisterCudaArgMaxKernels(KernelRegistry& registry);
+// LSTMUnit and LSTMUnitGradient (one fused element-wise kernel each).
+absl::Status RegisterCudaLstmUnitKernels(KernelRegistry& registry);
 
 // All of the above.
 absl::Status RegisterCudaKernels(KernelRegistry& registry);

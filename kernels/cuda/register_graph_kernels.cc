@@ -17,8 +17,11 @@ absl::Status RegisterCudaKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterCudaEltwiseKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaRecurrentKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaEmbedKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaCtcKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaTileKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaReductionKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaArgMaxKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaLstmUnitKernels(registry));
   return RegisterCudaLossKernels(registry);
 }
 

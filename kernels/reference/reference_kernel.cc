@@ -150,6 +150,9 @@ absl::Status RegisterReferenceKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReferenceEmbed(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceTile(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceReduction(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceArgMax(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceLstmUnit(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceCtc(registry));
   return RegisterReferenceLoss(registry);
 }
 

@@ -34,11 +34,14 @@ absl::Status RegisterReference(KernelRegistry& registry, const std::string& op,
 absl::Status RegisterReferenceActivation(KernelRegistry& registry);
 absl::Status RegisterReferenceBatchNorm(KernelRegistry& registry);
 absl::Status RegisterReferenceConvolution(KernelRegistry& registry);
+absl::Status RegisterReferenceCtc(KernelRegistry& registry);  // CTCLoss, CTCLossGradient
 absl::Status RegisterReferenceDropout(KernelRegistry& registry);
 absl::Status RegisterReferenceEltwise(KernelRegistry& registry);
-absl::Status RegisterReferenceEmbed(KernelRegistry& registry);  // Embed, EmbedGradient
-absl::Status RegisterReferenceTile(KernelRegistry& registry);   // Tile, TileGradient
+absl::Status RegisterReferenceEmbed(KernelRegistry& registry);      // Embed, EmbedGradient
+absl::Status RegisterReferenceTile(KernelRegistry& registry);       // Tile, TileGradient
 absl::Status RegisterReferenceReduction(KernelRegistry& registry);  // and ReductionGradient
+absl::Status RegisterReferenceArgMax(KernelRegistry& registry);
+absl::Status RegisterReferenceLstmUnit(KernelRegistry& registry);  // and LSTMUnitGradient
 absl::Status RegisterReferenceInnerProduct(KernelRegistry& registry);
 absl::Status RegisterReferenceLoss(KernelRegistry& registry);
 absl::Status RegisterReferenceLrn(KernelRegistry& registry);

@@ -12,7 +12,7 @@ absl::Status RegisterNnGradients(OpRegistry& registry);         // conv, IP, poo
 absl::Status RegisterPointwiseGradients(OpRegistry& registry);  // activations, Dropout, Eltwise
 absl::Status RegisterTensorGradients(OpRegistry& registry);     // Concat, Slice, Split, views
 absl::Status RegisterLossGradients(OpRegistry& registry);       // the four losses
-absl::Status RegisterRecurrentGradients(OpRegistry& registry);  // RNN
+absl::Status RegisterRecurrentGradients(OpRegistry& registry);  // RNN, LSTMUnit
 
 // All of the above. Every op marked differentiable must end up with a builder.
 absl::Status RegisterAllGradients(OpRegistry& registry);

@@ -83,9 +83,24 @@ absl::StatusOr<Grads> ContrastiveLossGradient(GraphBuilder& b, const GradientReq
   return g;
 }
 
+// CTC: the activations' gradient only; labels and lengths are indices, which have none.
+absl::StatusOr<Grads> CtcLossGradient(GraphBuilder& b, const GradientRequest& r) {
+  const Node& n = *r.node;
+  KILN_ASSIGN_OR_RETURN(double w, SeedOf(r));
+  Grads g(4);
+  if (r.needs_grad[0]) {
+    KILN_ASSIGN_OR_RETURN(
+        g[0], AddGradientNode(b, n, "grad_x", "CTCLossGradient",
+                              {n.input(0), n.input(1), n.input(2), n.input(3)},
+                              LossAttrs(n, w, {"blank", "reduction", "zero_infinity"})));
+  }
+  return g;
+}
+
 }  // namespace
 
 absl::Status RegisterLossGradients(OpRegistry& registry) {
+  KILN_RETURN_IF_ERROR(registry.SetGradient("CTCLoss", CtcLossGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("SoftmaxWithLoss", SoftmaxWithLossGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("EuclideanLoss", EuclideanLossGradient));
   KILN_RETURN_IF_ERROR(

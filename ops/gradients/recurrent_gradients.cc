@@ -1,6 +1,6 @@
 // The RNN op's gradient: one RNNGradient node computes every input's gradient at once (the
 // backward of a recurrence walks the steps once for all of them), from whichever of y, h_T and
-// c_T receive a gradient.
+// c_T receive a gradient. LSTMUnit's likewise, from whichever of c and h receive one.
 #include "base/status_macros.h"
 #include "ops/gradients/all_gradients.h"
 #include "ops/gradients/gradient_request.h"
@@ -44,9 +44,29 @@ absl::StatusOr<Grads> RnnGradient(GraphBuilder& b, const GradientRequest& r) {
   return g;
 }
 
+// LSTMUnit: one LSTMUnitGradient node gives c_prev's and x's gradients together (they share
+// the recomputed gates), from whichever of c and h receive a gradient; cont gets none.
+absl::StatusOr<Grads> LstmUnitGradient(GraphBuilder& b, const GradientRequest& r) {
+  const Node& n = *r.node;
+  Grads g(n.num_inputs());
+  const bool has_dc = r.has_output_grad(0), has_dh = r.has_output_grad(1);
+  if (!(r.needs_grad[0] || r.needs_grad[1]) || !(has_dc || has_dh)) return g;
+  std::vector<Value> inputs = n.inputs();
+  if (has_dc) inputs.push_back(r.output_grads[0]);
+  if (has_dh) inputs.push_back(r.output_grads[1]);
+  KILN_ASSIGN_OR_RETURN(
+      std::vector<Value> out,
+      AddGradientNodes(b, n, "grad", "LSTMUnitGradient", inputs,
+                       {{"has_dc", AttrValue(has_dc)}, {"has_dh", AttrValue(has_dh)}}));
+  if (r.needs_grad[0]) g[0] = out[0];
+  if (r.needs_grad[1]) g[1] = out[1];
+  return g;
+}
+
 }  // namespace
 
 absl::Status RegisterRecurrentGradients(OpRegistry& registry) {
+  KILN_RETURN_IF_ERROR(registry.SetGradient("LSTMUnit", LstmUnitGradient));
   return registry.SetGradient("RNN", RnnGradient);
 }
 

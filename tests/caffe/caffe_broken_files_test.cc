@@ -3,11 +3,11 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
-#include "ops/all_ops.h"
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/caffe_model.h"
 #include "frontends/caffe/solver.h"
+#include "gtest/gtest.h"
+#include "ops/all_ops.h"
 #include "tests/util/caffe_files.h"
 
 namespace kiln {
@@ -72,7 +72,7 @@ std::vector<BrokenCase> Cases() {
     {"HugeInputDims", Kind::kNetText, "layer { name: 'in' type: 'Input' top: 'data' input_param { shape { dim: 4000000000 dim: 4000000000 dim: 4000000000 } } }", C::kInvalidArgument, {"layer 'in' (Input)"}},
     {"InputDimCount", Kind::kNetText, "input: 'data' input_dim: 1 input_dim: 3 input_dim: 8", C::kInvalidArgument, {"input_dim"}},
     {"UnknownLayerType", Kind::kNetText, Net("layer { name: 'w' type: 'Warp' bottom: 'data' top: 'w' }"), C::kUnimplemented, {"layer 'w' (Warp)", "not supported"}},
-    {"UnsupportedLayerType", Kind::kNetText, Net("layer { name: 'a' type: 'ArgMax' bottom: 'data' top: 'a' }"), C::kUnimplemented, {"layer 'a' (ArgMax)"}},
+    {"UnsupportedLayerType", Kind::kNetText, Net("layer { name: 'a' type: 'MVN' bottom: 'data' top: 'a' }"), C::kUnimplemented, {"layer 'a' (MVN)"}},
     {"BottomNamesNoBlob", Kind::kNetText, Net("layer { name: 'r' type: 'ReLU' bottom: 'nothing' top: 'r' }"), C::kInvalidArgument, {"layer 'r' (ReLU)", "bottom 'nothing'"}},
     {"Cycle", Kind::kNetText, Net("layer { name: 'a' type: 'ReLU' bottom: 'b' top: 'a' }\nlayer { name: 'b' type: 'ReLU' bottom: 'a' top: 'b' }"), C::kInvalidArgument, {"layer 'a'", "bottom 'b'"}},
     {"TopProducedTwice", Kind::kNetText, Net("layer { name: 'a' type: 'ReLU' bottom: 'data' top: 'x' }\nlayer { name: 'b' type: 'Sigmoid' bottom: 'data' top: 'x' }"), C::kInvalidArgument, {"layer 'b'", "top 'x'"}},

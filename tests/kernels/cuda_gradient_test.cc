@@ -28,8 +28,8 @@
 // other variants are printed.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -70,7 +70,8 @@ struct Variant {
 // Ports that read class labels or similarity flags: left alone, as the precision pass does.
 bool IsLabelPort(const std::string& op, int port) {
   return (port == 1 && op == "SoftmaxWithLoss") || (port == 2 && op == "ContrastiveLoss") ||
-         (port == 0 && op == "Embed");  // table indices
+         (port == 0 && op == "Embed") ||  // table indices
+         (port >= 1 && op == "CTCLoss");  // labels and lengths
 }
 
 // Ports whose parameters the primitives read as f32 whatever the data's dtype

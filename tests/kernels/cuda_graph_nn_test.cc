@@ -57,6 +57,9 @@ const std::vector<GraphKernelCase>& Cases() {
       InnerProductGraphCases(),
       RecurrentGraphCases(),
       EmbedGraphCases(),
+      ArgMaxGraphCases(),
+      LstmUnitGraphCases(),
+      CtcGraphCases(),
   }));
   return *cases;
 }
@@ -141,8 +144,10 @@ TEST(CudaGraphNnTest, EveryOpOfTheseFamiliesHasACudaKernel) {
 TEST(CudaGraphNnTest, EveryVariantIsSelectedAndPreparedWithoutADevice) {
   int planned = 0;
   for (const GraphKernelCase& c : Cases()) {
-    const bool own_kernels =
-        c.op == "RNN" || c.op == "RNNGradient" || c.op == "Embed" || c.op == "EmbedGradient";
+    const bool own_kernels = c.op == "RNN" || c.op == "RNNGradient" || c.op == "Embed" ||
+                             c.op == "EmbedGradient" || c.op == "ArgMax" || c.op == "LSTMUnit" ||
+                             c.op == "LSTMUnitGradient" || c.op == "CTCLoss" ||
+                             c.op == "CTCLossGradient";
     if (!AdapterOps().count(c.op) && !own_kernels) continue;
     for (DataType dtype : kGraphDtypes) {
       for (Variant v : VariantsOf(c)) {

@@ -257,8 +257,9 @@ constexpr char kResidual[] = R"pb(
 // A max-pooling node's input, kept as an extra graph output so the host can tell which element
 // of each window wins.
 // Caffe's sequence layers: an Embed of word indices (tiled twice along the features), an LSTM
-// over it with sequence-continuation markers (restarts inside the batch rows), a Caffe RNN (tanh, with its W_ho output projection)
-// over the LSTM's output, and a per-step classifier with the softmax loss over axis 2.
+// over it with sequence-continuation markers (restarts inside the batch rows), a Caffe RNN (tanh,
+// with its W_ho output projection) over the LSTM's output, and a per-step classifier with the
+// softmax loss over axis 2.
 constexpr char kRecurrent[] = R"pb(
   name: "recurrent_small"
   layer {
@@ -344,6 +345,82 @@ constexpr char kRecurrent[] = R"pb(
   }
 )pb";
 
+// A CTC head: per-frame scores [T, N, C] from two InnerProducts over the features (axis 2,
+// a TanH between) and the CTCLoss layer with PyTorch's mean reduction, blank 0, over ragged
+// input and label lengths (FixedIndexInputs).
+constexpr char kCtc[] = R"pb(
+  name: "ctc_small"
+  layer {
+    name: "data"
+    type: "Input"
+    top: "data"
+    input_param { shape { dim: 5 dim: 3 dim: 4 } }
+  }
+  layer {
+    name: "targets"
+    type: "Input"
+    top: "targets"
+    input_param { shape { dim: 3 dim: 3 } }
+  }
+  layer {
+    name: "input_lengths"
+    type: "Input"
+    top: "input_lengths"
+    input_param { shape { dim: 3 } }
+  }
+  layer {
+    name: "target_lengths"
+    type: "Input"
+    top: "target_lengths"
+    input_param { shape { dim: 3 } }
+  }
+  layer {
+    name: "hidden"
+    type: "InnerProduct"
+    bottom: "data"
+    top: "hidden"
+    inner_product_param {
+      num_output: 6
+      axis: 2
+      weight_filler { type: "uniform" min: -0.8 max: 0.8 }
+      bias_filler { type: "uniform" min: -0.2 max: 0.2 }
+    }
+  }
+  layer { name: "tanh" type: "TanH" bottom: "hidden" top: "hidden" }
+  layer {
+    name: "score"
+    type: "InnerProduct"
+    bottom: "hidden"
+    top: "score"
+    inner_product_param {
+      num_output: 5
+      axis: 2
+      weight_filler { type: "uniform" min: -1 max: 1 }
+      bias_filler { type: "constant" value: 0.1 }
+    }
+  }
+  layer {
+    name: "loss"
+    type: "CTCLoss"
+    bottom: "score"
+    bottom: "targets"
+    bottom: "input_lengths"
+    bottom: "target_lengths"
+    top: "loss"
+  }
+)pb";
+
+// Index inputs of fixed contents, by name: the CTC net's padded targets (a repeated label, which
+// needs its blank between) and their lengths.
+const std::map<std::string, std::vector<float>>& FixedIndexInputs() {
+  static const auto* const inputs = new std::map<std::string, std::vector<float>>{
+      {"targets", {1, 2, 2, 3, 0, 0, 4, 1, 0}},
+      {"input_lengths", {5, 3, 4}},
+      {"target_lengths", {3, 1, 2}},
+  };
+  return *inputs;
+}
+
 struct MaxPoolWatch {
   std::string output;
   std::vector<int64_t> in_dims, out_dims, kernel, stride, pad;
@@ -408,6 +485,13 @@ absl::Status Prepare(const char* text, uint64_t seed, CheckedNet& out, bool fuse
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (Node* node : graph.Parameters()) {
     const std::string& input = node->name();
+    auto fixed = FixedIndexInputs().find(input);
+    if (fixed != FixedIndexInputs().end()) {
+      absl::StatusOr<HostTensor> t = HostTensor::FromF32(node->output_types()[0], fixed->second);
+      if (!t.ok()) return t.status();
+      out.bindings[input] = *t;
+      continue;
+    }
     if (input != "data" && input != "label" && input != "cont" && input != "words") continue;
     HostTensor t(node->output_types()[0]);
     for (int64_t i = 0; i < t.type().num_elements(); ++i) {
@@ -639,6 +723,19 @@ TEST(WholeNetGradient, RecurrentNetMatchesFiniteDifferences) {
   // Embed (W, b), LSTM (W_xc, b_c, W_hc), RNN (W_xh, b_h, W_hh, W_ho, b_o) and the classifier:
   // 12 inputs, no kinks (tanh and sigmoid only).
   EXPECT_GE(r.checked, 150);
+  EXPECT_EQ(r.straddling, 0);
+}
+
+// CTCLoss at the end of a net: BuildBackward seeds it with its loss weight and chains its
+// CTCLossGradient (the activations' gradient only) into the InnerProducts' backward.
+TEST(WholeNetGradient, CtcNetMatchesFiniteDifferences) {
+  const CheckResult r = CheckNet(kCtc, 17, 24, Identity);
+  ASSERT_FALSE(r.failed);
+  std::printf("ctc: %d probes checked, %d straddled a kink, worst ratio %.3f\n", r.checked,
+              r.straddling, r.worst);
+  EXPECT_LE(r.worst, 1.0);
+  // hidden (W 24, b 6), score (W 30, b 5) and the data (60): no kinks (TanH only).
+  EXPECT_GE(r.checked, 80);
   EXPECT_EQ(r.straddling, 0);
 }
 

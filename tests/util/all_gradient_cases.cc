@@ -20,6 +20,8 @@ std::vector<GradientCase> AllGradientCases() {
            gradient_cases::LossGradientCases(),
            gradient_cases::RecurrentGradientCases(),
            gradient_cases::EmbedGradientCases(),
+           gradient_cases::CtcGradientCases(),
+           gradient_cases::LstmUnitGradientCases(),
        }) {
     out.insert(out.end(), family.begin(), family.end());
   }

@@ -19,6 +19,10 @@ HostTensor MakeInput(const CaseInput& in, DataType dtype, bool nhwc, uint32_t se
   if (in.kind == CaseInput::kLabels) {
     HostTensor t(*TensorType::Create(DataType::kF32, in.dims));
     std::mt19937 rng(seed);
+    if (!in.values.empty()) {
+      for (int64_t i = 0; i < t.type().num_elements(); ++i) t.SetFloat(i, in.values.at(i));
+      return t;
+    }
     std::uniform_int_distribution<int64_t> pick(0, in.label_classes - 1);
     for (int64_t i = 0; i < t.type().num_elements(); ++i) {
       const bool ignore = in.ignored_label >= 0 && i % 5 == 2;
@@ -126,6 +130,14 @@ CaseInput Labels(std::vector<int64_t> dims, int64_t classes, int64_t ignored) {
   in.kind = CaseInput::kLabels;
   in.label_classes = classes;
   in.ignored_label = ignored;
+  return in;
+}
+
+CaseInput Fixed(std::vector<int64_t> dims, std::vector<float> values) {
+  CaseInput in;
+  in.dims = std::move(dims);
+  in.kind = CaseInput::kLabels;
+  in.values = std::move(values);
   return in;
 }
 

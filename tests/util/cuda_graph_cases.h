@@ -26,12 +26,17 @@ struct CaseInput {
   float lo = -1.0f, hi = 1.0f;  // the uniform range of random values
   int64_t label_classes = 0;
   int64_t ignored_label = -1;  // one label in every few set to this, when >= 0
+  // kLabels only: these values instead of random labels (indices whose combinations must make
+  // sense together, as CTC's labels and lengths).
+  std::vector<float> values;
 };
 
 // Shorthands for the case tables.
 CaseInput Data(std::vector<int64_t> dims, float lo = -1, float hi = 1);
 CaseInput Param(std::vector<int64_t> dims, float lo = -1, float hi = 1);
 CaseInput Labels(std::vector<int64_t> dims, int64_t classes, int64_t ignored = -1);
+// f32 index values given in row-major order (a label input with fixed contents).
+CaseInput Fixed(std::vector<int64_t> dims, std::vector<float> values);
 AttrValue Str(const char* s);
 
 struct GraphKernelCase {
@@ -61,6 +66,9 @@ std::vector<GraphKernelCase> EltwiseGraphCases();
 std::vector<GraphKernelCase> LossGraphCases();
 std::vector<GraphKernelCase> RecurrentGraphCases();
 std::vector<GraphKernelCase> EmbedGraphCases();
+std::vector<GraphKernelCase> ArgMaxGraphCases();
+std::vector<GraphKernelCase> LstmUnitGraphCases();
+std::vector<GraphKernelCase> CtcGraphCases();
 
 // The tables above concatenated, in that order.
 std::vector<GraphKernelCase> Concatenated(const std::vector<std::vector<GraphKernelCase>>& tables);

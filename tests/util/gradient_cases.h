@@ -55,6 +55,8 @@ std::vector<GradientCase> TensorGradientCases();
 std::vector<GradientCase> LossGradientCases();
 std::vector<GradientCase> RecurrentGradientCases();
 std::vector<GradientCase> EmbedGradientCases();
+std::vector<GradientCase> CtcGradientCases();
+std::vector<GradientCase> LstmUnitGradientCases();
 
 // Shorthands for the tables.
 using Ints = std::vector<int64_t>;
