@@ -7,7 +7,8 @@
 //             [--modes=inference,training] [--iters=20]
 //
 // A row is cell:hidden:batch:seq:layers (input size = hidden, sequence-major, unidirectional).
-// Times are wall time per call over --iters back-to-back calls on one stream, launches included
+// Times are wall time per call over --iters back-to-back calls on one stream, launches included,
+// after kWarmup calls, the median of kRepeats such timings
 // (a recurrent layer is hundreds of small launches; their cost is part of what a user waits):
 // kiln_ms through an RnnPlan (a CUDA graph per call once the tensors repeat), kiln_direct_ms
 // through the free functions (every kernel launched from the host).
@@ -31,6 +32,9 @@
 
 namespace kiln {
 namespace {
+
+constexpr int kWarmup = 10;
+constexpr int kRepeats = 5;
 
 struct Row {
   std::string cell;
@@ -159,7 +163,7 @@ bool RunRow(dnn::Handle& handle, const Row& row, const std::string& precision,
   // Milliseconds per call, or -1 when a call fails (its message printed).
   auto time = [&](bool direct) -> double {
     absl::Status s;
-    for (int i = 0; i < 3 && s.ok(); ++i) s = once(direct);  // warm-up: cuBLAS, the graph
+    for (int i = 0; i < kWarmup && s.ok(); ++i) s = once(direct);  // cuBLAS, the graph
     if (s.ok() && cudaDeviceSynchronize() != cudaSuccess) {
       s = absl::InternalError("cudaDeviceSynchronize after the warm-up failed");
     }
@@ -168,16 +172,25 @@ bool RunRow(dnn::Handle& handle, const Row& row, const std::string& precision,
       cudaGetLastError();
       return -1;
     }
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters && s.ok(); ++i) s = once(direct);
-    if (!s.ok() || cudaDeviceSynchronize() != cudaSuccess) {
-      std::fprintf(stderr, "rnn_bench: %s: %s\n", direct ? "direct" : "plan", s.ToString().c_str());
-      cudaGetLastError();
-      return -1;
+    // The median of kRepeats timings of `iters` back-to-back calls: one slow repeat (a clock
+    // ramp, another process) does not move it.
+    std::vector<double> per_call;
+    for (int r = 0; r < kRepeats; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < iters && s.ok(); ++i) s = once(direct);
+      if (!s.ok() || cudaDeviceSynchronize() != cudaSuccess) {
+        std::fprintf(stderr, "rnn_bench: %s: %s\n", direct ? "direct" : "plan",
+                     s.ToString().c_str());
+        cudaGetLastError();
+        return -1;
+      }
+      per_call.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count() /
+          iters);
     }
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-               .count() /
-           iters;
+    std::sort(per_call.begin(), per_call.end());
+    return per_call[per_call.size() / 2];
   };
   // Direct first: a plan that fails (its graph path) does not cost the row its direct time.
   double ms = -1, direct_ms = -1;

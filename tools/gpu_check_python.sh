@@ -3,7 +3,7 @@
 # machine against a portable libkiln.so, the pytest suite with its nets and engines on CUDA, and
 # examples/python/torch_feature_extractor.py (Kiln inside a torch training loop: torch tensors in
 # and out, no host copy, no synchronize) in fp16 and fp32.
-# libkiln.so links Debian's Abseil, protobuf, LMDB, libjpeg and libpng dynamically (a portable,
+# libkiln.so links Debian's Abseil, protobuf, LMDB, libjpeg, libpng and HDF5 dynamically (a portable,
 # static build cannot make a shared library: Debian's static archives are not PIC), so those
 # libraries travel with it. Stage here:
 #   bazel build -c opt --linkopt=-static-libgcc --define=kiln_cuda_archs=80,90 //api:libkiln.so
@@ -16,7 +16,7 @@ if [ "${1:-}" = "--stage" ]; then
   rm -rf .gpu-py && mkdir -p .gpu-py/models .gpu-py/lib
   strip --strip-unneeded -o .gpu-py/lib/libkiln.so "$bin/api/libkiln.so"
   for lib in $(ldd "$bin/api/libkiln.so" | awk '/=> \/lib/ {print $3}' |
-    grep -E "absl|protobuf|lmdb|jpeg|png"); do
+    grep -E "absl|protobuf|lmdb|jpeg|png|hdf5|libsz|libaec"); do
     cp -L "$lib" .gpu-py/lib/
   done
   tar -C .gpu-py -cf - lib | xz -T2 -6 >.gpu-py/lib.tar.xz && rm -rf .gpu-py/lib

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sequence models on the GPU (issue 34): the RNN and CTC primitives' tests against the CPU
-# reference, the RNN and Embed graph kernels' cases (cuda_graph_nn_test, KILN_GRAPH_CASES), the
-# tensor family's (cuda_graph_tensor_test: Tile and Reduction among them), the gradient cases of
-# RNN, Embed, Tile and Reduction (cuda_gradient_test, KILN_GRADIENT_CASES), then
+# reference, the RNN, Embed and CTCLoss graph kernels' cases (cuda_graph_nn_test,
+# KILN_GRAPH_CASES), the tensor family's (cuda_graph_tensor_test: Tile and Reduction among
+# them), the gradient cases of
+# RNN, Embed, Tile, Reduction and CTCLoss (cuda_gradient_test, KILN_GRADIENT_CASES), then
 # bench/rnn_bench.py beside PyTorch's cuDNN nn.LSTM / nn.GRU and bench/ctc_bench.py beside
 # nn.CTCLoss, in one run. A table of what passed and the geomeans comes last.
 # Stage here (fills .gpu-rnn/, carried to the GPU machine):
@@ -10,20 +11,23 @@
 # then run there (carry [".gpu-rnn"]):
 #   OUT=$OUT bash tools/gpu_check_rnn.sh [RNN_ROWS] [CTC_ROWS]
 # RNN_ROWS as rnn_bench.py's --rows (default: its own), CTC_ROWS as ctc_bench.py's --rows
-# (default 1000:32:30:ragged,1000:32:1000:ragged,1000:64:5000:full). KILN_SKIP_TESTS=1 and
-# KILN_SKIP_BENCH=1 select parts.
+# (default 1000:32:30:ragged,1000:32:1000:ragged,1000:64:5000:full). KILN_SKIP_TESTS=1,
+# KILN_SKIP_BENCH=1 and KILN_SKIP_LM=1 select parts; KILN_LM_ITERS sets the language model's
+# iterations (2000).
 set -u
 cd "$(dirname "$0")/.."
 binaries=(tests/ops/rnn/rnn_primitive_cuda_test tests/ops/ctc/ctc_primitive_cuda_test
   tests/kernels/cuda_graph_nn_test tests/kernels/cuda_graph_tensor_test
-  tests/kernels/cuda_gradient_test bench/rnn_bench bench/ctc_bench)
+  tests/kernels/cuda_gradient_test bench/rnn_bench bench/ctc_bench tools/kiln)
 if [ "${1:-}" = "--stage" ]; then
   targets=()
   for b in "${binaries[@]}"; do targets+=("//$(dirname "$b"):$(basename "$b")"); done
   bazel build --config=portable "${targets[@]}" || exit 1
   rm -rf .gpu-rnn && mkdir -p .gpu-rnn
   bash tools/pack_gpu_binaries.sh .gpu-rnn "${binaries[@]}" || exit 1
-  cp bench/rnn_bench.py bench/ctc_bench.py .gpu-rnn/
+  cp bench/rnn_bench.py bench/ctc_bench.py examples/char_lm/char_lm.py .gpu-rnn/
+  # The language model's batches (h5py is here, maybe not there): reused with --data-from.
+  /usr/bin/python3 examples/char_lm/char_lm.py --work .gpu-rnn/lm_data --prepare-only || exit 1
   grep -qx "/.gpu-rnn/" .git/info/exclude || echo "/.gpu-rnn/" >>.git/info/exclude
   du -sh .gpu-rnn
   exit 0
@@ -47,28 +51,37 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$out/gpu.txt"
 if [ "${KILN_SKIP_TESTS:-0}" != 1 ]; then
   run rnn_primitive_cuda_test "$bin/tests/ops/rnn/rnn_primitive_cuda_test"
   run ctc_primitive_cuda_test "$bin/tests/ops/ctc/ctc_primitive_cuda_test"
-  KILN_GRAPH_CASES=Lstm,Gru,RnnTanh,Embed run rnn_graph_cases \
+  KILN_GRAPH_CASES=Lstm,Gru,RnnTanh,Embed,CTCLoss,ArgMax,LSTMUnit run rnn_graph_cases \
     "$bin/tests/kernels/cuda_graph_nn_test" --gtest_filter='*EveryCase*'
-  KILN_GRADIENT_CASES=rnn_,embed,tile,reduction run rnn_gradient_cases \
+  KILN_GRADIENT_CASES=rnn_,embed,tile,reduction,ctc_,lstm_unit run rnn_gradient_cases \
     "$bin/tests/kernels/cuda_gradient_test" --gtest_filter='*EveryCase*'
   # Tile and Reduction are among the tensor family's cases (the whole table: a few seconds).
   run tensor_graph_cases "$bin/tests/kernels/cuda_graph_tensor_test" --gtest_filter='*EveryCase*'
 fi
 if [ "${KILN_SKIP_BENCH:-0}" != 1 ]; then
-  rnn_args=(--kiln-bench "$bin/bench/rnn_bench" --json "$out/rnn_bench.json")
+  rnn_args=(--kiln-bench "$bin/bench/rnn_bench" --iters 10 --json "$out/rnn_bench.json")
   [ -n "$rnn_rows" ] && rnn_args+=(--rows "$rnn_rows")
   run rnn_bench python3 .gpu-rnn/rnn_bench.py "${rnn_args[@]}"
   run ctc_bench python3 .gpu-rnn/ctc_bench.py --kiln-bench "$bin/bench/ctc_bench" \
     --rows "$ctc_rows" --json "$out/ctc_bench.json"
 fi
+if [ "${KILN_SKIP_LM:-0}" != 1 ]; then
+  # The character LSTM language model: kiln train beside PyTorch from the same weights and
+  # batches (examples/char_lm/char_lm.py), checked: the curves' 50-iteration means within 2%, the
+  # final test perplexity at most 5.
+  run char_lm python3 .gpu-rnn/char_lm.py --kiln "$bin/tools/kiln" --work /tmp/kiln-char-lm \
+    --data-from .gpu-rnn/lm_data --device cuda --iters "${KILN_LM_ITERS:-2000}" --check \
+    --max-perplexity 5 --json "$out/char_lm.json"
+  cp /tmp/kiln-char-lm/char_lm_curve.svg /tmp/kiln-char-lm/kiln_train.log "$out/" 2>/dev/null
+fi
 echo
 cat "$out/gpu.txt"
 for name in rnn_primitive_cuda_test ctc_primitive_cuda_test rnn_graph_cases rnn_gradient_cases \
-  tensor_graph_cases rnn_bench ctc_bench; do
+  tensor_graph_cases rnn_bench ctc_bench char_lm; do
   [ -n "${result[$name]+x}" ] || continue
   printf '%-26s %s  %s\n' "$name" "$([ "${result[$name]}" = 0 ] && echo ok || echo "FAILED (${result[$name]})")" \
     "$(grep -E 'PASSED|FAILED|cases checked|variants checked' "$out/$name.log" | tr '\n' ' ' | cut -c1-90)"
 done
-for name in rnn_bench ctc_bench; do
+for name in rnn_bench ctc_bench char_lm; do
   [ -f "$out/$name.log" ] && { echo; echo "-- $name"; tail -40 "$out/$name.log"; }
 done

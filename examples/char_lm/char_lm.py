@@ -197,16 +197,18 @@ def run_kiln(args):
     cmd = [args.kiln, "train", "--solver", os.path.join(args.work, "char_lm_solver.prototxt"),
            "--weights", os.path.join(args.work, "init.caffemodel"), "--device", args.device,
            "--precision", "fp32"]
+    log = os.path.join(args.work, "kiln_train.log")
     start = time.time()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    with open(log, "w") as out:  # stderr stays on the terminal: kiln's progress line
+        code = subprocess.run(cmd, stdout=out).returncode
     seconds = time.time() - start
-    with open(os.path.join(args.work, "kiln_train.log"), "w") as f:
-        f.write(proc.stdout + proc.stderr)
-    if proc.returncode != 0:
-        sys.exit("char_lm.py: kiln train failed (%d):\n%s" % (proc.returncode, proc.stderr[-3000:]))
+    with open(log) as f:
+        text = f.read()
+    if code != 0:
+        sys.exit("char_lm.py: kiln train failed (%d); its log: %s" % (code, log))
     train = [float(m) for m in re.findall(r"^Iteration \d+ \([\d.]+ s\), loss = (\S+),",
-                                          proc.stdout, re.M)]
-    test = [float(m) for m in re.findall(r"Test net output #0: loss = (\S+)", proc.stdout)]
+                                          text, re.M)]
+    test = [float(m) for m in re.findall(r"Test net output #0: loss = (\S+)", text)]
     return train, test, seconds
 
 
@@ -311,7 +313,7 @@ def curve_svg(path, curves, title):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--kiln", required=True, help="the kiln binary")
+    p.add_argument("--kiln", help="the kiln binary (required unless --prepare-only)")
     p.add_argument("--work", required=True, help="folder for data, weights, logs, curve")
     p.add_argument("--device", default="cuda", help="kiln train --device (cuda or cpu)")
     p.add_argument("--torch-device", default=None, help="PyTorch's device (default: --device)")
@@ -335,8 +337,12 @@ def main():
                    help="largest relative gap of the 50-iteration moving averages")
     p.add_argument("--max-perplexity", type=float, default=0)
     p.add_argument("--json", default=None)
+    p.add_argument("--prepare-only", action="store_true",
+                   help="write the data under --work and stop (for --data-from elsewhere)")
     args = p.parse_args()
     args.torch_device = args.torch_device or args.device
+    if not args.kiln and not args.prepare_only:
+        p.error("--kiln is required")
     os.makedirs(args.work, exist_ok=True)
     if args.data_from:
         with open(os.path.join(args.data_from, "data.json")) as f:
@@ -355,6 +361,9 @@ def main():
         batches, chars = prepare(args)
         with open(os.path.join(args.work, "data.json"), "w") as f:
             json.dump({"batches": batches, "chars": chars}, f)
+    if args.prepare_only:
+        print("char_lm: data for %d characters in %s" % (chars, args.work))
+        return 0
     weights = initial_weights(args)
     with open(os.path.join(args.work, "init.caffemodel"), "wb") as f:
         f.write(caffemodel(weights))

@@ -18,8 +18,8 @@
 #include "frontends/caffe/training/solver_trainer.h"
 #include "gtest/gtest.h"
 #include "tests/training/trainer_fixtures.h"
-#include "tests/util/scratch_file.h"
 #include "tests/util/image_files.h"
+#include "tests/util/scratch_file.h"
 #include "training/memory_batch_source.h"
 
 namespace kiln {
@@ -313,7 +313,9 @@ TEST(TrainerRules, FusedBatchNormScaleTrainsLikeThePair) {
 // ---------------------------------------------------------------------------------------------
 // Errors.
 
-TEST(TrainerErrors, AnHdf5DataLayerIsUnimplementedNamingTheLayer) {
+// HDF5Data trains (tests/examples/char_lm_vs_torch_test.sh); a list that is not there is a
+// status naming the layer and the list.
+TEST(TrainerErrors, AnHdf5DataLayerWithoutItsListNamesTheLayerAndTheList) {
   const std::string net = R"pb(
     name: "hdf5"
     layer {
@@ -337,9 +339,9 @@ TEST(TrainerErrors, AnHdf5DataLayerIsUnimplementedNamingTheLayer) {
   ASSERT_TRUE(config.ok()) << config.status();
   auto trainer = MakeTrainer(*config);
   ASSERT_FALSE(trainer.ok());
-  EXPECT_EQ(trainer.status().code(), absl::StatusCode::kUnimplemented) << trainer.status();
+  EXPECT_EQ(trainer.status().code(), absl::StatusCode::kNotFound) << trainer.status();
   EXPECT_NE(trainer.status().message().find("'arrays'"), std::string::npos) << trainer.status();
-  EXPECT_NE(trainer.status().message().find("HDF5Data"), std::string::npos) << trainer.status();
+  EXPECT_NE(trainer.status().message().find("list.txt"), std::string::npos) << trainer.status();
 }
 
 // An ImageData layer feeds the trainer like a Data layer: its list and root folder are found
