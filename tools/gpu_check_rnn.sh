@@ -28,6 +28,9 @@ if [ "${1:-}" = "--stage" ]; then
   cp bench/rnn_bench.py bench/ctc_bench.py examples/char_lm/char_lm.py .gpu-rnn/
   # The language model's batches (h5py is here, maybe not there): reused with --data-from.
   /usr/bin/python3 examples/char_lm/char_lm.py --work .gpu-rnn/lm_data --prepare-only || exit 1
+  cp examples/ctc_strips/ctc_strips.py .gpu-rnn/
+  /usr/bin/python3 examples/ctc_strips/ctc_strips.py --work .gpu-rnn/ctc_data --prepare-only ||
+    exit 1
   grep -qx "/.gpu-rnn/" .git/info/exclude || echo "/.gpu-rnn/" >>.git/info/exclude
   du -sh .gpu-rnn
   exit 0
@@ -73,15 +76,23 @@ if [ "${KILN_SKIP_LM:-0}" != 1 ]; then
     --data-from .gpu-rnn/lm_data --device cuda --iters "${KILN_LM_ITERS:-2000}" --check \
     --max-perplexity 5 --json "$out/char_lm.json"
   cp /tmp/kiln-char-lm/char_lm_curve.svg /tmp/kiln-char-lm/kiln_train.log "$out/" 2>/dev/null
+  # Fashion-MNIST strips read by an LSTM trained with CTC (examples/ctc_strips/ctc_strips.py):
+  # sequence accuracy on the test strips at least 0.7.
+  run ctc_strips python3 .gpu-rnn/ctc_strips.py --kiln "$bin/tools/kiln" --work /tmp/kiln-ctc \
+    --data-from .gpu-rnn/ctc_data --device cuda --iters "${KILN_CTC_ITERS:-3000}" --check \
+    --min-accuracy 0.7 --json "$out/ctc_strips.json"
+  cp /tmp/kiln-ctc/kiln_train.log "$out/ctc_train.log" 2>/dev/null
+  cp /tmp/kiln-ctc/ctc_strips_iter_*_curve.svg "$out/" 2>/dev/null
 fi
 echo
 cat "$out/gpu.txt"
 for name in rnn_primitive_cuda_test ctc_primitive_cuda_test rnn_graph_cases rnn_gradient_cases \
-  tensor_graph_cases rnn_bench ctc_bench char_lm; do
+  tensor_graph_cases rnn_bench ctc_bench char_lm ctc_strips; do
   [ -n "${result[$name]+x}" ] || continue
   printf '%-26s %s  %s\n' "$name" "$([ "${result[$name]}" = 0 ] && echo ok || echo "FAILED (${result[$name]})")" \
     "$(grep -E 'PASSED|FAILED|cases checked|variants checked' "$out/$name.log" | tr '\n' ' ' | cut -c1-90)"
 done
-for name in rnn_bench ctc_bench char_lm; do
-  [ -f "$out/$name.log" ] && { echo; echo "-- $name"; tail -40 "$out/$name.log"; }
+declare -A shown=([rnn_bench]=16 [ctc_bench]=14 [char_lm]=12 [ctc_strips]=8)
+for name in rnn_bench ctc_bench char_lm ctc_strips; do
+  [ -f "$out/$name.log" ] && { echo; echo "-- $name"; tail -"${shown[$name]}" "$out/$name.log"; }
 done

@@ -84,10 +84,11 @@ def prepare(args):
         path = os.path.join(args.work, name + ".h5")
         with h5py.File(path, "w") as f:
             for key, a in arrays.items():
-                f.create_dataset(key, data=a)  # uint8: HDF5Data reads it as float
+                # uint8, deflate-compressed: HDF5Data reads it as float
+                f.create_dataset(key, data=a, compression="gzip")
         with open(os.path.join(args.work, name + "_list.txt"), "w") as f:
             f.write(path + "\n")
-        np.savez(os.path.join(args.work, name + ".npz"), **arrays)
+        np.savez_compressed(os.path.join(args.work, name + ".npz"), **arrays)
     return {k: v["input"].shape[0] // args.steps for k, v in sets.items()}, len(ids)
 
 
