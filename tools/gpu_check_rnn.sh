@@ -13,7 +13,7 @@
 # RNN_ROWS as rnn_bench.py's --rows (default: its own), CTC_ROWS as ctc_bench.py's --rows
 # (default 1000:32:30:ragged,1000:32:1000:ragged,1000:64:5000:full). KILN_SKIP_TESTS=1,
 # KILN_SKIP_BENCH=1 and KILN_SKIP_LM=1 select parts; KILN_LM_ITERS sets the language model's
-# iterations (2000).
+# iterations (10000).
 set -u
 cd "$(dirname "$0")/.."
 binaries=(tests/ops/rnn/rnn_primitive_cuda_test tests/ops/ctc/ctc_primitive_cuda_test
@@ -73,13 +73,13 @@ if [ "${KILN_SKIP_LM:-0}" != 1 ]; then
   # batches (examples/char_lm/char_lm.py), checked: the curves' 50-iteration means within 2%, the
   # final test perplexity at most 5.
   run char_lm python3 .gpu-rnn/char_lm.py --kiln "$bin/tools/kiln" --work /tmp/kiln-char-lm \
-    --data-from .gpu-rnn/lm_data --device cuda --iters "${KILN_LM_ITERS:-2000}" --check \
+    --data-from .gpu-rnn/lm_data --device cuda --iters "${KILN_LM_ITERS:-10000}" --check \
     --max-perplexity 5 --json "$out/char_lm.json"
   cp /tmp/kiln-char-lm/char_lm_curve.svg /tmp/kiln-char-lm/kiln_train.log "$out/" 2>/dev/null
   # Fashion-MNIST strips read by an LSTM trained with CTC (examples/ctc_strips/ctc_strips.py):
   # sequence accuracy on the test strips at least 0.7.
   run ctc_strips python3 .gpu-rnn/ctc_strips.py --kiln "$bin/tools/kiln" --work /tmp/kiln-ctc \
-    --data-from .gpu-rnn/ctc_data --device cuda --iters "${KILN_CTC_ITERS:-3000}" --check \
+    --data-from .gpu-rnn/ctc_data --device cuda --iters "${KILN_CTC_ITERS:-4000}" --check \
     --min-accuracy 0.7 --json "$out/ctc_strips.json"
   cp /tmp/kiln-ctc/kiln_train.log "$out/ctc_train.log" 2>/dev/null
   cp /tmp/kiln-ctc/ctc_strips_iter_*_curve.svg "$out/" 2>/dev/null

@@ -24,7 +24,7 @@ Steps, all under --work (nothing in the checkout is written):
      --check the comparison's verdict in the exit code.
 
     python3 examples/char_lm/char_lm.py --kiln bazel-bin/tools/kiln --work /tmp/char_lm \\
-        [--device cuda] [--iters 2000] [--hidden 512] [--check]
+        [--device cuda] [--iters 10000] [--hidden 512] [--check]
 
 PyTorch (torch) and h5py come from Debian (python3-torch, python3-h5py; tools/setup.sh installs
 them). Without h5py, --data-from reuses a folder prepared elsewhere.
@@ -177,8 +177,7 @@ def solver_prototxt(args, batches):
 type: "SGD"
 base_lr: %g
 momentum: %g
-lr_policy: "fixed"
-clip_gradients: %g
+%sclip_gradients: %g
 max_iter: %d
 display: 1
 test_interval: %d
@@ -186,7 +185,9 @@ test_iter: %d
 test_initialization: false
 snapshot: 0
 snapshot_prefix: "%s"
-""" % (os.path.join(args.work, "char_lm.prototxt"), args.lr, args.momentum, args.clip, args.iters,
+""" % (os.path.join(args.work, "char_lm.prototxt"), args.lr, args.momentum,
+       'lr_policy: "step"\ngamma: %g\nstepsize: %d\n' % (args.lr_gamma, args.lr_step)
+       if args.lr_step > 0 else 'lr_policy: "fixed"\n', args.clip, args.iters,
        args.test_interval, batches["test"], os.path.join(args.work, "char_lm"))
 
 
@@ -238,7 +239,8 @@ def run_torch(args, weights):
     lstm.bias_hh_l0.requires_grad_(False)
     params = [p for m in (embed, lstm, predict) for p in m.parameters() if p.requires_grad]
     history = [torch.zeros_like(p) for p in params]
-    data = {k: np.load(os.path.join(args.work, k + ".npz")) for k in ("train", "test")}
+    # Read once: an NpzFile decompresses an array again on every access.
+    data = {k: dict(np.load(os.path.join(args.work, k + ".npz"))) for k in ("train", "test")}
     t = args.steps
 
     def loss_of(arrays, b):
@@ -254,27 +256,30 @@ def run_torch(args, weights):
     start = time.time()
     for it in range(args.iters):
         loss = loss_of(data["train"], it % train_batches)
+        # Caffe's "step" policy: base_lr * gamma ^ floor(iter / stepsize).
+        lr = args.lr * (args.lr_gamma ** (it // args.lr_step) if args.lr_step > 0 else 1.0)
         for p in params:
             p.grad = None
         loss.backward()
         with torch.no_grad():
             # Caffe's ClipGradients, then its SGD: v = momentum * v + lr * g; w -= v.
-            norm = math.sqrt(sum(float((p.grad.double() ** 2).sum()) for p in params))
+            norm = float(torch.sqrt(sum((p.grad.double() ** 2).sum() for p in params)))
             scale = args.clip / norm if args.clip > 0 and norm > args.clip else 1.0
             for p, v in zip(params, history):
-                v.mul_(args.momentum).add_(p.grad, alpha=args.lr * scale)
+                v.mul_(args.momentum).add_(p.grad, alpha=lr * scale)
                 p.sub_(v)
-        train.append(float(loss))
+        train.append(loss.detach())  # read at the end: no host sync per iteration
         if (it + 1) % args.test_interval == 0:
             with torch.no_grad():
-                test.append(sum(float(loss_of(data["test"], b)) for b in range(test_batches)) /
+                test.append(float(sum(loss_of(data["test"], b) for b in range(test_batches))) /
                             test_batches)
         if sys.stderr.isatty() or it % 100 == 99:
             rate = (it + 1) / (time.time() - start)
             sys.stderr.write("\rtorch: iter %d/%d  loss %.4f  %.1f it/s  ETA %.0fs   " %
-                             (it + 1, args.iters, train[-1], rate, (args.iters - it - 1) / rate))
+                             (it + 1, args.iters, float(train[-1]), rate,
+                              (args.iters - it - 1) / rate))
     sys.stderr.write("\n")
-    return train, test, time.time() - start
+    return [float(v) for v in train], test, time.time() - start
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,10 +303,12 @@ def curve_svg(path, curves, title):
     parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif"'
              ' font-size="12"><rect width="100%%" height="100%%" fill="white"/>' % (width, height),
              '<text x="%d" y="20">%s</text>' % (pad, title)]
+    every = max(1, n // 800)  # at most ~800 points a curve: the picture stays small
     for i, (name, c) in enumerate(curves.items()):
         pts = " ".join("%.1f,%.1f" % (pad + (width - 2 * pad) * j / max(n - 1, 1),
                                       height - pad - (height - 2 * pad) * (v - low) /
-                                      max(top - low, 1e-9)) for j, v in enumerate(c))
+                                      max(top - low, 1e-9))
+                       for j, v in enumerate(c) if j % every == 0 or j == len(c) - 1)
         parts.append('<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>' %
                      (colors[i % 3], pts))
         parts.append('<text x="%d" y="%d" fill="%s">%s</text>' %
@@ -325,9 +332,12 @@ def main():
     p.add_argument("--steps", type=int, default=50, help="time steps T per batch")
     p.add_argument("--embed", type=int, default=64)
     p.add_argument("--hidden", type=int, default=512)
-    p.add_argument("--iters", type=int, default=2000)
-    p.add_argument("--test-interval", type=int, default=500)
+    p.add_argument("--iters", type=int, default=10000)
+    p.add_argument("--test-interval", type=int, default=2000)
     p.add_argument("--lr", type=float, default=0.5)
+    p.add_argument("--lr-step", type=int, default=6000,
+                   help="Caffe's step policy: multiply the rate by --lr-gamma every N iterations")
+    p.add_argument("--lr-gamma", type=float, default=0.1)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--clip", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=1)

@@ -218,9 +218,9 @@ def main():
     p.add_argument("--test-strips", type=int, default=4096)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--hidden", type=int, default=256)
-    p.add_argument("--iters", type=int, default=3000)
+    p.add_argument("--iters", type=int, default=4000)
     p.add_argument("--test-interval", type=int, default=1000)
-    p.add_argument("--lr", type=float, default=0.001)
+    p.add_argument("--lr", type=float, default=0.002)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--check", action="store_true",
                    help="exit 1 unless the test sequence accuracy is at least --min-accuracy")
