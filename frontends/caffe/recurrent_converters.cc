@@ -2,7 +2,9 @@
 // per time step; Kiln imports each as one RNN node (the whole sequence in one op), with Caffe's
 // parameter blobs as the node's weights, unchanged: the LSTM's gate order (i, f, o, g) is an
 // attribute of the op rather than a permutation of the blobs, so a trained net saves back to a
-// .caffemodel Caffe reads. The static input (x_static, a third bottom) is not supported yet.
+// .caffemodel Caffe reads. A static input (x_static [N, ...], the third bottom, added through its
+// own weight W_xc_static at every step) is tiled over time and concatenated to x, with the weights
+// concatenated likewise, so the RNN node sees one input projection; the blobs stay Caffe's.
 //
 // **Known difference:** without expose_hidden, Caffe's layer copies its final h (and c) into
 // its own initial state before each forward, so a second forward that starts with cont = 1
@@ -13,6 +15,8 @@
 #include "frontends/caffe/recurrent_converters.h"
 
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -32,15 +36,42 @@ absl::StatusOr<Value> Reshaped(LayerBuilder& b, Value v, const Ints& dims,
   return node->output(0);
 }
 
+// The static input folded into the input projection: x_static [N, S...] becomes [T, N, S]
+// concatenated after x's I features, and W_x_static [GH, S] (Caffe's third blob) is concatenated
+// after W_x's columns: W [x; x_static] = W_x x + W_x_static x_static at every step, as Caffe adds
+// it. Returns the new x and W_ih.
+absl::StatusOr<std::pair<Value, Value>> WithStaticInput(LayerBuilder& b, const Value& x3,
+                                                        const Value& w_ih,
+                                                        const caffe::RecurrentParameter& p,
+                                                        int64_t gate_rows) {
+  const int64_t T = x3.type().dim(0), N = x3.type().dim(1);
+  const TensorType& xs = b.bottoms()[2].type();
+  if (xs.rank() < 1 || xs.dim(0) != N) {
+    return b.Invalid(absl::StrCat("x_static ", xs.ToString(), " must be [N, ...] with N = ", N,
+                                  ", x's second axis"));
+  }
+  int64_t S = 1;
+  for (int d = 1; d < xs.rank(); ++d) S *= xs.dim(d);
+  KILN_ASSIGN_OR_RETURN(Value w_static,
+                        b.Param(2, {gate_rows, S}, p.weight_filler(), true, "weight"));
+  KILN_ASSIGN_OR_RETURN(Value one_step, Reshaped(b, b.bottoms()[2], {1, N, S}, "x_static"));
+  KILN_ASSIGN_OR_RETURN(Node * tiled, b.AddNode("Tile", "x_static_tiled", {one_step},
+                                                {{"axis", int64_t{0}}, {"tiles", T}}));
+  KILN_ASSIGN_OR_RETURN(Node * x, b.AddNode("Concat", "x_with_static", {x3, tiled->output(0)},
+                                            {{"axis", int64_t{2}}}));
+  KILN_ASSIGN_OR_RETURN(
+      Node * w, b.AddNode("Concat", "w_with_static", {w_ih, w_static}, {{"axis", int64_t{1}}}));
+  return std::make_pair(x->output(0), w->output(0));
+}
+
 absl::Status Recurrent(LayerBuilder& b, bool lstm) {
   const caffe::RecurrentParameter& p = b.layer().recurrent_param();
   const bool expose = p.expose_hidden();
   const int states = lstm ? 2 : 1;  // h (and c)
   const int bottoms = static_cast<int>(b.bottoms().size());
-  if (bottoms == 3 + (expose ? states : 0)) {
-    return b.Unsupported("a static input (x_static, the third bottom)");
-  }
-  KILN_RETURN_IF_ERROR(NeedBottoms(b, 2 + (expose ? states : 0), 2 + (expose ? states : 0)));
+  const bool has_static = bottoms == 3 + (expose ? states : 0);
+  const int first_state = has_static ? 3 : 2;
+  KILN_RETURN_IF_ERROR(NeedBottoms(b, 2 + (expose ? states : 0), 3 + (expose ? states : 0)));
   KILN_RETURN_IF_ERROR(NeedTops(b, 1 + (expose ? states : 0), 1 + (expose ? states : 0)));
   if (!p.has_num_output() || p.num_output() == 0) {
     return b.Invalid("recurrent_param.num_output missing or 0");
@@ -58,14 +89,21 @@ absl::Status Recurrent(LayerBuilder& b, bool lstm) {
     return b.Invalid(absl::StrCat("cont ", cont.ToString(), " must be [T, N] = [", T, ", ", N,
                                   "], x's first two axes"));
   }
-  b.ExpectParams(lstm ? 3 : 5);
+  // Caffe's blobs: W_x, b, then W_x_static with a static input, then W_h (and the RNN's W_o,
+  // b_o).
+  const int w_hh_blob = has_static ? 3 : 2;
+  b.ExpectParams(w_hh_blob + 1 + (lstm ? 0 : 2));
   KILN_ASSIGN_OR_RETURN(Value w_ih, b.Param(0, {G * H, I}, p.weight_filler(), true, "weight"));
   KILN_ASSIGN_OR_RETURN(Value b_ih, b.Param(1, {G * H}, p.bias_filler(), true, "bias"));
-  KILN_ASSIGN_OR_RETURN(Value w_hh, b.Param(2, {G * H, H}, p.weight_filler(), true, "weight"));
   KILN_ASSIGN_OR_RETURN(Value x3, Reshaped(b, b.bottoms()[0], {T, N, I}, "x"));
+  if (has_static) {
+    KILN_ASSIGN_OR_RETURN(std::tie(x3, w_ih), WithStaticInput(b, x3, w_ih, p, G * H));
+  }
+  KILN_ASSIGN_OR_RETURN(Value w_hh,
+                        b.Param(w_hh_blob, {G * H, H}, p.weight_filler(), true, "weight"));
   std::vector<Value> inputs = {x3, w_ih, w_hh, b_ih, b.bottoms()[1]};
   for (int s = 0; s < (expose ? states : 0); ++s) {
-    const Value& v = b.bottoms()[2 + s];
+    const Value& v = b.bottoms()[first_state + s];
     if (v.type().dims() != Ints{1, N, H}) {
       return b.Invalid(absl::StrCat(s == 0 ? "h_0 " : "c_0 ", v.type().ToString(),
                                     " must be [1, N, H] = [1, ", N, ", ", H, "]"));
@@ -82,8 +120,9 @@ absl::Status Recurrent(LayerBuilder& b, bool lstm) {
   KILN_ASSIGN_OR_RETURN(Node * node, b.AddNode("RNN", "", inputs, attrs));
   Value top = node->output(0);
   if (!lstm) {  // Caffe's RNN outputs o_t = tanh(W_ho h_t + b_o)
-    KILN_ASSIGN_OR_RETURN(Value w_ho, b.Param(3, {H, H}, p.weight_filler(), true, "weight"));
-    KILN_ASSIGN_OR_RETURN(Value b_o, b.Param(4, {H}, p.bias_filler(), true, "bias"));
+    KILN_ASSIGN_OR_RETURN(Value w_ho,
+                          b.Param(w_hh_blob + 1, {H, H}, p.weight_filler(), true, "weight"));
+    KILN_ASSIGN_OR_RETURN(Value b_o, b.Param(w_hh_blob + 2, {H}, p.bias_filler(), true, "bias"));
     KILN_ASSIGN_OR_RETURN(Node * ip, b.AddNode("InnerProduct", "o", {top, w_ho, b_o},
                                                {{"axis", int64_t{2}}, {"transpose", false}}));
     KILN_ASSIGN_OR_RETURN(Node * tanh, b.AddNode("TanH", "o_tanh", {ip->output(0)}, {}));

@@ -2,8 +2,9 @@
 // checked against plain loops written here from Caffe's own definitions (its LSTMUnit and the
 // nets RecurrentLayer unrolls), never against dnn/rnn: gate blocks i, f, o, g, `cont` on both
 // h_{t-1} and c_{t-1}, x flattened from axis 2, the exposed initial and final states, and the
-// RNN's tanh output projection. Every net runs on the reference and the CPU backends. Also the
-// layers' refusals and the .caffemodel round trip of their blobs in Caffe's order and shapes.
+// RNN's tanh output projection, the static input. Every net runs on the reference and the CPU
+// backends. Also the layers' refusals and the .caffemodel round trip of their blobs in Caffe's
+// order and shapes.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -58,7 +59,18 @@ struct Sequence {
   Floats cont;    // [T, N]
   Floats h0, c0;  // [N, H]; zeros unless the states are exposed
   int64_t I = kI;
+  Floats xs;  // the static input [N, S], when S > 0
+  int64_t S = 0;
 };
+
+// W_static x_static for sequence n (zeros without a static input): Caffe adds it to the gate
+// (or hidden) pre-activations at every step, not gated by cont.
+std::vector<double> StaticTerm(const Sequence& s, const std::vector<Floats>& blobs, int64_t n,
+                               int64_t rows) {
+  if (s.S == 0) return std::vector<double>(rows, 0.0);
+  std::vector<double> xs(s.xs.begin() + n * s.S, s.xs.begin() + (n + 1) * s.S);
+  return Affine(blobs[2], xs.data(), rows, s.S, nullptr);
+}
 
 struct Result {
   std::vector<double> top;     // [T, N, H]
@@ -66,9 +78,10 @@ struct Result {
 };
 
 // Caffe's LSTM: per step, h_conted = cont_t h_{t-1}; gates = W_xc x_t + b_c + W_hc h_conted in
-// blocks i, f, o, g; c_t = cont_t f c_{t-1} + i g; h_t = o tanh(c_t). Blobs W_xc, b_c, W_hc.
+// blocks i, f, o, g; c_t = cont_t f c_{t-1} + i g; h_t = o tanh(c_t). Blobs W_xc, b_c, W_hc, or
+// W_xc, b_c, W_xc_static, W_hc with a static input (which adds W_xc_static x_static).
 Result PlainLstm(const Sequence& s, const std::vector<Floats>& blobs) {
-  const Floats &w_xc = blobs[0], &b_c = blobs[1], &w_hc = blobs[2];
+  const Floats &w_xc = blobs[0], &b_c = blobs[1], &w_hc = blobs[s.S > 0 ? 3 : 2];
   std::vector<double> h(s.h0.begin(), s.h0.end()), c(s.c0.begin(), s.c0.end());
   Result r;
   r.top.resize(kT * kN * kH);
@@ -80,8 +93,11 @@ Result PlainLstm(const Sequence& s, const std::vector<Floats>& blobs) {
       for (int64_t j = 0; j < kH; ++j) h_conted[j] = cont * h[n * kH + j];
       const std::vector<double> gx = Affine(w_xc, x.data(), 4 * kH, s.I, &b_c);
       const std::vector<double> gh = Affine(w_hc, h_conted.data(), 4 * kH, kH, nullptr);
+      const std::vector<double> gs = StaticTerm(s, blobs, n, 4 * kH);
       for (int64_t j = 0; j < kH; ++j) {
-        auto pre = [&](int block) { return gx[block * kH + j] + gh[block * kH + j]; };
+        auto pre = [&](int block) {
+          return gx[block * kH + j] + gh[block * kH + j] + gs[block * kH + j];
+        };
         const double i = Sigmoid(pre(0)), f = Sigmoid(pre(1)), o = Sigmoid(pre(2));
         const double g = std::tanh(pre(3));
         double& cell = c[n * kH + j];
@@ -97,8 +113,9 @@ Result PlainLstm(const Sequence& s, const std::vector<Floats>& blobs) {
 }
 
 // Caffe's RNN: h_t = tanh(W_xh x_t + b_h + W_hh (cont_t h_{t-1})), top o_t = tanh(W_ho h_t +
-// b_o). Blobs W_xh, b_h, W_hh, W_ho, b_o.
+// b_o). Blobs W_xh, b_h, W_hh, W_ho, b_o, with W_xh_static third when there is a static input.
 Result PlainRnn(const Sequence& s, const std::vector<Floats>& blobs) {
+  const int w = s.S > 0 ? 3 : 2;  // W_hh's blob
   std::vector<double> h(s.h0.begin(), s.h0.end());
   Result r;
   r.top.resize(kT * kN * kH);
@@ -109,9 +126,10 @@ Result PlainRnn(const Sequence& s, const std::vector<Floats>& blobs) {
       for (int64_t k = 0; k < s.I; ++k) x[k] = s.x[(t * kN + n) * s.I + k];
       for (int64_t j = 0; j < kH; ++j) h_conted[j] = cont * h[n * kH + j];
       const std::vector<double> ax = Affine(blobs[0], x.data(), kH, s.I, &blobs[1]);
-      const std::vector<double> ah = Affine(blobs[2], h_conted.data(), kH, kH, nullptr);
-      for (int64_t j = 0; j < kH; ++j) h[n * kH + j] = std::tanh(ax[j] + ah[j]);
-      const std::vector<double> o = Affine(blobs[3], &h[n * kH], kH, kH, &blobs[4]);
+      const std::vector<double> ah = Affine(blobs[w], h_conted.data(), kH, kH, nullptr);
+      const std::vector<double> as = StaticTerm(s, blobs, n, kH);
+      for (int64_t j = 0; j < kH; ++j) h[n * kH + j] = std::tanh(ax[j] + ah[j] + as[j]);
+      const std::vector<double> o = Affine(blobs[w + 1], &h[n * kH], kH, kH, &blobs[w + 2]);
       for (int64_t j = 0; j < kH; ++j) r.top[(t * kN + n) * kH + j] = std::tanh(o[j]);
     }
   }
@@ -145,15 +163,18 @@ std::string NetText(const std::string& type, const std::string& name,
   return text;
 }
 
-// The blob shapes Caffe gives the layer, in its order.
-std::vector<Dims> BlobShapes(bool lstm, int64_t I = kI) {
-  if (lstm) return {{4 * kH, I}, {4 * kH}, {4 * kH, kH}};
-  return {{kH, I}, {kH}, {kH, kH}, {kH, kH}, {kH}};
+// The blob shapes Caffe gives the layer, in its order (S > 0: with a static input of S values).
+std::vector<Dims> BlobShapes(bool lstm, int64_t I = kI, int64_t S = 0) {
+  const int64_t rows = lstm ? 4 * kH : kH;
+  std::vector<Dims> shapes = {{rows, I}, {rows}, {rows, kH}};
+  if (!lstm) shapes.insert(shapes.end(), {{kH, kH}, {kH}});
+  if (S > 0) shapes.insert(shapes.begin() + 2, Dims{rows, S});
+  return shapes;
 }
 
-std::vector<Floats> RandomBlobs(bool lstm, std::mt19937& rng, int64_t I = kI) {
+std::vector<Floats> RandomBlobs(bool lstm, std::mt19937& rng, int64_t I = kI, int64_t S = 0) {
   std::vector<Floats> blobs;
-  for (const Dims& dims : BlobShapes(lstm, I)) {
+  for (const Dims& dims : BlobShapes(lstm, I, S)) {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
     blobs.push_back(Uniform(n, -0.8f, 0.8f, rng));
@@ -220,8 +241,9 @@ void ExpectNear(const Floats& got, const std::vector<double>& want, double tol,
 // checks each of `expected` (top blob -> values) on each, and the backends against each other.
 void CheckNet(const std::string& text, const std::string& name, bool lstm,
               const std::vector<Floats>& blobs, const std::map<std::string, Floats>& feeds,
-              const std::map<std::string, std::vector<double>>& expected, int64_t I = kI) {
-  const caffe::NetParameter weights = WeightsFor(name, BlobShapes(lstm, I), blobs);
+              const std::map<std::string, std::vector<double>>& expected, int64_t I = kI,
+              int64_t S = 0) {
+  const caffe::NetParameter weights = WeightsFor(name, BlobShapes(lstm, I, S), blobs);
   auto model = Import(text, &weights);
   ASSERT_TRUE(model.ok()) << model.status();
   const CaffeLayer* layer = model->FindLayer(name);
@@ -230,7 +252,7 @@ void CheckNet(const std::string& text, const std::string& name, bool lstm,
   for (size_t i = 0; i < blobs.size(); ++i) {
     const CaffeParam& p = model->params[layer->params[i]];
     EXPECT_EQ(p.index, static_cast<int>(i));
-    EXPECT_EQ(p.shape, BlobShapes(lstm, I)[i]) << "blob " << i;
+    EXPECT_EQ(p.shape, BlobShapes(lstm, I, S)[i]) << "blob " << i;
     EXPECT_EQ(p.source, "weights") << "blob " << i;
   }
   std::vector<std::map<std::string, Floats>> runs;
@@ -362,6 +384,58 @@ TEST(CaffeRecurrentTest, RnnExposesItsInitialAndFinalState) {
            {{"o", want.top}, {"h_T", want.hT}});
 }
 
+// ---- The static input ---------------------------------------------------------------------
+
+// x_static [N, 5] (given as [N, 1, 5]: flattened from axis 1) adds W_static x_static at every
+// step, with and without exposed states, for both layers.
+TEST(CaffeRecurrentTest, StaticInputAddsItsProjectionAtEveryStep) {
+  constexpr int64_t kS = 5;
+  for (bool lstm : {true, false}) {
+    for (bool expose : {false, true}) {
+      std::mt19937 rng(lstm ? 21 + expose : 23 + expose);
+      const std::vector<Floats> blobs = RandomBlobs(lstm, rng, kI, kS);
+      Sequence s;
+      s.x = Uniform(kT * kN * kI, -1.5f, 1.5f, rng);
+      s.cont = Cont(/*continue_first=*/expose);
+      s.S = kS;
+      s.xs = Uniform(kN * kS, -1.5f, 1.5f, rng);
+      s.h0 = expose ? Uniform(kN * kH, -0.9f, 0.9f, rng) : Floats(kN * kH, 0.0f);
+      s.c0 = expose ? Uniform(kN * kH, -2.0f, 2.0f, rng) : Floats(kN * kH, 0.0f);
+      const Result want = lstm ? PlainLstm(s, blobs) : PlainRnn(s, blobs);
+      // The static term matters: without it the first output differs.
+      Sequence without = s;
+      without.S = 0;
+      std::vector<Floats> plain_blobs = blobs;
+      plain_blobs.erase(plain_blobs.begin() + 2);
+      const Result other = lstm ? PlainLstm(without, plain_blobs) : PlainRnn(without, plain_blobs);
+      ASSERT_GT(std::fabs(want.top[0] - other.top[0]), 1e-4);
+      std::vector<std::pair<std::string, Dims>> inputs = {
+          {"x", kXDims}, {"cont", {kT, kN}}, {"xs", {kN, 1, kS}}};
+      std::map<std::string, Floats> feeds = {{"x", s.x}, {"cont", s.cont}, {"xs", s.xs}};
+      std::vector<std::string> tops = {"y"};
+      std::map<std::string, std::vector<double>> expected = {{"y", want.top}};
+      if (expose) {
+        inputs.push_back({"h_0", {1, kN, kH}});
+        feeds["h_0"] = s.h0;
+        tops.push_back("h_T");
+        expected["h_T"] = want.hT;
+        if (lstm) {
+          inputs.push_back({"c_0", {1, kN, kH}});
+          feeds["c_0"] = s.c0;
+          tops.push_back("c_T");
+          expected["c_T"] = want.cT;
+        }
+      }
+      const std::string name = lstm ? "lstm" : "rnn";
+      const std::string text =
+          NetText(lstm ? "LSTM" : "RNN", name, inputs, tops,
+                  expose ? "num_output: 4 expose_hidden: true" : "num_output: 4");
+      SCOPED_TRACE(absl::StrCat(name, expose ? " exposed" : ""));
+      CheckNet(text, name, lstm, blobs, feeds, expected, kI, kS);
+    }
+  }
+}
+
 // ---- Refusals -----------------------------------------------------------------------------
 
 struct Refusal {
@@ -378,26 +452,19 @@ TEST(CaffeRecurrentTest, MalformedLayersAreRefusedWithAStatus) {
   const Dims cont = {kT, kN}, state = {1, kN, kH};
   using Code = absl::StatusCode;
   const Refusal refusals[] = {
-      {"x_static",
+      {"x_static of another N",
        "LSTM",
-       {{"x", kXDims}, {"cont", cont}, {"xs", {kN, 5}}},
+       {{"x", kXDims}, {"cont", cont}, {"xs", {2, 5}}},
        {"h"},
        "num_output: 4",
-       Code::kUnimplemented,
-       {"x_static", "not supported"}},
-      {"x_static with exposed states",
-       "LSTM",
-       {{"x", kXDims}, {"cont", cont}, {"xs", {kN, 5}}, {"h_0", state}, {"c_0", state}},
-       {"h", "h_T", "c_T"},
-       "num_output: 4 expose_hidden: true",
-       Code::kUnimplemented,
-       {"x_static"}},
-      {"RNN x_static",
+       Code::kInvalidArgument,
+       {"x_static", "N = 3"}},
+      {"RNN x_static of another N, exposed states",
        "RNN",
-       {{"x", kXDims}, {"cont", cont}, {"xs", {kN, 5}}},
-       {"o"},
-       "num_output: 4",
-       Code::kUnimplemented,
+       {{"x", kXDims}, {"cont", cont}, {"xs", {kN + 1, 5}}, {"h_0", state}},
+       {"o", "h_T"},
+       "num_output: 4 expose_hidden: true",
+       Code::kInvalidArgument,
        {"x_static"}},
       {"cont of another N",
        "LSTM",

@@ -257,7 +257,8 @@ constexpr char kResidual[] = R"pb(
 // A max-pooling node's input, kept as an extra graph output so the host can tell which element
 // of each window wins.
 // Caffe's sequence layers: an Embed of word indices (tiled twice along the features), an LSTM
-// over it with sequence-continuation markers (restarts inside the batch rows), a Caffe RNN (tanh,
+// over it with sequence-continuation markers (restarts inside the batch rows) and a static input
+// (x_static, added at every step through its own weight), a Caffe RNN (tanh,
 // with its W_ho output projection) over the LSTM's output, and a per-step classifier with the
 // softmax loss over axis 2.
 constexpr char kRecurrent[] = R"pb(
@@ -300,10 +301,17 @@ constexpr char kRecurrent[] = R"pb(
     input_param { shape { dim: 4 dim: 3 } }
   }
   layer {
+    name: "static"
+    type: "Input"
+    top: "static"
+    input_param { shape { dim: 3 dim: 2 } }
+  }
+  layer {
     name: "lstm"
     type: "LSTM"
     bottom: "data"
     bottom: "cont"
+    bottom: "static"
     top: "lstm"
     recurrent_param {
       num_output: 4
@@ -492,21 +500,24 @@ absl::Status Prepare(const char* text, uint64_t seed, CheckedNet& out, bool fuse
       out.bindings[input] = *t;
       continue;
     }
-    if (input != "data" && input != "label" && input != "cont" && input != "words") continue;
+    if (input != "data" && input != "label" && input != "cont" && input != "words" &&
+        input != "static") {
+      continue;
+    }
     HostTensor t(node->output_types()[0]);
     for (int64_t i = 0; i < t.type().num_elements(); ++i) {
       // cont: 0 at the first step of every row and at two restarts inside rows ([T, N], N = 3).
       const float cont = i < 3 || i == 5 || i == 7 ? 0.0f : 1.0f;
       // words: indices into a 6-row table, some repeated, row 5 never.
-      t.SetFloat(i, input == "data"    ? uniform(rng)
-                    : input == "cont"  ? cont
-                    : input == "words" ? static_cast<float>((i * 7 + 2) % 5)
-                                       : static_cast<float>((i * 2 + 1) % 3));
+      t.SetFloat(i, input == "data" || input == "static" ? uniform(rng)
+                    : input == "cont"                    ? cont
+                    : input == "words"                   ? static_cast<float>((i * 7 + 2) % 5)
+                                                         : static_cast<float>((i * 2 + 1) % 3));
     }
     out.bindings[node->name()] = t;
-    if (node->name() == "data") {
+    if (node->name() == "data" || node->name() == "static") {
       wrt.push_back(node->output(0));
-      out.checked.push_back("data");
+      out.checked.push_back(node->name());
     }
   }
   // Before the backward exists, so only the forward's kinks are watched.
@@ -720,8 +731,8 @@ TEST(WholeNetGradient, RecurrentNetMatchesFiniteDifferences) {
   std::printf("recurrent: %d probes checked, %d straddled a kink, worst ratio %.3f\n", r.checked,
               r.straddling, r.worst);
   EXPECT_LE(r.worst, 1.0);
-  // Embed (W, b), LSTM (W_xc, b_c, W_hc), RNN (W_xh, b_h, W_hh, W_ho, b_o) and the classifier:
-  // 12 inputs, no kinks (tanh and sigmoid only).
+  // Embed (W, b), LSTM (W_xc, b_c, W_xc_static, W_hc), RNN (W_xh, b_h, W_hh, W_ho, b_o), the
+  // classifier and the static input: 14 inputs, no kinks (tanh and sigmoid only).
   EXPECT_GE(r.checked, 150);
   EXPECT_EQ(r.straddling, 0);
 }
