@@ -13,11 +13,7 @@ namespace kiln {
 
 namespace {
 
-cuda::Storage StorageOf(DataType t) {
-  return t == DataType::kF16    ? cuda::Storage::kF16
-         : t == DataType::kBF16 ? cuda::Storage::kBF16
-                                : cuda::Storage::kF32;
-}
+using cuda_graph::StorageOf;
 
 absl::Status CheckArgMax(const Node& node) {
   const TensorType& y = node.output_types()[0];

@@ -25,11 +25,7 @@ namespace kiln {
 
 namespace {
 
-cuda::Storage StorageOf(DataType t) {
-  return t == DataType::kF16    ? cuda::Storage::kF16
-         : t == DataType::kBF16 ? cuda::Storage::kBF16
-                                : cuda::Storage::kF32;
-}
+using cuda_graph::StorageOf;
 
 absl::Status CheckCtc(const Node& node) {
   KILN_RETURN_IF_ERROR(cuda_graph::RequirePacked(node));

@@ -11,11 +11,7 @@ namespace kiln {
 
 namespace {
 
-cuda::Storage StorageOf(DataType t) {
-  return t == DataType::kF16    ? cuda::Storage::kF16
-         : t == DataType::kBF16 ? cuda::Storage::kBF16
-                                : cuda::Storage::kF32;
-}
+using cuda_graph::StorageOf;
 
 absl::Status CheckEmbed(const Node& node) {
   if (node.input(0).type().dtype() != DataType::kF32) {

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "dnn/cuda/dnn_handle.h"
+#include "dnn/cuda/primitive_launch.h"
 #include "dnn/descriptors.h"
 #include "ir/graph.h"
 #include "kernels/dnn_plans/tensor.h"
@@ -48,6 +49,14 @@ struct PreparedKernel {
 // node gets a kernel that does nothing.
 bool OutputIsEmpty(const Node& node);
 PreparedKernel NothingToDo();
+
+// The launchers' storage for a value's dtype: f16 and bf16 as themselves, anything else as f32
+// (the index inputs the precision pass keeps f32 among them).
+inline cuda::Storage StorageOf(DataType t) {
+  return t == DataType::kF16    ? cuda::Storage::kF16
+         : t == DataType::kBF16 ? cuda::Storage::kBF16
+                                : cuda::Storage::kF32;
+}
 
 // `bytes` rounded up to the 256-byte alignment every slice of a workspace keeps.
 inline size_t AlignedBytes(size_t bytes) { return (bytes + 255) / 256 * 256; }

@@ -11,11 +11,7 @@ namespace kiln {
 
 namespace {
 
-cuda::Storage StorageOf(DataType t) {
-  return t == DataType::kF16    ? cuda::Storage::kF16
-         : t == DataType::kBF16 ? cuda::Storage::kBF16
-                                : cuda::Storage::kF32;
-}
+using cuda_graph::StorageOf;
 
 // The shapes both directions share: [T, N, D] c_prev, cont of its own dtype.
 cuda::LstmUnitLaunch ShapeOf(const Node& node) {
