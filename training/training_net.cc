@@ -28,12 +28,13 @@ absl::Status AllocateFeeds(TrainingNet& net, uint64_t synthetic_seed) {
       KILN_ASSIGN_OR_RETURN(net.data_buffers[name], device.Allocate(BytesOf(t)));
       net.data_elements[name] = t.num_elements();
       if (feed.source != nullptr) continue;
-      // Synthetic: values N(0, 1) for the first input, labels 0..9 for the others.
+      // Synthetic: values N(0, 1) for the first input, labels 0..9 for the others (NetFeed).
       std::mt19937 rng(static_cast<uint32_t>(synthetic_seed));
       std::normal_distribution<float> normal;
       std::vector<float> values(static_cast<size_t>(t.num_elements()));
+      const bool indices = k > 0 || feed.synthetic_indices_only;
       for (size_t i = 0; i < values.size(); ++i) {
-        values[i] = k > 0 ? static_cast<float>(i % 10) : normal(rng);
+        values[i] = indices ? static_cast<float>(i % 10) : normal(rng);
       }
       KILN_RETURN_IF_ERROR(device.CopyToDevice(net.data_buffers[name], values.data(),
                                                values.size() * sizeof(float)));

@@ -19,11 +19,15 @@
 namespace kiln {
 
 // A source and the graph inputs its batch values go to, in BatchDims order ("" skips one). A
-// null source is synthetic data for benchmarks: the inputs are filled once, the first with
-// N(0, 1) values and the others with labels 0..9, and never read again.
+// null source is synthetic data for benchmarks: the inputs are filled once (as
+// synthetic_indices_only says) and never read again.
 struct NetFeed {
   std::unique_ptr<BatchSource> source;
   std::vector<std::string> inputs;
+  // Without a source the inputs are synthetic: N(0, 1) for the first and the integers 0..9 for
+  // the others, or 0..9 for every one when this is set (the tops of an HDF5Data layer, which in
+  // recurrent nets are mostly indices and markers that an Embed or a loss would refuse as noise).
+  bool synthetic_indices_only = false;
 };
 
 // One output of a net (mean over the batches of an evaluation pass).

@@ -344,6 +344,58 @@ TEST(TrainerErrors, AnHdf5DataLayerWithoutItsListNamesTheLayerAndTheList) {
   EXPECT_NE(trainer.status().message().find("list.txt"), std::string::npos) << trainer.status();
 }
 
+// `kiln time --train` on a recurrent net: an HDF5Data layer's tops take their shapes from the
+// synthetic data, every one of them (a missing one is named), and are filled with the integers
+// 0..9, which an Embed accepts as indices.
+TEST(TrainerSyntheticData, AnHdf5DataLayerNeedsAShapeForEveryTop) {
+  const std::string net = R"pb(
+    name: "synthetic_lm"
+    layer {
+      name: "text"
+      type: "HDF5Data"
+      top: "input"
+      top: "target"
+      hdf5_data_param { source: "never_read.txt" batch_size: 4 }
+    }
+    layer {
+      name: "embed"
+      type: "Embed"
+      bottom: "input"
+      top: "embedded"
+      embed_param { input_dim: 10 num_output: 3 }
+    }
+    layer {
+      name: "ip"
+      type: "InnerProduct"
+      bottom: "embedded"
+      top: "ip"
+      inner_product_param { num_output: 10 axis: 2 }
+    }
+    layer {
+      name: "loss"
+      type: "SoftmaxWithLoss"
+      bottom: "ip"
+      bottom: "target"
+      top: "loss"
+      softmax_param { axis: 2 }
+    }
+  )pb";
+  auto config = WriteAndLoadSolver("synthetic_lm", net,
+                                   "type: \"SGD\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  TrainerOptions options;
+  options.synthetic_data = {{"input", {4, 2}}, {"target", {4, 2}}};
+  auto trainer = SolverTrainer::Create(*config, options);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*trainer)->Step().ok());
+  EXPECT_TRUE(std::isfinite((*trainer)->last_loss()));
+  options.synthetic_data.erase("target");
+  auto missing = SolverTrainer::Create(*config, options);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("'target'"), std::string::npos) << missing.status();
+  EXPECT_NE(missing.status().message().find("'text'"), std::string::npos) << missing.status();
+}
+
 // An ImageData layer feeds the trainer like a Data layer: its list and root folder are found
 // beside the solver, the images are resized to new_height x new_width, and a linear classifier
 // learns dark (label 0) from bright (label 1) pictures.

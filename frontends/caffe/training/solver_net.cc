@@ -83,6 +83,26 @@ absl::StatusOr<NetFeed> Hdf5DataFeed(const caffe::LayerParameter& layer, caffe::
   return feed;
 }
 
+// An HDF5Data layer with synthetic data (kiln time --train): each top needs its shape from
+// TrainerOptions::synthetic_data, as the files that would give them are not read.
+absl::StatusOr<NetFeed> SyntheticHdf5Feed(const caffe::LayerParameter& layer,
+                                          const TrainerOptions& options,
+                                          CaffeImportOptions& import) {
+  NetFeed feed;
+  feed.synthetic_indices_only = true;
+  for (const std::string& top : layer.top()) {
+    auto given = options.synthetic_data.find(top);
+    if (given == options.synthetic_data.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "training: synthetic data has no shape for top '", top, "' of HDF5Data layer '",
+          layer.name(), "' (every top of an HDF5Data layer needs one)"));
+    }
+    import.input_shapes[top] = given->second;
+    feed.inputs.push_back(top);
+  }
+  return feed;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<NetFeed>> OpenDataFeeds(const caffe::NetParameter& filtered,
@@ -113,6 +133,11 @@ absl::StatusOr<std::vector<NetFeed>> OpenDataFeeds(const caffe::NetParameter& fi
     }
     std::unique_ptr<DatumBatchSource> source;
     std::vector<int64_t> dims;
+    if (layer.type() == "HDF5Data") {  // synthetic: every top, each with its own shape
+      KILN_ASSIGN_OR_RETURN(NetFeed feed, SyntheticHdf5Feed(layer, options, import));
+      feeds.push_back(std::move(feed));
+      continue;
+    }
     if (!options.synthetic_data.empty()) {
       auto given = options.synthetic_data.find(layer.top_size() > 0 ? layer.top(0) : "");
       if (given == options.synthetic_data.end()) {
