@@ -269,7 +269,8 @@ def run_torch(args, weights):
                 v.mul_(args.momentum).add_(p.grad, alpha=lr * scale)
                 p.sub_(v)
         train.append(loss.detach())  # read at the end: no host sync per iteration
-        if (it + 1) % args.test_interval == 0:
+        # As kiln train: every test_interval iterations, and once more at the end.
+        if (it + 1) % args.test_interval == 0 or it + 1 == args.iters:
             with torch.no_grad():
                 test.append(float(sum(loss_of(data["test"], b) for b in range(test_batches))) /
                             test_batches)
@@ -406,7 +407,7 @@ def main():
           "iteration %d: %.2e" % (first_gap, window, window, max(gaps)))
     for i, (a, b) in enumerate(zip(k_test, t_test)):
         print("test after %5d: kiln %.4f (ppl %.3f)  pytorch %.4f (ppl %.3f)" %
-              ((i + 1) * args.test_interval, a, math.exp(a), b, math.exp(b)))
+              (min((i + 1) * args.test_interval, args.iters), a, math.exp(a), b, math.exp(b)))
     verdict = max(gaps) <= args.curve_tolerance and first_gap < 1e-4 and len(k_test) == len(t_test)
     if args.max_perplexity > 0:
         verdict = verdict and bool(k_test) and math.exp(k_test[-1]) <= args.max_perplexity

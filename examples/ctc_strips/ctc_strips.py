@@ -301,7 +301,8 @@ def main():
     print("\ntrain loss: first %.4f, last 50 iterations' mean %.4f (%d iterations, %.1f s)" %
           (losses[0], float(np.mean(losses[-50:])), len(losses), train_s))
     for i, t in enumerate(tests):
-        print("test CTC loss after %d: %.4f" % ((i + 1) * args.test_interval, t))
+        # kiln train tests every test_interval iterations and once more at the end.
+        print("test CTC loss after %d: %.4f" % (min((i + 1) * args.test_interval, args.iters), t))
     print("test strips: %d of %d read exactly: sequence accuracy %.4f; label error rate %.4f "
           "(edit distance over %d items)" % (correct, strips_total, accuracy, errors / items,
                                               items))
