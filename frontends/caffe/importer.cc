@@ -14,7 +14,7 @@
 #include "frontends/caffe/blob_convert.h"
 #include "frontends/caffe/caffe_model.h"
 #include "frontends/caffe/filler.h"
-#include "frontends/caffe/layer_builder.h"
+#include "frontends/caffe/layers/layer_builder.h"
 #include "frontends/caffe/net_state.h"
 #include "frontends/caffe/upgrade.h"
 #include "ops/shape_util.h"

@@ -1,10 +1,10 @@
-// Caffe's LSTM and RNN layers as Kiln imports them (frontends/caffe/recurrent_converters.cc),
-// checked against plain loops written here from Caffe's own definitions (its LSTMUnit and the
-// nets RecurrentLayer unrolls), never against dnn/rnn: gate blocks i, f, o, g, `cont` on both
-// h_{t-1} and c_{t-1}, x flattened from axis 2, the exposed initial and final states, and the
-// RNN's tanh output projection, the static input. Every net runs on the reference and the CPU
-// backends. Also the layers' refusals and the .caffemodel round trip of their blobs in Caffe's
-// order and shapes.
+// Caffe's LSTM and RNN layers as Kiln imports them
+// (frontends/caffe/layers/recurrent_converters.cc), checked against plain loops written here from
+// Caffe's own definitions (its LSTMUnit and the nets RecurrentLayer unrolls), never against
+// dnn/rnn: gate blocks i, f, o, g, `cont` on both h_{t-1} and c_{t-1}, x flattened from axis 2, the
+// exposed initial and final states, and the RNN's tanh output projection, the static input. Every
+// net runs on the reference and the CPU backends. Also the layers' refusals and the .caffemodel
+// round trip of their blobs in Caffe's order and shapes.
 #include <algorithm>
 #include <cmath>
 #include <map>

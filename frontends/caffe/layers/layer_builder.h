@@ -1,16 +1,16 @@
 // The interface between the import driver (importer.cc) and the per-type layer converters
 // (layer_converters.cc): a converter reads its layer and bottoms, asks for parameter blobs and
 // adds nodes; the driver owns blob names, weights, fillers, sharing and bookkeeping.
-#ifndef KILN_FRONTENDS_CAFFE_LAYER_BUILDER_H_
-#define KILN_FRONTENDS_CAFFE_LAYER_BUILDER_H_
+#ifndef KILN_FRONTENDS_CAFFE_LAYERS_LAYER_BUILDER_H_
+#define KILN_FRONTENDS_CAFFE_LAYERS_LAYER_BUILDER_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "ir/graph.h"
 #include "frontends/caffe/caffe.pb.h"
+#include "ir/graph.h"
 
 namespace kiln {
 
@@ -67,4 +67,4 @@ bool IsLossLayerType(const std::string& type);
 
 }  // namespace kiln
 
-#endif  // KILN_FRONTENDS_CAFFE_LAYER_BUILDER_H_
+#endif  // KILN_FRONTENDS_CAFFE_LAYERS_LAYER_BUILDER_H_

@@ -1,7 +1,7 @@
 // The op's shape rules check what the layers' bottoms must fit (top_k against the axis, the
 // gates against c_prev, cont's shape) and name the layer through LayerBuilder::AddNode; the
 // converters add only Caffe's own rules the ops do not have.
-#include "frontends/caffe/sequence_unit_converters.h"
+#include "frontends/caffe/layers/sequence_unit_converters.h"
 
 #include <vector>
 

@@ -1,9 +1,9 @@
 // Caffe's Embed layer as Kiln's Embed op (ops/embed_ops.cc).
-#ifndef KILN_FRONTENDS_CAFFE_EMBED_CONVERTER_H_
-#define KILN_FRONTENDS_CAFFE_EMBED_CONVERTER_H_
+#ifndef KILN_FRONTENDS_CAFFE_LAYERS_EMBED_CONVERTER_H_
+#define KILN_FRONTENDS_CAFFE_LAYERS_EMBED_CONVERTER_H_
 
 #include "absl/status/status.h"
-#include "frontends/caffe/layer_builder.h"
+#include "frontends/caffe/layers/layer_builder.h"
 
 namespace kiln {
 
@@ -13,4 +13,4 @@ absl::Status ConvertEmbed(LayerBuilder& b);
 
 }  // namespace kiln
 
-#endif  // KILN_FRONTENDS_CAFFE_EMBED_CONVERTER_H_
+#endif  // KILN_FRONTENDS_CAFFE_LAYERS_EMBED_CONVERTER_H_

@@ -1,9 +1,9 @@
 // The CTCLoss layer (a Kiln extension of Caffe's format) as Kiln's CTCLoss op (ops/ctc_ops.cc).
-#ifndef KILN_FRONTENDS_CAFFE_CTC_CONVERTER_H_
-#define KILN_FRONTENDS_CAFFE_CTC_CONVERTER_H_
+#ifndef KILN_FRONTENDS_CAFFE_LAYERS_CTC_CONVERTER_H_
+#define KILN_FRONTENDS_CAFFE_LAYERS_CTC_CONVERTER_H_
 
 #include "absl/status/status.h"
-#include "frontends/caffe/layer_builder.h"
+#include "frontends/caffe/layers/layer_builder.h"
 
 namespace kiln {
 
@@ -15,4 +15,4 @@ absl::Status ConvertCtcLoss(LayerBuilder& b);
 
 }  // namespace kiln
 
-#endif  // KILN_FRONTENDS_CAFFE_CTC_CONVERTER_H_
+#endif  // KILN_FRONTENDS_CAFFE_LAYERS_CTC_CONVERTER_H_

@@ -1,4 +1,4 @@
-#include "frontends/caffe/embed_converter.h"
+#include "frontends/caffe/layers/embed_converter.h"
 
 #include <vector>
 

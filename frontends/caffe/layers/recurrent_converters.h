@@ -1,9 +1,9 @@
 // Caffe's recurrent layers (LSTM, RNN) as Kiln's RNN op (ops/recurrent_params.h).
-#ifndef KILN_FRONTENDS_CAFFE_RECURRENT_CONVERTERS_H_
-#define KILN_FRONTENDS_CAFFE_RECURRENT_CONVERTERS_H_
+#ifndef KILN_FRONTENDS_CAFFE_LAYERS_RECURRENT_CONVERTERS_H_
+#define KILN_FRONTENDS_CAFFE_LAYERS_RECURRENT_CONVERTERS_H_
 
 #include "absl/status/status.h"
-#include "frontends/caffe/layer_builder.h"
+#include "frontends/caffe/layers/layer_builder.h"
 
 namespace kiln {
 
@@ -16,4 +16,4 @@ absl::Status ConvertRnn(LayerBuilder& b);
 
 }  // namespace kiln
 
-#endif  // KILN_FRONTENDS_CAFFE_RECURRENT_CONVERTERS_H_
+#endif  // KILN_FRONTENDS_CAFFE_LAYERS_RECURRENT_CONVERTERS_H_

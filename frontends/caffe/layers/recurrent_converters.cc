@@ -12,7 +12,7 @@
 // RNN node keeps no state between runs: every run starts from zeros, which equals Caffe
 // whenever cont is 0 at t = 0 (every sequence starts in the batch) and on the first forward.
 // A net that streams should set expose_hidden and feed h_T / c_T back as h_0 / c_0.
-#include "frontends/caffe/recurrent_converters.h"
+#include "frontends/caffe/layers/recurrent_converters.h"
 
 #include <string>
 #include <tuple>

@@ -8,11 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
-#include "frontends/caffe/ctc_converter.h"
-#include "frontends/caffe/embed_converter.h"
-#include "frontends/caffe/layer_builder.h"
-#include "frontends/caffe/recurrent_converters.h"
-#include "frontends/caffe/sequence_unit_converters.h"
+#include "frontends/caffe/layers/ctc_converter.h"
+#include "frontends/caffe/layers/embed_converter.h"
+#include "frontends/caffe/layers/layer_builder.h"
+#include "frontends/caffe/layers/recurrent_converters.h"
+#include "frontends/caffe/layers/sequence_unit_converters.h"
 
 namespace kiln {
 

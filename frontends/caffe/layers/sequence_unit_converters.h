@@ -1,10 +1,10 @@
 // Caffe's ArgMax and LSTMUnit layers as Kiln's ArgMax and LSTMUnit ops (ops/argmax_ops.cc,
 // ops/lstm_unit_ops.cc). Neither has parameter blobs.
-#ifndef KILN_FRONTENDS_CAFFE_SEQUENCE_UNIT_CONVERTERS_H_
-#define KILN_FRONTENDS_CAFFE_SEQUENCE_UNIT_CONVERTERS_H_
+#ifndef KILN_FRONTENDS_CAFFE_LAYERS_SEQUENCE_UNIT_CONVERTERS_H_
+#define KILN_FRONTENDS_CAFFE_LAYERS_SEQUENCE_UNIT_CONVERTERS_H_
 
 #include "absl/status/status.h"
-#include "frontends/caffe/layer_builder.h"
+#include "frontends/caffe/layers/layer_builder.h"
 
 namespace kiln {
 
@@ -17,4 +17,4 @@ absl::Status ConvertLstmUnit(LayerBuilder& b);
 
 }  // namespace kiln
 
-#endif  // KILN_FRONTENDS_CAFFE_SEQUENCE_UNIT_CONVERTERS_H_
+#endif  // KILN_FRONTENDS_CAFFE_LAYERS_SEQUENCE_UNIT_CONVERTERS_H_

@@ -1,4 +1,4 @@
-#include "frontends/caffe/ctc_converter.h"
+#include "frontends/caffe/layers/ctc_converter.h"
 
 #include <string>
 
