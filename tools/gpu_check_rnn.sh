@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
 # Sequence models on the GPU (issue 34): the RNN and CTC primitives' tests against the CPU
-# reference, the RNN, Embed and CTCLoss graph kernels' cases (cuda_graph_nn_test,
-# KILN_GRAPH_CASES), the tensor family's (cuda_graph_tensor_test: Tile and Reduction among
-# them), the gradient cases of
-# RNN, Embed, Tile, Reduction and CTCLoss (cuda_gradient_test, KILN_GRADIENT_CASES), then
-# bench/rnn_bench.py beside PyTorch's cuDNN nn.LSTM / nn.GRU and bench/ctc_bench.py beside
-# nn.CTCLoss, in one run. A table of what passed and the geomeans comes last.
+# reference, every graph kernel's cases (cuda_graph_nn_test: RNN, Embed, CTCLoss, ArgMax,
+# LSTMUnit, InnerProduct with axis, SoftmaxWithLoss with axis and ignore_label among them), the
+# tensor family's (cuda_graph_tensor_test: Tile and Reduction), every gradient case
+# (cuda_gradient_test), whole Caffe nets' loss and gradients against the reference
+# (whole_net_cuda_test: the LSTM's static input among them), then bench/rnn_bench.py beside
+# PyTorch's cuDNN nn.LSTM / nn.GRU and bench/ctc_bench.py beside nn.CTCLoss, then the two
+# training jobs, in one run. A table of what passed and the geomeans comes last.
 # Stage here (fills .gpu-rnn/, carried to the GPU machine):
 #   bash tools/gpu_check_rnn.sh --stage
 # then run there (carry [".gpu-rnn"]):
 #   OUT=$OUT bash tools/gpu_check_rnn.sh [RNN_ROWS] [CTC_ROWS]
 # RNN_ROWS as rnn_bench.py's --rows (default: its own), CTC_ROWS as ctc_bench.py's --rows
 # (default 1000:32:30:ragged,1000:32:1000:ragged,1000:64:5000:full). KILN_SKIP_TESTS=1,
-# KILN_SKIP_BENCH=1 and KILN_SKIP_LM=1 select parts; KILN_LM_ITERS sets the language model's
+# KILN_SKIP_BENCH=1 and KILN_SKIP_LM=1 select parts; KILN_LM_ITERS sets the language models'
 # iterations (10000).
 set -u
 cd "$(dirname "$0")/.."
 binaries=(tests/ops/rnn/rnn_primitive_cuda_test tests/ops/ctc/ctc_primitive_cuda_test
   tests/kernels/cuda_graph_nn_test tests/kernels/cuda_graph_tensor_test
-  tests/kernels/cuda_gradient_test bench/rnn_bench bench/ctc_bench tools/kiln)
+  tests/kernels/cuda_gradient_test tests/training/whole_net_cuda_test bench/rnn_bench
+  bench/ctc_bench tools/kiln)
 if [ "${1:-}" = "--stage" ]; then
   targets=()
   for b in "${binaries[@]}"; do targets+=("//$(dirname "$b"):$(basename "$b")"); done
@@ -50,16 +52,23 @@ run() {
   "$@" >"$out/$name.log" 2>&1
   result[$name]=$?
 }
+# run in the background; `collect NAME` after `wait` records its exit status.
+run_async() {
+  local name=$1
+  shift
+  echo "== $name (in the background)" >&2
+  ("$@" >"$out/$name.log" 2>&1; echo $? >"$out/$name.rc") &
+}
+collect() { result[$1]=$(cat "$out/$1.rc" 2>/dev/null || echo 255); }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$out/gpu.txt" 2>&1
 if [ "${KILN_SKIP_TESTS:-0}" != 1 ]; then
   run rnn_primitive_cuda_test "$bin/tests/ops/rnn/rnn_primitive_cuda_test"
   run ctc_primitive_cuda_test "$bin/tests/ops/ctc/ctc_primitive_cuda_test"
-  KILN_GRAPH_CASES=Lstm,Gru,RnnTanh,Embed,CTCLoss,ArgMax,LSTMUnit run rnn_graph_cases \
-    "$bin/tests/kernels/cuda_graph_nn_test" --gtest_filter='*EveryCase*'
-  KILN_GRADIENT_CASES=rnn_,embed,tile,reduction,ctc_,lstm_unit run rnn_gradient_cases \
-    "$bin/tests/kernels/cuda_gradient_test" --gtest_filter='*EveryCase*'
-  # Tile and Reduction are among the tensor family's cases (the whole table: a few seconds).
+  # The whole tables (KILN_GRAPH_CASES / KILN_GRADIENT_CASES select families by name).
+  run graph_cases "$bin/tests/kernels/cuda_graph_nn_test" --gtest_filter='*EveryCase*'
+  run gradient_cases "$bin/tests/kernels/cuda_gradient_test" --gtest_filter='*EveryCase*'
   run tensor_graph_cases "$bin/tests/kernels/cuda_graph_tensor_test" --gtest_filter='*EveryCase*'
+  run whole_net_cuda_test "$bin/tests/training/whole_net_cuda_test"
 fi
 if [ "${KILN_SKIP_BENCH:-0}" != 1 ]; then
   rnn_args=(--kiln-bench "$bin/bench/rnn_bench" --iters 10 --json "$out/rnn_bench.json")
@@ -70,12 +79,21 @@ if [ "${KILN_SKIP_BENCH:-0}" != 1 ]; then
 fi
 if [ "${KILN_SKIP_LM:-0}" != 1 ]; then
   # The character LSTM language model: kiln train beside PyTorch from the same weights and
-  # batches (examples/char_lm/char_lm.py), checked: the curves' 50-iteration means within 2%, the
-  # final test perplexity at most 5.
-  run char_lm python3 .gpu-rnn/char_lm.py --kiln "$bin/tools/kiln" --work /tmp/kiln-char-lm \
-    --data-from .gpu-rnn/lm_data --device cuda --iters "${KILN_LM_ITERS:-10000}" --check \
-    --max-perplexity 5 --json "$out/char_lm.json"
+  # batches (examples/char_lm/char_lm.py). Without dropout the two compute the same numbers:
+  # checked, the curves' 50-iteration means within 2%. With two layers and dropout (masks drawn
+  # on each side) the quality run: the final test perplexity at most 5, the curves within 5%.
+  # The two run at once (the GPU is far from full with either).
+  run_async char_lm python3 .gpu-rnn/char_lm.py --kiln "$bin/tools/kiln" \
+    --work /tmp/kiln-char-lm --data-from .gpu-rnn/lm_data --device cuda \
+    --iters "${KILN_LM_ITERS:-10000}" --check --json "$out/char_lm.json"
+  run char_lm_dropout python3 .gpu-rnn/char_lm.py --kiln "$bin/tools/kiln" \
+    --work /tmp/kiln-char-lm-dropout --data-from .gpu-rnn/lm_data --device cuda \
+    --iters "${KILN_LM_ITERS:-10000}" --layers 2 --dropout 0.3 --check --curve-tolerance 0.05 \
+    --max-perplexity 5 --json "$out/char_lm_dropout.json"
+  wait
+  collect char_lm
   cp /tmp/kiln-char-lm/char_lm_curve.svg /tmp/kiln-char-lm/kiln_train.log "$out/" 2>/dev/null
+  cp /tmp/kiln-char-lm-dropout/char_lm_curve.svg "$out/char_lm_dropout_curve.svg" 2>/dev/null
   # Fashion-MNIST strips read by an LSTM trained with CTC (examples/ctc_strips/ctc_strips.py):
   # sequence accuracy on the test strips at least 0.7.
   run ctc_strips python3 .gpu-rnn/ctc_strips.py --kiln "$bin/tools/kiln" --work /tmp/kiln-ctc \
@@ -86,13 +104,13 @@ if [ "${KILN_SKIP_LM:-0}" != 1 ]; then
 fi
 echo
 cat "$out/gpu.txt"
-for name in rnn_primitive_cuda_test ctc_primitive_cuda_test rnn_graph_cases rnn_gradient_cases \
-  tensor_graph_cases rnn_bench ctc_bench char_lm ctc_strips; do
+for name in rnn_primitive_cuda_test ctc_primitive_cuda_test graph_cases gradient_cases \
+  tensor_graph_cases whole_net_cuda_test rnn_bench ctc_bench char_lm char_lm_dropout ctc_strips; do
   [ -n "${result[$name]+x}" ] || continue
   printf '%-26s %s  %s\n' "$name" "$([ "${result[$name]}" = 0 ] && echo ok || echo "FAILED (${result[$name]})")" \
     "$(grep -E 'PASSED|FAILED|cases checked|variants checked' "$out/$name.log" | tr '\n' ' ' | cut -c1-90)"
 done
-declare -A shown=([rnn_bench]=16 [ctc_bench]=14 [char_lm]=12 [ctc_strips]=8)
-for name in rnn_bench ctc_bench char_lm ctc_strips; do
+declare -A shown=([rnn_bench]=16 [ctc_bench]=14 [char_lm]=12 [char_lm_dropout]=12 [ctc_strips]=8)
+for name in rnn_bench ctc_bench char_lm char_lm_dropout ctc_strips; do
   [ -f "$out/$name.log" ] && { echo; echo "-- $name"; tail -"${shown[$name]}" "$out/$name.log"; }
 done
