@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: every test target (GPU tests skip cleanly without a GPU), the Python
 # package's pytest suite (tools/test_python.sh), then the CPU tests under AddressSanitizer +
-# UndefinedBehaviorSanitizer. Prints "N passed, N failed" last.
+# UndefinedBehaviorSanitizer, each run going on past a failure so that one does not hide the
+# others. Prints the failed targets with the end of their logs, then "N passed, N failed" last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 cache="--disk_cache=${HOME}/.cache/kiln-bazel-disk"
@@ -65,7 +66,7 @@ log_tails() {  # FAILED_TARGETS: the last lines of each failed target's test.log
   done
 }
 
-bazel test $cache $jobs //... 2>&1 | tee /tmp/kiln-test.log || status=1
+bazel test $cache $jobs --keep_going //... 2>&1 | tee /tmp/kiln-test.log || status=1
 # The plain run is counted now: the ASan run below writes its reports to the same testlogs folder.
 # Only the reports of today's test targets count (an output base kept from an earlier checkout
 # may hold reports of targets since removed).
@@ -85,7 +86,7 @@ bash tools/test_python.sh "$python_xml" 2>&1 | tee /tmp/kiln-test-python.log || 
 if [ -f "$python_xml" ]; then count_junit "$python_xml"; fi
 if [ "$python_status" -ne 0 ]; then status=1; fi
 
-bazel test $cache $jobs --config=asan //... 2>&1 | tee /tmp/kiln-test-asan.log || status=1
+bazel test $cache $jobs --keep_going --config=asan //... 2>&1 | tee /tmp/kiln-test-asan.log || status=1
 asan_failures=$(failed_targets /tmp/kiln-test-asan.log)
 asan_tails=$(log_tails "$asan_failures")
 # Each target that failed under ASan counts once (its cases were counted in the plain run).
