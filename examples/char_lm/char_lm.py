@@ -23,8 +23,8 @@ Steps, all under --work (nothing in the checkout is written):
   1. the HDF5 files kiln reads (and the same arrays as .npz for the PyTorch side);
   2. initial weights drawn from a seeded RNG, written as a .caffemodel for `kiln train
      --weights` and used as-is by PyTorch;
-  3. `kiln train` on the solver written there, then the PyTorch loop (SGD with momentum and
-     Caffe's global-norm gradient clipping, written out so both follow one formula);
+  3. `kiln train` on the solver written there and, at the same time, the PyTorch loop (SGD with
+     momentum and Caffe's global-norm gradient clipping, written out so both follow one formula);
   4. a table of train loss and test perplexity for both, an SVG of both loss curves, and with
      --check the comparison's verdict in the exit code.
 
@@ -220,14 +220,21 @@ snapshot_prefix: "%s"
 # The two runs
 
 
-def run_kiln(args):
+def start_kiln(args):
+    """Starts `kiln train`; it runs while the PyTorch loop does (finish_kiln waits for it)."""
     cmd = [args.kiln, "train", "--solver", os.path.join(args.work, "char_lm_solver.prototxt"),
            "--weights", os.path.join(args.work, "init.caffemodel"), "--device", args.device,
            "--precision", "fp32"]
     log = os.path.join(args.work, "kiln_train.log")
-    start = time.time()
-    with open(log, "w") as out:  # stderr stays on the terminal: kiln's progress line
-        code = subprocess.run(cmd, stdout=out).returncode
+    # kiln's progress line goes to a file of its own: the terminal shows PyTorch's.
+    with open(log, "w") as out, open(os.path.join(args.work, "kiln_progress.log"), "w") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+    return proc, log, time.time()
+
+
+def finish_kiln(started):
+    proc, log, start = started
+    code = proc.wait()
     seconds = time.time() - start
     with open(log) as f:
         text = f.read()
@@ -425,8 +432,15 @@ def main():
     print("char_lm: %d characters, %d train / %d test batches of %d streams x %d steps" %
           (chars, batches["train"], batches["test"], args.batch, args.steps), flush=True)
 
-    k_train, k_test, k_s = run_kiln(args)
-    t_train, t_test, t_s = run_torch(args, weights)
+    # Both sides train at once (a GPU is far from full with either); the seconds below are each
+    # side's wall time while sharing the machine, not a speed comparison.
+    kiln = start_kiln(args)
+    try:
+        t_train, t_test, t_s = run_torch(args, weights)
+    except BaseException:
+        kiln[0].kill()
+        raise
+    k_train, k_test, k_s = finish_kiln(kiln)
     if len(k_train) != args.iters or len(t_train) != args.iters:
         sys.exit("char_lm.py: %d kiln and %d torch losses for %d iterations" %
                  (len(k_train), len(t_train), args.iters))

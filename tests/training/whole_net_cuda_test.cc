@@ -72,12 +72,13 @@ TEST(WholeNetCuda, EveryNetsLossAndGradientsAgreeWithTheReference) {
       worst = std::max(worst, gap);
       ++compared;
     }
-    // The loss and the gradient of every checked input are among the outputs, and the
-    // gradients are not all zero (a comparison of zeros would prove nothing).
-    EXPECT_EQ(compared,
-              static_cast<int>(ref.checked.size() + 1 + ref.relu_ins.size() + ref.pools.size()));
+    // The loss and the gradient of every checked input are among the outputs compared (beside
+    // the net's own loss top and the kink watches), and the gradients are not all zero (a
+    // comparison of zeros would prove nothing).
+    ASSERT_TRUE(want->count("objective"));
     double largest_gradient = 0;
     for (const std::string& input : ref.checked) {
+      ASSERT_TRUE(want->count("grad/" + input)) << input;
       const HostTensor& g = want->at("grad/" + input);
       for (int64_t i = 0; i < g.type().num_elements(); ++i) {
         largest_gradient = std::max(largest_gradient, double{std::fabs(g.GetFloat(i))});
