@@ -80,20 +80,21 @@ fi
 if [ "${KILN_SKIP_LM:-0}" != 1 ]; then
   # The character LSTM language model: kiln train beside PyTorch from the same weights and
   # batches (examples/char_lm/char_lm.py). Without dropout the two compute the same numbers:
-  # checked, the curves' 50-iteration means within 2%. With two layers and dropout (masks drawn
-  # on each side) the quality run: the final test perplexity at most 5, the curves within 5%.
-  # The two run at once (the GPU is far from full with either).
+  # checked, the curves' 50-iteration means within 2%. The quality run: two layers, dropout
+  # (masks drawn on each side) and the state carried from batch to batch; checked, the final
+  # test perplexity at most 5, the curves within 5%. The two run at once (the GPU is far from
+  # full with either).
   run_async char_lm python3 .gpu-rnn/char_lm.py --kiln "$bin/tools/kiln" \
     --work /tmp/kiln-char-lm --data-from .gpu-rnn/lm_data --device cuda \
     --iters "${KILN_LM_ITERS:-10000}" --check --json "$out/char_lm.json"
-  run char_lm_dropout python3 .gpu-rnn/char_lm.py --kiln "$bin/tools/kiln" \
-    --work /tmp/kiln-char-lm-dropout --data-from .gpu-rnn/lm_data --device cuda \
-    --iters "${KILN_LM_ITERS:-10000}" --layers 2 --dropout 0.3 --check --curve-tolerance 0.05 \
-    --max-perplexity 5 --json "$out/char_lm_dropout.json"
+  run char_lm_quality python3 .gpu-rnn/char_lm.py --kiln "$bin/tools/kiln" \
+    --work /tmp/kiln-char-lm-quality --data-from .gpu-rnn/lm_data --device cuda \
+    --iters "${KILN_LM_ITERS:-10000}" --layers 2 --dropout 0.3 --carry-state --check \
+    --curve-tolerance 0.05 --max-perplexity 5 --json "$out/char_lm_quality.json"
   wait
   collect char_lm
   cp /tmp/kiln-char-lm/char_lm_curve.svg /tmp/kiln-char-lm/kiln_train.log "$out/" 2>/dev/null
-  cp /tmp/kiln-char-lm-dropout/char_lm_curve.svg "$out/char_lm_dropout_curve.svg" 2>/dev/null
+  cp /tmp/kiln-char-lm-quality/char_lm_curve.svg "$out/char_lm_quality_curve.svg" 2>/dev/null
   # Fashion-MNIST strips read by an LSTM trained with CTC (examples/ctc_strips/ctc_strips.py):
   # sequence accuracy on the test strips at least 0.7.
   run ctc_strips python3 .gpu-rnn/ctc_strips.py --kiln "$bin/tools/kiln" --work /tmp/kiln-ctc \
@@ -105,12 +106,12 @@ fi
 echo
 cat "$out/gpu.txt"
 for name in rnn_primitive_cuda_test ctc_primitive_cuda_test graph_cases gradient_cases \
-  tensor_graph_cases whole_net_cuda_test rnn_bench ctc_bench char_lm char_lm_dropout ctc_strips; do
+  tensor_graph_cases whole_net_cuda_test rnn_bench ctc_bench char_lm char_lm_quality ctc_strips; do
   [ -n "${result[$name]+x}" ] || continue
   printf '%-26s %s  %s\n' "$name" "$([ "${result[$name]}" = 0 ] && echo ok || echo "FAILED (${result[$name]})")" \
     "$(grep -E 'PASSED|FAILED|cases checked|variants checked' "$out/$name.log" | tr '\n' ' ' | cut -c1-90)"
 done
-declare -A shown=([rnn_bench]=16 [ctc_bench]=14 [char_lm]=12 [char_lm_dropout]=12 [ctc_strips]=8)
-for name in rnn_bench ctc_bench char_lm char_lm_dropout ctc_strips; do
+declare -A shown=([rnn_bench]=16 [ctc_bench]=14 [char_lm]=12 [char_lm_quality]=12 [ctc_strips]=8)
+for name in rnn_bench ctc_bench char_lm char_lm_quality ctc_strips; do
   [ -f "$out/$name.log" ] && { echo; echo "-- $name"; tail -"${shown[$name]}" "$out/$name.log"; }
 done

@@ -184,6 +184,35 @@ absl::Status AddBackward(Graph& graph, const std::vector<LossSpec>& losses, std:
   return absl::OkStatus();
 }
 
+// Each carried state's input must be a graph input and its output a graph output of the same
+// type (the trainer copies one into the other after every pass).
+absl::Status CheckCarriedStates(const Graph& graph,
+                                const std::vector<std::pair<std::string, std::string>>& carried,
+                                TrainableGraph& out) {
+  for (const auto& [input, output] : carried) {
+    const Node* in = nullptr;
+    for (const Node* node : graph.Parameters()) {
+      if (node->name() == input) in = node;
+    }
+    const GraphOutput* written = nullptr;
+    for (const GraphOutput& o : graph.outputs()) {
+      if (o.name == output) written = &o;
+    }
+    if (in == nullptr || written == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "training: carried state '", input, "' -> '", output,
+          "': ", in == nullptr ? "no graph input of that name" : "no graph output of that name"));
+    }
+    if (in->output_types()[0] != written->value.type()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "training: carried state '", input, "' is ", in->output_types()[0].ToString(),
+          " but its next value '", output, "' is ", written->value.type().ToString()));
+    }
+    out.carried.push_back({input, output});
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<TrainableGraph> MakeTrainableGraph(std::unique_ptr<Graph> graph,
@@ -209,6 +238,7 @@ absl::StatusOr<TrainableGraph> MakeTrainableGraph(std::unique_ptr<Graph> graph,
   }
   graph->RemoveDeadNodes();
   out.data_inputs = std::move(data_inputs);
+  KILN_RETURN_IF_ERROR(CheckCarriedStates(*graph, options.carried_states, out));
   for (const LossSpec& loss : losses) out.losses.push_back({loss.name, loss.weight});
   if (options.with_backward) {
     KILN_RETURN_IF_ERROR(AddBackward(*graph, losses, std::move(wrt), wrt_params, options, out));

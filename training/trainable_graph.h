@@ -62,6 +62,10 @@ struct TrainableGraphOptions {
   // With backward: graph outputs or inputs (by name) whose gradient is also output, under the
   // paired name (pycaffe's blob diffs). An output no loss depends on gets no gradient output.
   std::vector<std::pair<std::string, std::string>> output_gradients;
+  // State carried from one pass to the next (a recurrent layer's final h and c becoming the next
+  // pass's initial state, as Caffe's LSTM and RNN layers do): pairs of (graph input, graph
+  // output of the same type). Not differentiated (backpropagation stops at the pass's start).
+  std::vector<std::pair<std::string, std::string>> carried_states;
 };
 
 // One trained parameter.
@@ -89,10 +93,18 @@ struct RunningStat {
   HostTensor initial;
 };
 
+// A value one pass leaves for the next of the same net (TrainableGraphOptions::carried_states);
+// it starts at zeros, and each net (the trained one, every evaluation net) keeps its own.
+struct CarriedState {
+  std::string input;   // the graph input the pass reads it from
+  std::string output;  // the graph output the pass writes its next value to
+};
+
 struct TrainableGraph {
   std::unique_ptr<Graph> graph;  // forward (+ backward); the Constants of `params` are gone
   std::vector<TrainableParam> params;
   std::vector<RunningStat> running;
+  std::vector<CarriedState> carried;
   // The graph inputs fed with data each pass, and the loss outputs with their weights.
   std::vector<std::string> data_inputs;
   std::vector<std::pair<std::string, double>> losses;

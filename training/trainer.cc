@@ -220,6 +220,7 @@ absl::Status Trainer::Step(bool read_loss) {
     for (StatState& s : stats_) {
       KILN_RETURN_IF_ERROR(device.CopyWithinDevice(s.value, s.next, s.count * sizeof(float)));
     }
+    KILN_RETURN_IF_ERROR(net.CarryState());
     if (iter_size > 1) KILN_RETURN_IF_ERROR(Accumulate(k));
   }
   last_loss_ = loss / iter_size;
@@ -359,16 +360,18 @@ TrainerMemory Trainer::Memory() const {
 
 namespace {
 
-NetProgress ProgressOf(const TrainingNet& net) {
+absl::StatusOr<NetProgress> ProgressOf(TrainingNet& net) {
   NetProgress p;
   p.passes = net.passes;
   for (const NetFeed& feed : net.feeds) {
     p.batches_served.push_back(feed.source != nullptr ? feed.source->BatchesServed() : -1);
   }
+  KILN_ASSIGN_OR_RETURN(p.carried_state, net.ReadCarriedState());
   return p;
 }
 
-absl::Status Restore(TrainingNet& net, const NetProgress& p, const std::string& what) {
+absl::Status Restore(TrainingNet& net, const NetProgress& p, const std::string& what,
+                     bool carried_state) {
   if (p.batches_served.size() != net.feeds.size()) {
     return absl::FailedPreconditionError(
         absl::StrCat("restore: the progress of ", what, " has ", p.batches_served.size(),
@@ -387,16 +390,29 @@ absl::Status Restore(TrainingNet& net, const NetProgress& p, const std::string& 
           absl::StrCat("restore: ", what, ", batch source ", f, ": ", s.message()));
     }
   }
+  // A snapshot written before nets carried state (or by a build that did not) has none: the
+  // state then starts again at zeros, as in Caffe's resume.
+  if (carried_state && (!p.carried_state.empty() || net.carried.empty())) {
+    absl::Status s = net.WriteCarriedState(p.carried_state);
+    if (!s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("restore: ", what, ": ", s.message()));
+    }
+  }
   net.passes = p.passes;
   return absl::OkStatus();
 }
 
 }  // namespace
 
-TrainingProgress Trainer::Progress() const {
+absl::StatusOr<TrainingProgress> Trainer::Progress() const {
+  KILN_RETURN_IF_ERROR(train_->ctx->device().Synchronize());
   TrainingProgress progress;
-  progress.nets.push_back(ProgressOf(*train_));
-  for (const auto& net : tests_) progress.nets.push_back(ProgressOf(*net));
+  KILN_ASSIGN_OR_RETURN(NetProgress trained, ProgressOf(*train_));
+  progress.nets.push_back(std::move(trained));
+  for (const auto& net : tests_) {
+    KILN_ASSIGN_OR_RETURN(NetProgress tested, ProgressOf(*net));
+    progress.nets.push_back(std::move(tested));
+  }
   return progress;
 }
 
@@ -412,9 +428,13 @@ absl::Status Trainer::RestoreProgress(const TrainingProgress& progress) {
         absl::StrCat("restore: the progress is for ", progress.nets.size(), " nets, this run has ",
                      tests_.size() + 1, " (the trained net and ", tests_.size(), " test nets)"));
   }
-  KILN_RETURN_IF_ERROR(Restore(*train_, progress.nets[0], "the trained net"));
+  // Data-parallel, only rank 0's carried state is in the snapshot; each rank's own is not, so
+  // every rank starts its recurrent state again at zeros (docs/TRAINING.md).
+  const bool carried = sync_ == nullptr;
+  KILN_RETURN_IF_ERROR(Restore(*train_, progress.nets[0], "the trained net", carried));
   for (size_t t = 0; t < tests_.size(); ++t) {
-    KILN_RETURN_IF_ERROR(Restore(*tests_[t], progress.nets[t + 1], absl::StrCat("test net ", t)));
+    KILN_RETURN_IF_ERROR(
+        Restore(*tests_[t], progress.nets[t + 1], absl::StrCat("test net ", t), carried));
   }
   return absl::OkStatus();
 }

@@ -97,12 +97,14 @@ class Trainer {
 
   int64_t iter() const { return iter_; }
   // Where the run stands beyond the parameters and histories (training/progress.h).
-  TrainingProgress Progress() const;
-  // Puts every net's pass count and every source where `progress` says (the iteration is set
-  // apart, with the histories). FailedPrecondition naming the net and feed when the progress
-  // is for other nets or feeds, or a source cannot be repositioned; a feed recorded as -1 (no
-  // count kept) is left where it is. A trainer without test nets (a data-parallel rank other
-  // than 0) restores the trained net's progress and ignores the recorded test nets'.
+  absl::StatusOr<TrainingProgress> Progress() const;
+  // Puts every net's pass count, every source and every carried state where `progress` says
+  // (the iteration is set apart, with the histories). FailedPrecondition naming the net and feed
+  // when the progress is for other nets, feeds or states, or a source cannot be repositioned; a
+  // feed recorded as -1 (no count kept) is left where it is, and a progress without carried
+  // states (an older snapshot) or a data-parallel run restarts them at zeros. A trainer without
+  // test nets (a data-parallel rank other than 0) restores the trained net's progress and
+  // ignores the recorded test nets'.
   absl::Status RestoreProgress(const TrainingProgress& progress);
   // The weighted loss of the last iteration, and the smoothed loss (average_loss iterations).
   double last_loss() const { return last_loss_; }

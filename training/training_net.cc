@@ -81,6 +81,45 @@ absl::Status TrainingNet::Feed() {
   return absl::OkStatus();
 }
 
+absl::Status TrainingNet::CarryState() {
+  for (size_t i = 0; i < carried.size(); ++i) {
+    KILN_RETURN_IF_ERROR(ctx->device().CopyWithinDevice(
+        carried[i].first, output_buffers.at(tg.carried[i].output), carried[i].second));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> TrainingNet::ReadCarriedState() {
+  std::vector<std::vector<float>> values;
+  for (const auto& [buffer, bytes] : carried) {
+    std::vector<float> v(static_cast<size_t>(bytes) / sizeof(float));
+    KILN_RETURN_IF_ERROR(ctx->device().CopyToHost(v.data(), buffer, bytes));
+    values.push_back(std::move(v));
+  }
+  return values;
+}
+
+absl::Status TrainingNet::WriteCarriedState(const std::vector<std::vector<float>>& values) {
+  if (values.size() != carried.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the net carries ", carried.size(), " recurrent states, the snapshot ", values.size()));
+  }
+  for (size_t i = 0; i < carried.size(); ++i) {
+    const int64_t bytes = static_cast<int64_t>(values[i].size() * sizeof(float));
+    if (bytes != carried[i].second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("carried state '", tg.carried[i].input, "' holds ",
+                       carried[i].second / static_cast<int64_t>(sizeof(float)),
+                       " values, the snapshot ", values[i].size()));
+    }
+  }
+  for (size_t i = 0; i < carried.size(); ++i) {
+    KILN_RETURN_IF_ERROR(
+        ctx->device().CopyToDevice(carried[i].first, values[i].data(), carried[i].second));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<double> TrainingNet::ReadScalar(const std::string& name) {
   const TensorType& t = plan->buffers()[plan->outputs().at(name)].type;
   if (t.dtype() != DataType::kF32) {
@@ -122,6 +161,25 @@ absl::StatusOr<std::unique_ptr<TrainingNet>> CompileTrainingNet(TrainableGraph t
     KILN_ASSIGN_OR_RETURN(net->output_buffers[name],
                           device.Allocate(BytesOf(net->plan->buffers()[buffer].type)));
   }
+  // Carried states start at zeros; the plan must keep their input and output of one f32 type.
+  for (const CarriedState& c : net->tg.carried) {
+    const ExecutionPlan& plan = *net->plan;
+    if (!plan.inputs().count(c.input) || !plan.outputs().count(c.output)) {
+      return absl::InternalError(
+          absl::StrCat(what, ": the plan lost carried state '", c.input, "' -> '", c.output, "'"));
+    }
+    const TensorType& in = plan.buffers()[plan.inputs().at(c.input)].type;
+    const TensorType& out = plan.buffers()[plan.outputs().at(c.output)].type;
+    if (in.dtype() != DataType::kF32 || in != out || !in.IsContiguous()) {
+      return absl::InternalError(absl::StrCat(what, ": carried state '", c.input, "' is ",
+                                              in.ToString(), ", its next value ", out.ToString()));
+    }
+    const int64_t bytes = BytesOf(in);
+    KILN_ASSIGN_OR_RETURN(void* buffer, device.Allocate(bytes));
+    KILN_RETURN_IF_ERROR(device.Fill(buffer, 0, bytes));
+    net->data_buffers[c.input] = buffer;  // freed with the others
+    net->carried.push_back({buffer, bytes});
+  }
   return net;
 }
 
@@ -141,6 +199,7 @@ absl::StatusOr<std::vector<NetOutput>> RunEvaluation(TrainingNet& net,
   for (int i = 0; i < iterations; ++i) {
     KILN_RETURN_IF_ERROR(net.Feed());
     KILN_RETURN_IF_ERROR(net.ctx->RunOnDevice(inputs, net.output_buffers));
+    KILN_RETURN_IF_ERROR(net.CarryState());
     for (NetOutput& o : out) {
       KILN_ASSIGN_OR_RETURN(double v, net.ReadScalar(o.name));
       o.value += v / iterations;

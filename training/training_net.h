@@ -49,6 +49,9 @@ struct TrainingNet {
   void* dropout_seed = nullptr;
   float* seed_staging = nullptr;
   int64_t passes = 0;
+  // Per tg.carried: the buffer its input reads (also in data_buffers, which owns it; zeros at
+  // first) and its size. CarryState() copies each pass's output into it.
+  std::vector<std::pair<void*, int64_t>> carried;
   int test_iter = 0;                      // batches of one evaluation pass
   std::vector<std::vector<float>> batch;  // the host side of the last batch
 
@@ -57,6 +60,13 @@ struct TrainingNet {
   absl::Status Feed();
   // One scalar output's value (f32), read back to the host.
   absl::StatusOr<double> ReadScalar(const std::string& name);
+  // After a pass: each carried state's output becomes the next pass's input (on the stream,
+  // behind the pass).
+  absl::Status CarryState();
+  // The carried states' values, on the host (f32, in tg.carried's order), and setting them
+  // (a snapshot's): InvalidArgument naming the state when a size differs.
+  absl::StatusOr<std::vector<std::vector<float>>> ReadCarriedState();
+  absl::Status WriteCarriedState(const std::vector<std::vector<float>>& values);
 };
 
 // Compiles `tg` (device-bound: the caller binds parameters, gradients and data) and allocates

@@ -15,9 +15,11 @@ the two runs agree only within noise: the first-iteration check is skipped and t
 --curve-tolerance given should be wider.
 
 N streams read N equal parts of the text; a batch is the next T characters of every stream.
-Each batch starts its sequences afresh (cont is 0 at its first step), so Kiln's LSTM (which
-starts every forward from zero state) and Caffe's (which would carry state over) compute the same
-function; PyTorch's loop does the same.
+By default each batch starts its sequences afresh (cont is 0 at its first step), so the model
+sees at most T characters of context. With --carry-state cont is 0 only where a stream begins:
+each batch goes on from the LSTMs' state at the end of the last one (Caffe's LSTM keeps it
+between forwards, and kiln train carries it), backpropagating through the batch's T steps only;
+PyTorch's loop carries its (h, c) likewise, detached.
 
 Steps, all under --work (nothing in the checkout is written):
   1. the HDF5 files kiln reads (and the same arrays as .npz for the PyTorch side);
@@ -76,7 +78,9 @@ def streams(ids, n, t):
     y = np.stack([ids[s * per + 1:(s + 1) * per + 1] for s in range(n)], axis=1)
     cont = np.ones_like(x)
     cont[0::t] = 0  # every batch starts its sequences afresh
-    return {"input": x, "cont": cont, "target": y}
+    carried = np.ones_like(x)
+    carried[0] = 0  # only a stream's first character starts a sequence
+    return {"input": x, "cont": cont, "cont_carried": carried, "target": y}
 
 
 def prepare(args):
@@ -158,11 +162,11 @@ def caffemodel(weights):
 def net_prototxt(args, batches):
     def data(phase, name):
         return """layer {
-  name: "%s" type: "HDF5Data" top: "input" top: "cont" top: "target"
+  name: "%s" type: "HDF5Data" top: "input" top: "%s" top: "target"
   include { phase: %s }
   hdf5_data_param { source: "%s" batch_size: %d }
 }
-""" % (name, phase, os.path.join(args.work, name + "_list.txt"), args.steps)
+""" % (name, cont_top(args), phase, os.path.join(args.work, name + "_list.txt"), args.steps)
 
     text = "name: \"char_lm\"\n" + data("TRAIN", "train") + data("TEST", "test") + """layer {
   name: "embed" type: "Embed" bottom: "input" top: "embedded"
@@ -173,10 +177,10 @@ def net_prototxt(args, batches):
     for layer in range(args.layers):
         name = lstm_name(layer)
         text += """layer {
-  name: "%s" type: "LSTM" bottom: "%s" bottom: "cont" top: "%s"
+  name: "%s" type: "LSTM" bottom: "%s" bottom: "%s" top: "%s"
   recurrent_param { num_output: %d }
 }
-""" % (name, below, name, args.hidden)
+""" % (name, below, cont_top(args), name, args.hidden)
         below = name
         if args.dropout > 0:
             # Caffe's Dropout: scaled by 1 / (1 - p) in TRAIN, the identity in TEST.
@@ -195,6 +199,11 @@ layer {
   softmax_param { axis: 2 }
 }
 """ % (below, VOCAB)
+
+
+def cont_top(args):
+    """The HDF5 dataset (and top) of the continuation markers."""
+    return "cont_carried" if args.carry_state else "cont"
 
 
 def solver_prototxt(args, batches):
@@ -280,23 +289,38 @@ def run_torch(args, weights):
     data = {k: dict(np.load(os.path.join(args.work, k + ".npz"))) for k in ("train", "test")}
     t = args.steps
 
-    def loss_of(arrays, b, training):
+    def loss_of(arrays, b, training, states):
+        """The batch's loss and each layer's (h, c) at its end. `states` is the last batch's:
+        used with --carry-state except at a stream's start (b = 0, where cont is 0)."""
         x = to(arrays["input"][b * t:(b + 1) * t].astype(np.int64))
         y = to(arrays["target"][b * t:(b + 1) * t].astype(np.int64))
         out = embed(x)
-        for lstm in lstms:
-            out, _ = lstm(out)  # zero initial state: cont is 0 at each batch's first step
+        ends = []
+        for layer, lstm in enumerate(lstms):
+            carry = args.carry_state and b > 0 and states is not None
+            # Backpropagation stops at the batch's start, as in Caffe (the state is an input).
+            out, (h, c) = lstm(out, tuple(s.detach() for s in states[layer]) if carry else None)
+            ends.append((h, c))
             if args.dropout > 0:
                 out = torch.nn.functional.dropout(out, args.dropout, training=training)
         logits = predict(out)
-        return torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        return (torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1)),
+                ends)
+
+    def test_loss():
+        # The TEST net keeps its own state from batch to batch (its first batch starts streams).
+        total, states = 0.0, None
+        for b in range(test_batches):
+            loss, states = loss_of(data["test"], b, False, states)
+            total += float(loss)
+        return total / test_batches
 
     train_batches = data["train"]["input"].shape[0] // t
     test_batches = data["test"]["input"].shape[0] // t
-    train, test = [], []
+    train, test, states = [], [], None
     start = time.time()
     for it in range(args.iters):
-        loss = loss_of(data["train"], it % train_batches, True)
+        loss, states = loss_of(data["train"], it % train_batches, True, states)
         # Caffe's "step" policy: base_lr * gamma ^ floor(iter / stepsize).
         lr = args.lr * (args.lr_gamma ** (it // args.lr_step) if args.lr_step > 0 else 1.0)
         for p in params:
@@ -313,8 +337,7 @@ def run_torch(args, weights):
         # As kiln train: every test_interval iterations, and once more at the end.
         if (it + 1) % args.test_interval == 0 or it + 1 == args.iters:
             with torch.no_grad():
-                test.append(float(sum(loss_of(data["test"], b, False)
-                                      for b in range(test_batches))) / test_batches)
+                test.append(test_loss())
         if sys.stderr.isatty() or it % 100 == 99:
             rate = (it + 1) / (time.time() - start)
             sys.stderr.write("\rtorch: iter %d/%d  loss %.4f  %.1f it/s  ETA %.0fs   " %
@@ -377,6 +400,9 @@ def main():
     p.add_argument("--layers", type=int, default=1, help="stacked LSTM layers")
     p.add_argument("--dropout", type=float, default=0.0,
                    help="Dropout ratio after each LSTM layer (0: none)")
+    p.add_argument("--carry-state", action="store_true",
+                   help="each batch goes on from the state the last one left (cont 0 only at a "
+                        "stream's start)")
     p.add_argument("--iters", type=int, default=10000)
     p.add_argument("--test-interval", type=int, default=2000)
     p.add_argument("--lr", type=float, default=0.5)

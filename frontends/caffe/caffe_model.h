@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "frontends/caffe/caffe.pb.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
-#include "frontends/caffe/caffe.pb.h"
 
 namespace kiln {
 
@@ -40,6 +40,12 @@ struct CaffeImportOptions {
   // Largest parameter blob accepted, in elements. Caffe cannot store more than 2^31 values in
   // one blob; a smaller cap keeps untrusted files (and fuzzers) from exhausting memory.
   int64_t max_param_elements = int64_t{1} << 31;
+  // Caffe's LSTM and RNN layers without expose_hidden keep their final h (and c) and start the
+  // next forward from it (where cont is 1 at the first step). With this set, each such layer's
+  // initial state becomes a graph input and its final state a graph output, listed in
+  // CaffeModel::carried_states for the caller to carry from run to run (the trainer does).
+  // Unset, every run starts from zeros, which is Caffe's first forward.
+  bool carry_recurrent_state = false;
 };
 
 // One parameter blob of one layer.
@@ -90,6 +96,9 @@ struct CaffeModel {
   std::vector<CaffeParam> params;
   std::vector<CaffeInput> inputs;
   std::vector<std::string> outputs;  // blobs no layer consumes, in production order
+  // With CaffeImportOptions::carry_recurrent_state: (graph input, graph output) per carried
+  // state, in layer order (h, then c): the output's value is the input's for the next run.
+  std::vector<std::pair<std::string, std::string>> carried_states;
 
   // Elements in all learnable blobs, counted per layer (a shared blob counts in each layer).
   int64_t LearnableParams() const;

@@ -129,6 +129,9 @@ class Builder : public LayerBuilder {
   }
   absl::StatusOr<Value> AddInput(int top, const std::vector<int64_t>& dims,
                                  absl::string_view hint) override;
+  bool carry_recurrent_state() const override;
+  absl::StatusOr<Value> CarriedStateInput(absl::string_view state, const TensorType& type) override;
+  absl::Status CarryOut(absl::string_view state, const Value& next) override;
 
   int expected_params() const { return expected_params_; }
   bool tops_set() const { return tops_set_; }
@@ -181,6 +184,29 @@ class Importer {
 
   caffe::Phase phase() const { return options_.phase; }
   uint64_t fill_seed() const { return options_.fill_seed; }
+  bool carry_recurrent_state() const { return options_.carry_recurrent_state; }
+
+  // "carried/<layer>/<state>": the graph input of a carried state; its next value is the graph
+  // output of the same name plus "_next".
+  absl::StatusOr<Value> AddCarriedStateInput(const std::string& layer, absl::string_view state,
+                                             const TensorType& type) {
+    const std::string name = UniqueName(absl::StrCat("carried/", layer, "/", state));
+    KILN_ASSIGN_OR_RETURN(Value value, model_.graph->AddParameter(name, type));
+    model_.carried_states.push_back({name, ""});
+    pending_carried_[absl::StrCat(layer, "/", state)] = model_.carried_states.size() - 1;
+    return value;
+  }
+  absl::Status AddCarriedStateOutput(const std::string& layer, absl::string_view state,
+                                     const Value& next) {
+    auto pending = pending_carried_.find(absl::StrCat(layer, "/", state));
+    if (pending == pending_carried_.end()) {
+      return absl::InternalError(absl::StrCat("no carried state ", state, " of ", layer));
+    }
+    auto& [input, output] = model_.carried_states[pending->second];
+    output = absl::StrCat(input, "_next");
+    pending_carried_.erase(pending);
+    return model_.graph->AddOutput(output, next);
+  }
   Graph& graph() { return *model_.graph; }
 
   std::string UniqueName(const std::string& base) {
@@ -216,6 +242,8 @@ class Importer {
   std::set<Value> consumed_;
   std::vector<Produced> produced_;
   std::map<std::string, int> param_by_share_name_;
+  // Carried states whose input is made and output not yet (layer/state -> carried_states index).
+  std::map<std::string, size_t> pending_carried_;
 };
 
 caffe::Phase Builder::phase() const {
@@ -248,6 +276,19 @@ absl::StatusOr<Value> Builder::Param(int index, const std::vector<int64_t>& shap
 absl::StatusOr<Value> Builder::AddInput(int top, const std::vector<int64_t>& dims,
                                         absl::string_view hint) {
   return importer_.MakeInput(layer_, Where(), top, dims, hint);
+}
+
+bool Builder::carry_recurrent_state() const { return importer_.carry_recurrent_state(); }
+
+absl::StatusOr<Value> Builder::CarriedStateInput(absl::string_view state, const TensorType& type) {
+  absl::StatusOr<Value> value = importer_.AddCarriedStateInput(layer_.name(), state, type);
+  if (!value.ok()) return Annotate(value.status(), Where());
+  return value;
+}
+
+absl::Status Builder::CarryOut(absl::string_view state, const Value& next) {
+  absl::Status s = importer_.AddCarriedStateOutput(layer_.name(), state, next);
+  return s.ok() ? s : Annotate(s, Where());
 }
 
 absl::StatusOr<Value> Importer::MakeParam(const caffe::LayerParameter& layer, CaffeLayer& record,

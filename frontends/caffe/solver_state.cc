@@ -93,6 +93,9 @@ absl::StatusOr<caffe::SolverState> SolverStateToProto(const SolverStateData& sta
       caffe::KilnProgress::Net* n = progress->add_net();
       n->set_passes(net.passes);
       for (int64_t b : net.batches_served) n->add_batches_served(b);
+      for (const std::vector<float>& values : net.carried_state) {
+        n->add_carried_state()->mutable_data()->Add(values.begin(), values.end());
+      }
     }
   }
   return proto;
@@ -164,6 +167,9 @@ absl::StatusOr<SolverStateData> SolverStateFromProto(const caffe::SolverState& p
               absl::StrCat(origin, ": kiln_progress net ", i, ": batches_served ", b, " < -1"));
         }
         net.batches_served.push_back(b);
+      }
+      for (const caffe::KilnProgress::CarriedState& c : n.carried_state()) {
+        net.carried_state.emplace_back(c.data().begin(), c.data().end());
       }
       progress.nets.push_back(std::move(net));
     }

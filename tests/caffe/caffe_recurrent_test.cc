@@ -2,9 +2,9 @@
 // (frontends/caffe/layers/recurrent_converters.cc), checked against plain loops written here from
 // Caffe's own definitions (its LSTMUnit and the nets RecurrentLayer unrolls), never against
 // dnn/rnn: gate blocks i, f, o, g, `cont` on both h_{t-1} and c_{t-1}, x flattened from axis 2, the
-// exposed initial and final states, and the RNN's tanh output projection, the static input. Every
-// net runs on the reference and the CPU backends. Also the layers' refusals and the .caffemodel
-// round trip of their blobs in Caffe's order and shapes.
+// exposed initial and final states, the state carried from run to run, the RNN's tanh output
+// projection, the static input. Every net runs on the reference and the CPU backends. Also the
+// layers' refusals and the .caffemodel round trip of their blobs in Caffe's order and shapes.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -382,6 +382,84 @@ TEST(CaffeRecurrentTest, RnnExposesItsInitialAndFinalState) {
   // h_T is the hidden state h, not the projected top o.
   CheckNet(text, "rnn", false, blobs, {{"x", s.x}, {"cont", s.cont}, {"h_0", s.h0}},
            {{"o", want.top}, {"h_T", want.hT}});
+}
+
+// ---- State carried between runs -------------------------------------------------------------
+
+// With CaffeImportOptions::carry_recurrent_state, a layer without expose_hidden gets its initial
+// state as graph inputs and its final state as graph outputs (CaffeModel::carried_states); a
+// second run fed the first one's final state is Caffe's second forward, which starts from the
+// state its layer kept: row 0 continues (cont 1 at t = 0), row 1 restarts (cont 0).
+TEST(CaffeRecurrentTest, CarriedStateContinuesTheLastRunAsCaffesLayerDoes) {
+  for (const bool lstm : {true, false}) {
+    SCOPED_TRACE(lstm ? "LSTM" : "RNN");
+    std::mt19937 rng(lstm ? 15 : 16);
+    const std::vector<Floats> blobs = RandomBlobs(lstm, rng);
+    Sequence first, second;
+    first.x = Uniform(kT * kN * kI, -1.5f, 1.5f, rng);
+    first.cont = Cont();
+    first.h0.assign(kN * kH, 0.0f);
+    first.c0.assign(kN * kH, 0.0f);
+    const Result a = lstm ? PlainLstm(first, blobs) : PlainRnn(first, blobs);
+    second.x = Uniform(kT * kN * kI, -1.5f, 1.5f, rng);
+    second.cont = Cont(/*continue_first=*/true);
+    second.h0.assign(a.hT.begin(), a.hT.end());
+    second.c0 = lstm ? Floats(a.cT.begin(), a.cT.end()) : Floats(kN * kH, 0.0f);
+    const Result b = lstm ? PlainLstm(second, blobs) : PlainRnn(second, blobs);
+
+    const std::string name = lstm ? "lstm" : "rnn";
+    const std::string text = NetText(lstm ? "LSTM" : "RNN", name,
+                                     {{"x", kXDims}, {"cont", {kT, kN}}}, {"top"}, "num_output: 4");
+    const caffe::NetParameter weights = WeightsFor(name, BlobShapes(lstm), blobs);
+    caffe::NetParameter net;
+    ASSERT_TRUE(ParseTextMessage(text, "net", net).ok());
+    CaffeImportOptions options;
+    options.weights = &weights;
+    options.carry_recurrent_state = true;
+    auto model = ImportCaffeNet(net, options, DefaultOpRegistry());
+    ASSERT_TRUE(model.ok()) << model.status();
+    std::vector<std::pair<std::string, std::string>> carried = {
+        {"carried/" + name + "/h", "carried/" + name + "/h_next"}};
+    if (lstm) carried.push_back({"carried/lstm/c", "carried/lstm/c_next"});
+    ASSERT_EQ(model->carried_states, carried);
+    // Without the option the same net has no such inputs (every run starts from zeros).
+    CaffeImportOptions plain = options;
+    plain.carry_recurrent_state = false;
+    auto stateless = ImportCaffeNet(net, plain, DefaultOpRegistry());
+    ASSERT_TRUE(stateless.ok()) << stateless.status();
+    EXPECT_TRUE(stateless->carried_states.empty());
+    EXPECT_EQ(stateless->graph->Parameters().size(), 2u);
+
+    for (BackendChoice backend : {BackendChoice::kReference, BackendChoice::kCpu}) {
+      CompileOptions compile;
+      compile.backend = backend;
+      auto plan = Compile(*model->graph, DefaultKernelRegistry(), compile);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      auto context = ExecutionContext::Create(**plan, {/*poison_buffers=*/true});
+      ASSERT_TRUE(context.ok()) << context.status();
+      auto tensor = [](const Dims& dims, const Floats& values) {
+        return *HostTensor::FromF32(*TensorType::Create(DataType::kF32, dims), values);
+      };
+      std::map<std::string, HostTensor> feed = {{"x", tensor(kXDims, first.x)},
+                                                {"cont", tensor({kT, kN}, first.cont)}};
+      for (const auto& [input, output] : carried) feed[input] = tensor({kN, kH}, Floats(kN * kH));
+      auto run1 = (*context)->Run(feed);
+      ASSERT_TRUE(run1.ok()) << run1.status();
+      ExpectNear(run1->at("top").ToF32Vector(), a.top, 1e-5, "first run");
+      feed["x"] = tensor(kXDims, second.x);
+      feed["cont"] = tensor({kT, kN}, second.cont);
+      for (const auto& [input, output] : carried) feed[input] = run1->at(output);
+      auto run2 = (*context)->Run(feed);
+      ASSERT_TRUE(run2.ok()) << run2.status();
+      ExpectNear(run2->at("top").ToF32Vector(), b.top, 1e-5, "second run");
+      ExpectNear(run2->at(carried[0].second).ToF32Vector(), b.hT, 1e-5, "its final h");
+      // The carried state matters: from zeros, row 0 of the second run's first step differs.
+      for (const auto& [input, output] : carried) feed[input] = tensor({kN, kH}, Floats(kN * kH));
+      auto from_zeros = (*context)->Run(feed);
+      ASSERT_TRUE(from_zeros.ok()) << from_zeros.status();
+      EXPECT_GT(std::fabs(from_zeros->at("top").ToF32Vector()[0] - b.top[0]), 1e-3);
+    }
+  }
 }
 
 // ---- The static input ---------------------------------------------------------------------

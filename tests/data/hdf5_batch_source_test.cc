@@ -13,39 +13,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/util/hdf5_files.h"
 #include "tests/util/scratch_file.h"
 
 namespace kiln {
 namespace {
 
-struct Array {
-  std::vector<hsize_t> dims;
-  std::vector<double> values;
-  hid_t file_type = H5T_IEEE_F32LE;
-};
-
-// Writes `arrays` as datasets of a new HDF5 file at `path`.
-void WriteH5(const std::string& path, const std::map<std::string, Array>& arrays) {
-  hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  ASSERT_GE(file, 0) << path;
-  for (const auto& [name, a] : arrays) {
-    hid_t space = a.dims.empty()
-                      ? H5Screate(H5S_SCALAR)
-                      : H5Screate_simple(static_cast<int>(a.dims.size()), a.dims.data(), nullptr);
-    hid_t set =
-        H5Dcreate2(file, name.c_str(), a.file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    ASSERT_GE(set, 0) << name;
-    ASSERT_GE(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.values.data()), 0);
-    H5Dclose(set);
-    H5Sclose(space);
-  }
-  H5Fclose(file);
-}
+using Array = testing::H5Array;
+using testing::WriteH5;
 
 // `rows` rows of `width` values: row r of file `f` holds f * 1000 + r * 10 + column.
 Array Rows(int f, int rows, int width) {
   Array a;
-  a.dims = {static_cast<hsize_t>(rows), static_cast<hsize_t>(width)};
+  a.dims = {static_cast<uint64_t>(rows), static_cast<uint64_t>(width)};
   for (int r = 0; r < rows; ++r) {
     for (int c = 0; c < width; ++c) a.values.push_back(f * 1000 + r * 10 + c);
   }
@@ -162,8 +142,8 @@ TEST(Hdf5BatchSourceTest, ShardsTakeWholeBatchesInTurn) {
 
 TEST(Hdf5BatchSourceTest, IntegerAndDoubleDatasetsAreReadAsFloat) {
   const std::string path = ScratchFile("types.h5");
-  Array ints = {{2, 2}, {1, -2, 3, 70000}, H5T_STD_I32LE};
-  Array doubles = {{2}, {0.5, 1e-3}, H5T_IEEE_F64LE};
+  Array ints = {{2, 2}, {1, -2, 3, 70000}, testing::H5FileType::kI32};
+  Array doubles = {{2}, {0.5, 1e-3}, testing::H5FileType::kF64};
   WriteH5(path, {{"data", ints}, {"label", doubles}});
   auto source = Hdf5BatchSource::Open(Options(WriteList("types.txt", {path}), 2));
   ASSERT_TRUE(source.ok()) << source.status();

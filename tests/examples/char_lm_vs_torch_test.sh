@@ -17,6 +17,12 @@ work="${TEST_TMPDIR:-/tmp}/char_lm"
 "$python" "$script" --kiln "$kiln" --work "$work" --device cpu --chars 200000 --batch 8 \
   --steps 12 --embed 16 --hidden 32 --iters 150 --test-interval 50 --check \
   --curve-tolerance 1e-4
+# The state carried from batch to batch (cont 0 only where a stream begins): kiln train carries
+# each LSTM's h and c as Caffe's layer keeps them, PyTorch its (h, c), detached; two stacked
+# layers. Only rounding separates the two again.
+"$python" "$script" --kiln "$kiln" --work "$work-carried" --device cpu --chars 200000 --batch 8 \
+  --steps 12 --embed 16 --hidden 32 --iters 150 --test-interval 50 --layers 2 --carry-state \
+  --check --curve-tolerance 1e-4
 # Two stacked LSTMs with a Dropout after each (the quality run's shape): the masks differ between
 # the two sides, so only the 50-iteration means are compared, within 5%.
 "$python" "$script" --kiln "$kiln" --work "$work-dropout" --device cpu --chars 200000 --batch 8 \

@@ -1,11 +1,13 @@
 // Snapshot and resume: a run interrupted at any iteration and resumed from its snapshot ends with
 // the same parameters, to the bit, as one that never stopped. The snapshot records the
 // optimizer's histories, the iteration and (SolverState.kiln_progress) where every data source and
-// the dropout masks stood; the sources seek there, drawing the same shuffles and random
-// transforms.
+// the dropout masks stood and the state the recurrent layers carry; the sources seek there,
+// drawing the same shuffles and random transforms.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "frontends/caffe/solver_state.h"
 #include "gtest/gtest.h"
 #include "tests/training/trainer_fixtures.h"
+#include "tests/util/hdf5_files.h"
 #include "tests/util/scratch_file.h"
 #include "training/memory_batch_source.h"
 
@@ -40,11 +43,12 @@ std::string RandomizedNet() {
 // The learnable layers' blobs of two WeightsAsNet results, compared byte for byte; also checks
 // that the parameters moved between `mid` and `want` (the comparison is not vacuous).
 void ExpectSameBits(const caffe::NetParameter& want, const caffe::NetParameter& have,
-                    const caffe::NetParameter& mid) {
-  for (const char* layer : {"conv", "ip"}) {
+                    const caffe::NetParameter& mid,
+                    const std::vector<std::string>& layers = {"conv", "ip"}) {
+  for (const std::string& layer : layers) {
     const auto w = Blobs(want, layer), h = Blobs(have, layer), m = Blobs(mid, layer);
-    ASSERT_EQ(w.size(), 2u) << layer;
-    ASSERT_EQ(h.size(), 2u) << layer;
+    ASSERT_FALSE(w.empty()) << layer;
+    ASSERT_EQ(h.size(), w.size()) << layer;
     for (size_t b = 0; b < w.size(); ++b) {
       ASSERT_EQ(w[b].size(), h[b].size());
       int differing = 0;
@@ -57,6 +61,31 @@ void ExpectSameBits(const caffe::NetParameter& want, const caffe::NetParameter& 
   }
 }
 
+// A run of `total` iterations straight, and one stopped at `stop` with a snapshot.
+struct Interrupted {
+  caffe::NetParameter expected;  // the straight run's final weights
+  caffe::NetParameter at_stop;   // the stopped run's weights when it stopped
+  std::string state_path;        // its .solverstate
+};
+
+void TrainStraightAndStopped(const SolverConfig& config, const std::string& name, int stop,
+                             int total, Interrupted& out) {
+  auto straight = MakeTrainer(config);
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  for (int i = 0; i < total; ++i) ASSERT_TRUE((*straight)->Step().ok());
+  auto expected = (*straight)->WeightsAsNet();
+  ASSERT_TRUE(expected.ok());
+  out.expected = *expected;
+  auto first = MakeTrainer(config);
+  ASSERT_TRUE(first.ok()) << first.status();
+  for (int i = 0; i < stop; ++i) ASSERT_TRUE((*first)->Step().ok());
+  auto paths = (*first)->Snapshot(ScratchFile(name));
+  ASSERT_TRUE(paths.ok()) << paths.status();
+  EXPECT_EQ(paths->second, absl::StrCat(ScratchFile(name), "_iter_", stop, ".solverstate"));
+  out.state_path = paths->second;
+  out.at_stop = *(*first)->WeightsAsNet();
+}
+
 // Trains `total` iterations straight, and `stop` + snapshot + restore into a new Trainer + the
 // rest; the final parameters must be identical to the bit.
 void CheckResumeIsExact(const std::string& name, const std::string& net,
@@ -66,35 +95,18 @@ void CheckResumeIsExact(const std::string& name, const std::string& net,
                    "snapshot_prefix: \"", ScratchFile(name), "\"\n");
   auto config = WriteAndLoadSolver(name, net, solver);
   ASSERT_TRUE(config.ok()) << config.status();
-
-  auto straight = MakeTrainer(*config);
-  ASSERT_TRUE(straight.ok()) << straight.status();
-  for (int i = 0; i < total; ++i) ASSERT_TRUE((*straight)->Step().ok());
-  auto expected = (*straight)->WeightsAsNet();
-  ASSERT_TRUE(expected.ok());
-
-  std::string state_path;
-  caffe::NetParameter at_stop;
-  {
-    auto first = MakeTrainer(*config);
-    ASSERT_TRUE(first.ok()) << first.status();
-    for (int i = 0; i < stop; ++i) ASSERT_TRUE((*first)->Step().ok());
-    auto paths = (*first)->Snapshot(ScratchFile(name));
-    ASSERT_TRUE(paths.ok()) << paths.status();
-    EXPECT_EQ(paths->second, absl::StrCat(ScratchFile(name), "_iter_", stop, ".solverstate"));
-    state_path = paths->second;
-    at_stop = *(*first)->WeightsAsNet();
-  }
+  Interrupted run;
+  ASSERT_NO_FATAL_FAILURE(TrainStraightAndStopped(*config, name, stop, total, run));
   auto resumed = MakeTrainer(*config);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
-  absl::Status restored = (*resumed)->Restore(state_path);
+  absl::Status restored = (*resumed)->Restore(run.state_path);
   ASSERT_TRUE(restored.ok()) << restored;
   EXPECT_EQ((*resumed)->restore_note(), "");
   EXPECT_EQ((*resumed)->iter(), stop);
   for (int i = stop; i < total; ++i) ASSERT_TRUE((*resumed)->Step().ok());
   auto got = (*resumed)->WeightsAsNet();
   ASSERT_TRUE(got.ok());
-  ExpectSameBits(*expected, *got, at_stop);
+  ExpectSameBits(run.expected, *got, run.at_stop);
 }
 
 TEST(TrainerResume, SgdWithMomentumAndStepScheduleResumesExactly) {
@@ -118,6 +130,103 @@ TEST(TrainerResume, MidEpochWithDropoutCropsAndMirrorsResumesExactly) {
   // at batch 7, with the crops, mirrors and dropout masks the straight run drew.
   CheckResumeIsExact("resume_random", RandomizedNet(),
                      "type: \"SGD\"\nbase_lr: 0.05\nmomentum: 0.9\nlr_policy: \"fixed\"\n", 7, 23);
+}
+
+// A sequence net whose LSTM carries its state from one iteration to the next, as Caffe's does:
+// HDF5Data rows are time steps (T = 4 a batch, 3 streams), cont is 0 only at each stream's
+// first step, so every batch goes on from the state the last one left, and the file wraps after
+// 5 batches (where cont 0 starts the streams again).
+std::string RecurrentNet() {
+  static const std::string* const list = [] {
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<double> uniform(-1, 1);
+    testing::H5Array x, cont, label;
+    x.dims = {20, 3, 2};
+    cont.dims = label.dims = {20, 3};
+    for (int i = 0; i < 20 * 3 * 2; ++i) x.values.push_back(uniform(rng));
+    for (int i = 0; i < 20 * 3; ++i) {
+      cont.values.push_back(i < 3 ? 0 : 1);
+      label.values.push_back((i * 7 + i / 3) % 3);
+    }
+    const std::string file = ScratchFile("recurrent_resume.h5");
+    testing::WriteH5(file, {{"x", x}, {"cont", cont}, {"label", label}});
+    auto* path = new std::string(ScratchFile("recurrent_resume_list.txt"));
+    EXPECT_TRUE(WriteFileBytes(*path, file + "\n").ok());
+    return path;
+  }();
+  return absl::StrCat(R"(
+    layer { name: "data" type: "HDF5Data" top: "x" top: "cont" top: "label"
+            hdf5_data_param { source: ")",
+                      *list, R"(" batch_size: 4 } }
+    layer { name: "lstm" type: "LSTM" bottom: "x" bottom: "cont" top: "h"
+            recurrent_param { num_output: 5
+                              weight_filler { type: "uniform" min: -0.5 max: 0.5 }
+                              bias_filler { type: "uniform" min: -0.1 max: 0.1 } } }
+    layer { name: "ip" type: "InnerProduct" bottom: "h" top: "score"
+            inner_product_param { num_output: 3 axis: 2
+                                  weight_filler { type: "uniform" min: -0.5 max: 0.5 } } }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "score" bottom: "label" top: "loss"
+            softmax_param { axis: 2 } }
+  )");
+}
+
+// The snapshot records the LSTM's state (kiln_progress), and the resumed run goes on from it to
+// the same bits as the straight run; resumed from zeros instead (Caffe's resume, which keeps no
+// such state), it ends elsewhere: the carried state is part of what the run is.
+TEST(TrainerResume, CarriedRecurrentStateResumesExactly) {
+  const std::string name = "resume_recurrent";
+  const std::string solver =
+      absl::StrCat("type: \"SGD\"\nbase_lr: 0.5\nmomentum: 0.9\nlr_policy: \"fixed\"\n",
+                   "max_iter: 8\nrandom_seed: 5\nsnapshot_prefix: \"", ScratchFile(name), "\"\n");
+  auto config = WriteAndLoadSolver(name, RecurrentNet(), solver);
+  ASSERT_TRUE(config.ok()) << config.status();
+  Interrupted run;
+  ASSERT_NO_FATAL_FAILURE(TrainStraightAndStopped(*config, name, 3, 8, run));
+  const std::string& state_path = run.state_path;
+  // The state file holds the trained net's h and c (3 streams x 5 values each), not zeros.
+  auto bytes = ReadFileBytes(state_path);
+  ASSERT_TRUE(bytes.ok());
+  auto state = ParseSolverState(*bytes, state_path);
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_TRUE(state->progress.has_value());
+  const std::vector<std::vector<float>>& carried = state->progress->nets[0].carried_state;
+  ASSERT_EQ(carried.size(), 2u);
+  ASSERT_EQ(carried[0].size(), 15u);
+  EXPECT_NE(carried[0], std::vector<float>(15, 0.0f));
+
+  for (const bool from_zeros : {false, true}) {
+    SCOPED_TRACE(from_zeros ? "state zeroed" : "state restored");
+    auto resumed = MakeTrainer(*config);
+    ASSERT_TRUE(resumed.ok()) << resumed.status();
+    absl::Status restored = (*resumed)->Restore(state_path);
+    ASSERT_TRUE(restored.ok()) << restored;
+    if (from_zeros) {
+      auto progress = (*resumed)->Progress();
+      ASSERT_TRUE(progress.ok());
+      for (auto& values : progress->nets[0].carried_state) {
+        std::fill(values.begin(), values.end(), 0.0f);
+      }
+      ASSERT_TRUE((*resumed)->RestoreProgress(*progress).ok());
+    }
+    for (int i = 3; i < 8; ++i) ASSERT_TRUE((*resumed)->Step().ok());
+    auto got = (*resumed)->WeightsAsNet();
+    ASSERT_TRUE(got.ok());
+    if (!from_zeros) {
+      ExpectSameBits(run.expected, *got, run.at_stop, {"lstm", "ip"});
+    } else {
+      EXPECT_NE(Blobs(run.expected, "ip"), Blobs(*got, "ip"));
+    }
+  }
+  // A state of another size is refused, naming the state.
+  auto resumed = MakeTrainer(*config);
+  ASSERT_TRUE(resumed.ok());
+  ASSERT_TRUE((*resumed)->Restore(state_path).ok());
+  auto progress = (*resumed)->Progress();
+  ASSERT_TRUE(progress.ok());
+  progress->nets[0].carried_state[1].pop_back();
+  absl::Status refused = (*resumed)->RestoreProgress(*progress);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("carried/lstm/c"), std::string::npos) << refused;
 }
 
 TEST(TrainerResume, TheSolverStateRecordsWhereTheDataStood) {
@@ -224,14 +333,16 @@ TEST(TrainerResume, ATrainerWithoutTestNetsIgnoresTheirProgress) {
   auto trainer = MakeTrainer(*config);
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   for (int i = 0; i < 2; ++i) ASSERT_TRUE((*trainer)->Step().ok());
-  TrainingProgress progress = (*trainer)->Progress();
+  absl::StatusOr<TrainingProgress> read = (*trainer)->Progress();
+  ASSERT_TRUE(read.ok()) << read.status();
+  TrainingProgress progress = *read;
   ASSERT_EQ(progress.nets.size(), 1u);  // this solver has no test net
   progress.nets.push_back({5, {5}});    // as rank 0 records its test net
   auto resumed = MakeTrainer(*config);
   ASSERT_TRUE(resumed.ok());
   absl::Status restored = (*resumed)->RestoreProgress(progress);
   EXPECT_TRUE(restored.ok()) << restored;
-  EXPECT_EQ((*resumed)->Progress().nets[0].batches_served, progress.nets[0].batches_served);
+  EXPECT_EQ((*resumed)->Progress()->nets[0].batches_served, progress.nets[0].batches_served);
   progress.nets.clear();
   EXPECT_EQ((*resumed)->RestoreProgress(progress).code(), absl::StatusCode::kFailedPrecondition);
 }

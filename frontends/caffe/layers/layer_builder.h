@@ -51,6 +51,15 @@ class LayerBuilder {
   // give the shape (the driver then uses the user's shape or reports `hint`).
   virtual absl::StatusOr<Value> AddInput(int top, const std::vector<int64_t>& dims,
                                          absl::string_view hint) = 0;
+
+  // Whether recurrent layers carry their state between runs (CaffeImportOptions).
+  virtual bool carry_recurrent_state() const = 0;
+  // A state the layer carries from one run to the next, named `state` ("h", "c"): the graph
+  // input holding its value at the start of the run. CarryOut names its value at the end (a
+  // graph output); the pair goes to CaffeModel::carried_states.
+  virtual absl::StatusOr<Value> CarriedStateInput(absl::string_view state,
+                                                  const TensorType& type) = 0;
+  virtual absl::Status CarryOut(absl::string_view state, const Value& next) = 0;
 };
 
 using LayerConverter = absl::Status (*)(LayerBuilder& builder);

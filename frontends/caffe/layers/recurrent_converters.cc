@@ -6,12 +6,13 @@
 // own weight W_xc_static at every step) is tiled over time and concatenated to x, with the weights
 // concatenated likewise, so the RNN node sees one input projection; the blobs stay Caffe's.
 //
-// **Known difference:** without expose_hidden, Caffe's layer copies its final h (and c) into
-// its own initial state before each forward, so a second forward that starts with cont = 1
-// continues from the first one's end (streamed generation, training on split sequences). Kiln's
-// RNN node keeps no state between runs: every run starts from zeros, which equals Caffe
-// whenever cont is 0 at t = 0 (every sequence starts in the batch) and on the first forward.
-// A net that streams should set expose_hidden and feed h_T / c_T back as h_0 / c_0.
+// Without expose_hidden, Caffe's layer copies its final h (and c) into its own initial state
+// before each forward, so a forward that starts with cont = 1 continues from the previous one's
+// end (training on a long text cut into batches, streamed generation). A graph keeps no state,
+// so with CaffeImportOptions::carry_recurrent_state the initial state becomes a graph input and
+// the final state a graph output, a pair the caller carries from run to run (the trainer does,
+// per net). Without it every run starts from zeros: Caffe's first forward, and Caffe's every
+// forward whenever cont is 0 at t = 0.
 #include "frontends/caffe/layers/recurrent_converters.h"
 
 #include <string>
@@ -102,6 +103,12 @@ absl::Status Recurrent(LayerBuilder& b, bool lstm) {
   KILN_ASSIGN_OR_RETURN(Value w_hh,
                         b.Param(w_hh_blob, {G * H, H}, p.weight_filler(), true, "weight"));
   std::vector<Value> inputs = {x3, w_ih, w_hh, b_ih, b.bottoms()[1]};
+  const bool carried = !expose && b.carry_recurrent_state();
+  for (int s = 0; s < (carried ? states : 0); ++s) {
+    KILN_ASSIGN_OR_RETURN(TensorType type, TensorType::Create(x3.type().dtype(), {N, H}));
+    KILN_ASSIGN_OR_RETURN(Value state, b.CarriedStateInput(s == 0 ? "h" : "c", type));
+    inputs.push_back(state);
+  }
   for (int s = 0; s < (expose ? states : 0); ++s) {
     const Value& v = b.bottoms()[first_state + s];
     if (v.type().dims() != Ints{1, N, H}) {
@@ -116,7 +123,7 @@ absl::Status Recurrent(LayerBuilder& b, bool lstm) {
                    {"bias", std::string("input")},
                    {"gate_order", std::string(lstm ? "ifog" : "ifgo")},
                    {"has_cont", true},
-                   {"has_initial_state", expose}};
+                   {"has_initial_state", expose || carried}};
   KILN_ASSIGN_OR_RETURN(Node * node, b.AddNode("RNN", "", inputs, attrs));
   Value top = node->output(0);
   if (!lstm) {  // Caffe's RNN outputs o_t = tanh(W_ho h_t + b_o)
@@ -127,6 +134,9 @@ absl::Status Recurrent(LayerBuilder& b, bool lstm) {
                                                {{"axis", int64_t{2}}, {"transpose", false}}));
     KILN_ASSIGN_OR_RETURN(Node * tanh, b.AddNode("TanH", "o_tanh", {ip->output(0)}, {}));
     top = tanh->output(0);
+  }
+  for (int s = 0; s < (carried ? states : 0); ++s) {
+    KILN_RETURN_IF_ERROR(b.CarryOut(s == 0 ? "h" : "c", node->output(1 + s)));
   }
   std::vector<Value> tops = {top};
   for (int s = 0; s < (expose ? states : 0); ++s) {

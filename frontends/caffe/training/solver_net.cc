@@ -195,6 +195,9 @@ absl::StatusOr<std::unique_ptr<TrainingNet>> LoadTrainingNet(
   import.weights = options.weights;
   import.init = ParamInit::kFillers;
   import.fill_seed = fill_seed;
+  // As Caffe's solver: each net's LSTM and RNN layers go on from the state the last pass left
+  // (the trainer carries it; TRAIN and TEST nets each their own).
+  import.carry_recurrent_state = true;
   KILN_ASSIGN_OR_RETURN(std::vector<NetFeed> feeds,
                         OpenDataFeeds(filtered, phase, options, import));
   KILN_ASSIGN_OR_RETURN(CaffeModel model, ImportCaffeNet(spec.net, import, DefaultOpRegistry()));

@@ -160,7 +160,9 @@ absl::StatusOr<std::pair<std::string, std::string>> SolverTrainer::Snapshot(
       state.history_shapes.push_back(train_->tg.params[i].caffe_shape);
     }
   }
-  state.progress = Progress();
+  absl::StatusOr<TrainingProgress> progress = Progress();
+  if (!progress.ok()) return Annotate(progress.status(), state_path);
+  state.progress = std::move(*progress);
   absl::StatusOr<std::string> state_bytes = SerializeSolverState(state);
   if (!state_bytes.ok()) return Annotate(state_bytes.status(), state_path);
   // The model, the state, then the manifest that makes them one unit (snapshot_manifest.h).

@@ -49,6 +49,8 @@ absl::StatusOr<TrainableGraph> MakeTrainingGraph(CaffeModel& model, TrainableGra
   }
   std::vector<std::string> data_inputs;
   for (const CaffeInput& in : model.inputs) data_inputs.push_back(in.name);
+  // The recurrent layers' state, when the import made it a graph input and output.
+  options.carried_states = model.carried_states;
   return MakeTrainableGraph(std::move(model.graph), params, losses, std::move(data_inputs),
                             options);
 }
