@@ -1,6 +1,7 @@
 // pycaffe-style nets through the public API (kiln_net, kiln.hpp's Net) on the CPU: LeNet's
 // forward equals the engine's, backward's blob and parameter diffs match finite differences,
-// parameters written between passes are used, save/copy_from round-trip, bad input is refused.
+// parameters written between passes are used, recurrent layers carry their state from forward to
+// forward, save/copy_from round-trip, bad input is refused.
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -173,6 +174,87 @@ TEST(NetApiTest, ParametersWrittenBetweenPassesAreUsedAndSaved) {
   EXPECT_FALSE(mismatch.ok());
   EXPECT_NE(mismatch.message().find("conv"), std::string::npos) << mismatch.message();
   EXPECT_NEAR(wider->Param(2, 1)->data[0], 0.1f, 1e-7);
+}
+
+// An LSTM net of `steps` steps (2 sequences, 2 features, 3 hidden, fillers seeded by layer name)
+// with a Euclidean loss against "target"; `exposed`: expose_hidden, with h_0 and c_0 inputs.
+std::string WriteLstmNet(int steps, bool exposed = false) {
+  const std::string path = kiln::ScratchFile("lstm_net_" + std::to_string(steps) +
+                                             (exposed ? "_exposed" : "") + ".prototxt");
+  const std::string t = std::to_string(steps);
+  std::ofstream out(path);
+  out << "layer { name: \"in\" type: \"Input\" top: \"x\" top: \"cont\" top: \"target\""
+      << (exposed ? " top: \"h_0\" top: \"c_0\"" : "") << "\n  input_param { shape { dim: " << t
+      << " dim: 2 dim: 2 } shape { dim: " << t << " dim: 2 } shape { dim: " << t
+      << " dim: 2 dim: 3 }"
+      << (exposed ? " shape { dim: 1 dim: 2 dim: 3 } shape { dim: 1 dim: 2 dim: 3 }" : "")
+      << " } }\n"
+      << "layer { name: \"lstm\" type: \"LSTM\" bottom: \"x\" bottom: \"cont\""
+      << (exposed ? " bottom: \"h_0\" bottom: \"c_0\" top: \"h\" top: \"h_T\" top: \"c_T\""
+                  : " top: \"h\"")
+      << "\n  recurrent_param { num_output: 3" << (exposed ? " expose_hidden: true" : "")
+      << " weight_filler { type: \"uniform\" min: -0.7 max: 0.7 }"
+      << " bias_filler { type: \"uniform\" min: -0.3 max: 0.3 } } }\n"
+      << "layer { name: \"loss\" type: \"EuclideanLoss\" bottom: \"h\" bottom: \"target\""
+      << " top: \"loss\" }\n";
+  return path;
+}
+
+// As pycaffe's Net: an LSTM without expose_hidden starts each forward from the state the last
+// one left where cont is 1, so two forwards of 3 steps equal one of 6, and each backward starts
+// from the state its forward started from (as the same net with expose_hidden, fed that state);
+// where cont is 0 a forward starts afresh.
+TEST(NetApiTest, RecurrentLayersCarryTheirStateFromForwardToForward) {
+  auto halves = kiln::Net::Create(WriteLstmNet(3), "", false, Cpu());
+  auto whole = kiln::Net::Create(WriteLstmNet(6), "", false, Cpu());
+  auto exposed = kiln::Net::Create(WriteLstmNet(3, true), "", false, Cpu());
+  ASSERT_TRUE(halves.ok()) << halves.status().ToString();
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  ASSERT_TRUE(exposed.ok()) << exposed.status().ToString();
+  auto h = ByName(*halves), w = ByName(*whole), e = ByName(*exposed);
+  Fill(w["x"].data, w["x"].count, 5);
+  Fill(w["target"].data, w["target"].count, 6);
+  for (size_t i = 0; i < w["cont"].count; ++i) w["cont"].data[i] = i < 2 ? 0.0f : 1.0f;
+  ASSERT_TRUE(whole->Forward().ok());
+  std::vector<float> second_half;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const char* blob : {"x", "cont", "target"}) {
+      const size_t n = h[blob].count;
+      for (size_t i = 0; i < n; ++i) h[blob].data[i] = e[blob].data[i] = w[blob].data[pass * n + i];
+    }
+    // The exposed net is fed the state the last pass left (zeros before the first).
+    for (const char* state : {"h_0", "c_0"}) {
+      const std::string last = state[0] == 'h' ? "h_T" : "c_T";
+      for (size_t i = 0; i < e[state].count; ++i) {
+        e[state].data[i] = pass == 0 ? 0.0f : e[last].data[i];
+      }
+    }
+    kiln::Status forward = halves->Forward();
+    ASSERT_TRUE(forward.ok()) << forward.ToString();
+    ASSERT_TRUE(exposed->Forward().ok());
+    for (size_t i = 0; i < h["h"].count; ++i) {
+      EXPECT_NEAR(h["h"].data[i], w["h"].data[pass * 18 + i], 1e-6) << "pass " << pass << " " << i;
+      EXPECT_NEAR(h["h"].data[i], e["h"].data[i], 1e-6) << "pass " << pass << " " << i;
+    }
+    kiln::Status backward = halves->Backward();
+    ASSERT_TRUE(backward.ok()) << backward.ToString();
+    ASSERT_TRUE(exposed->Backward().ok());
+    for (int blob = 0; blob < 3; ++blob) {
+      auto mine = halves->Param(1, blob), theirs = exposed->Param(1, blob);
+      ASSERT_TRUE(mine.ok() && theirs.ok());
+      double largest = 0;
+      for (size_t i = 0; i < mine->count; ++i) {
+        EXPECT_NEAR(mine->diff[i], theirs->diff[i], 1e-6) << "pass " << pass << " blob " << blob;
+        largest = std::fmax(largest, std::fabs(theirs->diff[i]));
+      }
+      EXPECT_GT(largest, 1e-4) << "blob " << blob;
+    }
+    if (pass == 1) second_half.assign(h["h"].data, h["h"].data + h["h"].count);
+  }
+  // cont 0 at the first step: the same inputs again start afresh, and the output differs.
+  for (size_t i = 0; i < 2; ++i) h["cont"].data[i] = 0.0f;
+  ASSERT_TRUE(halves->Forward().ok());
+  EXPECT_GT(std::fabs(h["h"].data[0] - second_half[0]), 1e-4);
 }
 
 TEST(NetApiTest, BadInputIsAnErrorNamingIt) {

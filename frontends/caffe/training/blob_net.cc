@@ -74,6 +74,7 @@ absl::StatusOr<std::unique_ptr<BlobNet>> BlobNet::Load(const std::string& protot
   import.phase = options.phase;
   import.init = ParamInit::kFillers;
   import.fill_seed = options.fill_seed;
+  import.carry_recurrent_state = true;  // pycaffe's Net keeps it from forward to forward
   if (!weights.empty()) {
     KILN_ASSIGN_OR_RETURN(trained, ReadNetParameter(weights));
     import.weights = &trained;
@@ -137,6 +138,17 @@ absl::StatusOr<std::unique_ptr<BlobNet>> BlobNet::Load(const std::string& protot
     net->has_loss_ = net->has_loss_ || loss_weight != 0.0f;
   }
   net->outputs_ = model.outputs;
+  for (const auto& [input, output] : model.carried_states) {
+    const Node* node = nullptr;
+    for (const Node* n : model.graph->Parameters()) {
+      if (n->name() == input) node = n;
+    }
+    if (node == nullptr) {
+      return absl::InternalError(absl::StrCat(where, ": no graph input '", input, "'"));
+    }
+    net->carried_next_[input] = ZerosLike(node->output_types()[0]);
+    net->carried_last_[input] = ZerosLike(node->output_types()[0]);
+  }
 
   TrainableGraphOptions forward;
   forward.with_backward = false;
@@ -216,6 +228,11 @@ absl::StatusOr<std::map<std::string, HostTensor>> BlobNet::Run(ExecutionContext&
       inputs[input] = FindBlob(data->second)->data;
       continue;
     }
+    auto carried = carried_last_.find(input);
+    if (carried != carried_last_.end()) {
+      inputs[input] = carried->second;
+      continue;
+    }
     const std::string node = absl::StartsWith(input, "param/") ? input.substr(6) : std::string();
     bool bound = false;
     for (const Param& p : params_) {
@@ -250,8 +267,14 @@ absl::Status BlobNet::Forward() {
     }
   }
   last_seed_ = static_cast<float>(passes_++);
+  for (auto& [input, value] : carried_next_) {
+    KILN_RETURN_IF_ERROR(CopyInto(value, carried_last_.at(input), input));
+  }
   absl::StatusOr<std::map<std::string, HostTensor>> outputs = Run(*forward_, last_seed_);
   if (!outputs.ok()) return Annotate(outputs.status(), where);
+  for (const auto& [input, output] : model_.carried_states) {
+    KILN_RETURN_IF_ERROR(CopyInto(outputs->at(output), carried_next_.at(input), output));
+  }
   for (auto& [name, value] : *outputs) {
     if (absl::StartsWith(name, kBlobOutput)) {
       Blob* blob = FindBlob(name.substr(std::strlen(kBlobOutput)));

@@ -76,7 +76,9 @@ class BlobNet {
 
   // Reads the next batch of each data layer into its tops, then runs the net on the input blobs
   // and parameters as they are now; every blob's data is then the pass's (a training-mode
-  // BatchNorm's statistics parameters are updated, as in Caffe).
+  // BatchNorm's statistics parameters are updated, as in Caffe). LSTM and RNN layers without
+  // expose_hidden start from the state the last Forward left (zeros at first) where cont is 1,
+  // as Caffe's layers keep it.
   absl::Status Forward();
   // The gradients of the losses (their loss_weight) for the last Forward's inputs: every blob's
   // and parameter's diff is set (not accumulated). Recomputes that forward pass (same dropout
@@ -106,6 +108,9 @@ class BlobNet {
   std::unique_ptr<ExecutionContext> forward_, backward_;
   std::map<std::string, std::string> input_nodes_;  // graph input -> blob name (data inputs)
   std::string dropout_seed_input_;
+  // The recurrent layers' carried states (CaffeModel::carried_states), by graph input: the value
+  // the next Forward starts from, and the one the last Forward started from (its Backward's).
+  std::map<std::string, HostTensor> carried_next_, carried_last_;
   std::vector<NetFeed> feeds_;
   std::vector<Blob> blobs_;
   std::vector<Param> params_;
