@@ -1,12 +1,16 @@
 // RNN and RNNGradient (ops/recurrent_params.h) as graph kernels over the GPU RNN primitive
-// (dnn/cuda/rnn/rnn.h), one layer and one direction, the node's weight tensors passed in place
-// (RnnLayerParams), so nothing is packed or copied.
+// (dnn/cuda/rnn/rnn.h), one layer in one direction or both, the node's weight tensors passed in
+// place (RnnLayerParams, one per direction), so nothing is packed or copied.
 //
 // **Decision:** the RNN node's output does not carry the primitive's training reserve (the op
 // layer cannot size a backend's buffer), so RNNGradient runs the training forward again into
 // its own workspace before the two backward calls: one extra forward per step, the price of a
 // graph whose ops know nothing of a backend. A reserve passed between the two nodes would save it.
 #include <cuda_runtime_api.h>
+
+#include <array>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -33,8 +37,8 @@ absl::StatusOr<dnn::RnnProblem> ProblemOf(const Node& node, const RecurrentAttrs
   const dnn::RnnBias bias = a.biases() == 2   ? dnn::RnnBias::kDouble
                             : a.biases() == 1 ? dnn::RnnBias::kInputOnly
                                               : dnn::RnnBias::kNone;
-  KILN_ASSIGN_OR_RETURN(p.rnn,
-                        dnn::RnnDescriptor::Create(cell, x.dim(2), a.hidden_size, 1, false, bias));
+  KILN_ASSIGN_OR_RETURN(
+      p.rnn, dnn::RnnDescriptor::Create(cell, x.dim(2), a.hidden_size, 1, a.bidirectional, bias));
   if (a.gate_order == "ifog") p.rnn.gate_order = dnn::RnnGateOrder::kIfog;
   p.dtype = x.dtype();
   p.math = options.allow_tf32 && x.dtype() == DataType::kF32 ? dnn::MathMode::kTf32
@@ -42,7 +46,7 @@ absl::StatusOr<dnn::RnnProblem> ProblemOf(const Node& node, const RecurrentAttrs
   KILN_ASSIGN_OR_RETURN(
       p.x, dnn::RnnSequences::Create(dnn::RnnLayout::kSequenceMajor, x.dim(0), x.dim(1), x.dim(2)));
   KILN_ASSIGN_OR_RETURN(p.y, dnn::RnnSequences::Create(dnn::RnnLayout::kSequenceMajor, x.dim(0),
-                                                       x.dim(1), a.hidden_size));
+                                                       x.dim(1), a.directions() * a.hidden_size));
   return p;
 }
 
@@ -50,13 +54,24 @@ const void* InputOrNull(const KernelArgs& args, int index) {
   return index >= 0 ? args.inputs[index].data : nullptr;
 }
 
-dnn::RnnLayerParams ParamsOf(const KernelArgs& args, const RecurrentPorts& p) {
-  dnn::RnnLayerParams q;
-  q.w_ih = args.inputs[p.w_ih].data;
-  q.w_hh = args.inputs[p.w_hh].data;
-  q.b_ih = InputOrNull(args, p.b_ih);
-  q.b_hh = InputOrNull(args, p.b_hh);
+// The weights of each direction (the forward's, then the reverse's), in place.
+std::array<dnn::RnnLayerParams, 2> ParamsOf(const KernelArgs& args, const RecurrentPorts& p) {
+  std::array<dnn::RnnLayerParams, 2> q;
+  q[0].w_ih = args.inputs[p.w_ih].data;
+  q[0].w_hh = args.inputs[p.w_hh].data;
+  q[0].b_ih = InputOrNull(args, p.b_ih);
+  q[0].b_hh = InputOrNull(args, p.b_hh);
+  if (p.w_ih_r >= 0) {
+    q[1].w_ih = args.inputs[p.w_ih_r].data;
+    q[1].w_hh = args.inputs[p.w_hh_r].data;
+    q[1].b_ih = InputOrNull(args, p.b_ih_r);
+    q[1].b_hh = InputOrNull(args, p.b_hh_r);
+  }
   return q;
+}
+
+void* OutputOrNull(const KernelArgs& args, int index) {
+  return index >= 0 ? args.outputs[index].data : nullptr;
 }
 
 absl::StatusOr<cuda_graph::PreparedKernel> PrepareRnn(const Node& node,
@@ -69,10 +84,10 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareRnn(const Node& node,
   k.workspace_bytes = AlignedBytes(sizes.workspace);
   k.description = absl::StrCat(a.cell, problem.math == dnn::MathMode::kTf32 ? " tf32" : "");
   k.run = [=](dnn::Handle& handle, const KernelArgs& args) -> absl::Status {
-    const dnn::RnnLayerParams params = ParamsOf(args, p);
+    const std::array<dnn::RnnLayerParams, 2> params = ParamsOf(args, p);
     dnn::RnnTensors t;
     t.x = args.inputs[p.x].data;
-    t.params = &params;
+    t.params = params.data();
     t.cont = InputOrNull(args, p.cont);
     t.hx = InputOrNull(args, p.h0);
     t.cx = InputOrNull(args, p.c0);
@@ -101,29 +116,31 @@ absl::StatusOr<cuda_graph::PreparedKernel> PrepareRnnGradient(const Node& node,
   k.workspace_bytes = dy_at + (a.has_dy ? 0 : AlignedBytes(y_bytes));
   k.description =
       absl::StrCat(a.cell, " backward", problem.math == dnn::MathMode::kTf32 ? " tf32" : "");
-  std::vector<size_t> weight_grad_bytes;  // outputs 1.. that accumulate: zeroed first
-  for (int out : {1, 2, p.db_ih, p.db_hh}) {
-    if (out >= 0) weight_grad_bytes.push_back(node.output_types()[out].span_bytes());
+  // The weight gradients accumulate (cuDNN's add mode): zeroed first.
+  std::vector<std::pair<int, size_t>> weight_grads;
+  for (int out : {1, 2, p.db_ih, p.db_hh, p.dw_ih_r, p.dw_hh_r, p.db_ih_r, p.db_hh_r}) {
+    if (out >= 0) weight_grads.push_back({out, node.output_types()[out].span_bytes()});
   }
   k.run = [=](dnn::Handle& handle, const KernelArgs& args) -> absl::Status {
     auto stream = static_cast<cudaStream_t>(handle.stream());
     char* ws = static_cast<char*>(args.workspace);
-    const dnn::RnnLayerParams params = ParamsOf(args, p);
-    dnn::RnnLayerGrads grads;
-    grads.w_ih = args.outputs[1].data;
-    grads.w_hh = args.outputs[2].data;
-    grads.b_ih = p.db_ih >= 0 ? args.outputs[p.db_ih].data : nullptr;
-    grads.b_hh = p.db_hh >= 0 ? args.outputs[p.db_hh].data : nullptr;
-    void* const weight_grads[] = {grads.w_ih, grads.w_hh, grads.b_ih, grads.b_hh};
-    for (size_t i = 0, j = 0; i < 4; ++i) {
-      if (weight_grads[i] == nullptr) continue;
-      KILN_CUDA_RETURN_IF_ERROR(
-          cudaMemsetAsync(weight_grads[i], 0, weight_grad_bytes[j++], stream));
+    const std::array<dnn::RnnLayerParams, 2> params = ParamsOf(args, p);
+    std::array<dnn::RnnLayerGrads, 2> grads;
+    grads[0].w_ih = args.outputs[1].data;
+    grads[0].w_hh = args.outputs[2].data;
+    grads[0].b_ih = OutputOrNull(args, p.db_ih);
+    grads[0].b_hh = OutputOrNull(args, p.db_hh);
+    grads[1].w_ih = OutputOrNull(args, p.dw_ih_r);
+    grads[1].w_hh = OutputOrNull(args, p.dw_hh_r);
+    grads[1].b_ih = OutputOrNull(args, p.db_ih_r);
+    grads[1].b_hh = OutputOrNull(args, p.db_hh_r);
+    for (const auto& [out, bytes] : weight_grads) {
+      KILN_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(args.outputs[out].data, 0, bytes, stream));
     }
     dnn::RnnTensors t;
     t.x = args.inputs[p.x].data;
-    t.params = &params;
-    t.grads = &grads;
+    t.params = params.data();
+    t.grads = grads.data();
     t.cont = InputOrNull(args, p.cont);
     t.hx = InputOrNull(args, p.h0);
     t.cx = InputOrNull(args, p.c0);

@@ -26,8 +26,8 @@ absl::StatusOr<Grads> RnnGradient(GraphBuilder& b, const GradientRequest& r) {
   if (a.has_dy) inputs.push_back(r.output_grads[0]);
   if (a.has_dh) inputs.push_back(r.output_grads[1]);
   if (a.has_dc) inputs.push_back(r.output_grads[2]);
-  AttrMap attrs =
-      PickAttrs(n, {"cell", "hidden_size", "bias", "gate_order", "has_cont", "has_initial_state"});
+  AttrMap attrs = PickAttrs(n, {"cell", "hidden_size", "bias", "gate_order", "has_cont",
+                                "has_initial_state", "bidirectional"});
   attrs["has_dy"] = AttrValue(a.has_dy);
   attrs["has_dh"] = AttrValue(a.has_dh);
   attrs["has_dc"] = AttrValue(a.has_dc);
@@ -35,8 +35,16 @@ absl::StatusOr<Grads> RnnGradient(GraphBuilder& b, const GradientRequest& r) {
                         AddGradientNodes(b, n, "grad", "RNNGradient", inputs, attrs));
   const RecurrentPorts p = RecurrentPortsOf(a);
   // Input index -> RNNGradient output index; cont gets none (it is data, not learned).
-  const std::pair<int, int> map[] = {{p.x, 0},          {p.w_ih, 1},       {p.w_hh, 2},
-                                     {p.b_ih, p.db_ih}, {p.b_hh, p.db_hh}, {p.h0, p.dh0},
+  const std::pair<int, int> map[] = {{p.x, 0},
+                                     {p.w_ih, 1},
+                                     {p.w_hh, 2},
+                                     {p.b_ih, p.db_ih},
+                                     {p.b_hh, p.db_hh},
+                                     {p.w_ih_r, p.dw_ih_r},
+                                     {p.w_hh_r, p.dw_hh_r},
+                                     {p.b_ih_r, p.db_ih_r},
+                                     {p.b_hh_r, p.db_hh_r},
+                                     {p.h0, p.dh0},
                                      {p.c0, p.dc0}};
   for (const auto& [input, output] : map) {
     if (input >= 0 && r.needs_grad[input]) g[input] = out[output];

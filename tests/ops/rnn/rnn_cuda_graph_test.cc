@@ -62,7 +62,29 @@ std::vector<GraphKernelCase> RecurrentGraphCases() {
                                gru_grad};
   gru_backward.nhwc = false;
   gru_backward.tolerance_scale = 4;
-  return {lstm, gru, tanh, lstm_backward, gru_backward};
+  // Both directions, forward and backward (the reverse direction's weights after the forward's).
+  AttrMap both = Rnn("lstm", 4, "double", false, true);
+  both["bidirectional"] = true;
+  GraphKernelCase lstm_both{
+      "LstmBidirectional",
+      "RNN",
+      {Data({5, 3, 6}), Data({16, 6}, -w, w), Data({16, 4}, -w, w), Data({16}, -w, w),
+       Data({16}, -w, w), Data({16, 6}, -w, w), Data({16, 4}, -w, w), Data({16}, -w, w),
+       Data({16}, -w, w), Data({2, 3, 4}), Data({2, 3, 4})},
+      both};
+  lstm_both.nhwc = false;
+  AttrMap both_grad = Rnn("gru", 5, "input", false, false);
+  both_grad["bidirectional"] = true;
+  both_grad["has_dy"] = true;
+  GraphKernelCase gru_both_backward{
+      "GruBidirectionalGradient",
+      "RNNGradient",
+      {Data({6, 2, 4}), Data({15, 4}, -w, w), Data({15, 5}, -w, w), Data({15}, -w, w),
+       Data({15, 4}, -w, w), Data({15, 5}, -w, w), Data({15}, -w, w), Data({6, 2, 10})},
+      both_grad};
+  gru_both_backward.nhwc = false;
+  gru_both_backward.tolerance_scale = 4;
+  return {lstm, gru, tanh, lstm_backward, gru_backward, lstm_both, gru_both_backward};
 }
 
 }  // namespace testing

@@ -42,6 +42,17 @@ std::vector<GradientCase> RecurrentGradientCases() {
                      Rnn("gru", 5, "double", false, false)));
   out.push_back(Case("rnn_tanh_state", "RNN", {{5, 2, 3}, {4, 3}, {4, 4}, {2, 4}},
                      Rnn("rnn_tanh", 4, "none", false, true)));
+  // Both directions: x, the forward's w_ih, w_hh, b_ih, b_hh, the reverse's, then h0 and c0
+  // [2, N, H]; y is [T, N, 2H].
+  AttrMap both = Rnn("lstm", 2, "double", false, true);
+  both["bidirectional"] = B(true);
+  out.push_back(Case(
+      "rnn_lstm_bidirectional", "RNN",
+      {{4, 2, 3}, {8, 3}, {8, 2}, {8}, {8}, {8, 3}, {8, 2}, {8}, {8}, {2, 2, 2}, {2, 2, 2}}, both));
+  AttrMap gru_both = Rnn("gru", 3, "none", false, false);
+  gru_both["bidirectional"] = B(true);
+  out.push_back(
+      Case("rnn_gru_bidirectional", "RNN", {{3, 2, 4}, {9, 4}, {9, 3}, {9, 4}, {9, 3}}, gru_both));
   return out;
 }
 
