@@ -21,6 +21,20 @@ class Concat(nn.Module):
         return torch.cat(xs, dim=self.axis)
 
 
+class ChannelShuffle(nn.Module):
+    """ShuffleNet's ShuffleChannel (a fork's layer): the channels of `group` groups interleaved."""
+
+    def __init__(self, group):
+        super().__init__()
+        self.group = group
+
+    def forward(self, x):
+        n, c = x.shape[0], x.shape[1]
+        rest = x.shape[2:]
+        return x.reshape(n, self.group, c // self.group, *rest).transpose(1, 2).reshape(
+            n, c, *rest)
+
+
 class Eltwise(nn.Module):
     """Caffe Eltwise: SUM (optionally weighted by coeff), PROD or MAX over all bottoms."""
 

@@ -45,7 +45,7 @@ from caffe_blobs import (  # noqa: F401  (some re-exported for the self-test)
     _read_varint, _signed64, V1_TYPES, V1_TYPE_NAMES, read_caffemodel_layers, load_caffemodel, _varint_bytes,
     _field_bytes, save_caffemodel)
 from caffe_modules import (  # noqa: F401  (some re-exported for the self-test)
-    Concat, Eltwise, Crop, Slice, Split, Reshape, Power, ScaleBias, WithinChannelLRN,
+    ChannelShuffle, Concat, Eltwise, Crop, Slice, Split, Reshape, Power, ScaleBias, WithinChannelLRN,
     caffe_pool_size, torch_pool_size, caffe_reshape, _canonical_axis, _spatial, _enum)
 from caffe_netdef import LayerDef, NetDef, load_net  # noqa: F401  (re-exported: ct.load_net)
 
@@ -301,7 +301,7 @@ class CaffeNet(nn.Module):
 
     # Each _layer_X(layer, bottom_shapes, index) returns (module, [top shapes]).
 
-    def _layer_Convolution(self, layer, shapes, index, transposed=False):
+    def _layer_Convolution(self, layer, shapes, index, transposed=False, depthwise=False):
         p = layer.param.msg("convolution_param")
         if int(p.one("axis", 1)) != 1:
             raise NotImplementedError("convolution_param.axis other than 1")
@@ -314,7 +314,7 @@ class CaffeNet(nn.Module):
         sh, sw = _spatial(p, "stride", "stride_h", "stride_w", 1)
         dh, dw = _spatial(p, "dilation", "dilation_h", "dilation_w", 1)
         out_c = int(p.one("num_output"))
-        group = int(p.one("group", 1))
+        group = c if depthwise else int(p.one("group", 1))
         bias = bool(p.one("bias_term", True))
         if c % group or out_c % group:
             raise ValueError("group %d must divide %d input and %d output channels"
@@ -348,6 +348,17 @@ class CaffeNet(nn.Module):
 
     def _layer_Deconvolution(self, layer, shapes, index):
         return self._layer_Convolution(layer, shapes, index, transposed=True)
+
+    # The forks' layers of ShuffleNet: a convolution with one group per input channel, and the
+    # channel shuffle.
+    def _layer_ConvolutionDepthwise(self, layer, shapes, index):
+        return self._layer_Convolution(layer, shapes, index, depthwise=True)
+
+    def _layer_ShuffleChannel(self, layer, shapes, index):
+        group = int(layer.param.msg("shuffle_channel_param").one("group", 1))
+        if group < 1 or shapes[0][1] % group:
+            raise ValueError("group %d must divide %d channels" % (group, shapes[0][1]))
+        return ChannelShuffle(group), [list(shapes[0])]
 
     def _maker(self, blobs):
         """How to construct a weighted module: skip PyTorch's init when it is overwritten."""

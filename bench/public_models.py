@@ -32,6 +32,12 @@ MODELS = [
      "prototxt/ResNet-50-deploy.prototxt"),
     ("resnet101", "KaimingHe/deep-residual-networks", "a7026cb6d478e131b765b898c312e25f9f6dc031",
      "prototxt/ResNet-101-deploy.prototxt"),
+    # The VGG-16 of the ILSVRC-2014 release (V1 layer format), as a project kept it.
+    ("vgg16", "pongsate1/fashion-parsing", "4b1b6037582ef97359588902b85774f3ce15418f",
+     "models/vgg16/deploy.prototxt"),
+    # ShuffleNet v2 1x: the forks' ConvolutionDepthwise and ShuffleChannel layers.
+    ("shufflenet_v2", "farmingyard/ShuffleNet", "fe26638adcf90c153e84d857c9adacfec4cb91bc",
+     "shufflenet_v2_1x_deploy.prototxt"),
 ]
 
 

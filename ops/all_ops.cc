@@ -24,6 +24,7 @@ absl::Status RegisterAllOps(OpRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterArgMaxOps(registry));
   KILN_RETURN_IF_ERROR(RegisterLstmUnitOps(registry));
   KILN_RETURN_IF_ERROR(RegisterCtcOps(registry));
+  KILN_RETURN_IF_ERROR(RegisterChannelShuffleOps(registry));
   KILN_RETURN_IF_ERROR(RegisterGradientOps(registry));
   // Last: the gradient builders attach to the ops registered above.
   return RegisterAllGradients(registry);

@@ -21,6 +21,7 @@ absl::Status RegisterLossOps(OpRegistry& registry);       // SoftmaxWithLoss, Ac
 absl::Status RegisterRecurrentOps(OpRegistry& registry);  // RNN, RNNGradient
 absl::Status RegisterEmbedOps(OpRegistry& registry);      // Embed, EmbedGradient
 absl::Status RegisterTileOps(OpRegistry& registry);       // Tile, TileGradient
+absl::Status RegisterChannelShuffleOps(OpRegistry& registry);  // ChannelShuffle
 absl::Status RegisterReductionOps(OpRegistry& registry);  // Reduction, ReductionGradient
 absl::Status RegisterArgMaxOps(OpRegistry& registry);     // ArgMax
 absl::Status RegisterLstmUnitOps(OpRegistry& registry);   // LSTMUnit, LSTMUnitGradient

@@ -40,6 +40,7 @@ absl::Status RegisterCudaLossKernels(KernelRegistry& registry);
 absl::Status RegisterCudaReductionKernels(KernelRegistry& registry);
 // Tile and TileGradient (broadcast add, and the sum over the copies).
 absl::Status RegisterCudaTileKernels(KernelRegistry& registry);
+absl::Status RegisterCudaChannelShuffleKernels(KernelRegistry& registry);
 // Embed and EmbedGradient (lookup table, deterministic row-scan backward).
 absl::Status RegisterCudaEmbedKernels(KernelRegistry& registry);
 // CTCLoss and CTCLossGradient over the CTC primitive's kernels.

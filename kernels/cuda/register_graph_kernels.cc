@@ -19,6 +19,7 @@ absl::Status RegisterCudaKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterCudaEmbedKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaCtcKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaTileKernels(registry));
+  KILN_RETURN_IF_ERROR(RegisterCudaChannelShuffleKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaReductionKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaArgMaxKernels(registry));
   KILN_RETURN_IF_ERROR(RegisterCudaLstmUnitKernels(registry));

@@ -149,6 +149,7 @@ absl::Status RegisterReferenceKernels(KernelRegistry& registry) {
   KILN_RETURN_IF_ERROR(RegisterReferenceRecurrent(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceEmbed(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceTile(registry));
+  KILN_RETURN_IF_ERROR(RegisterReferenceChannelShuffle(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceReduction(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceArgMax(registry));
   KILN_RETURN_IF_ERROR(RegisterReferenceLstmUnit(registry));

@@ -39,6 +39,7 @@ absl::Status RegisterReferenceDropout(KernelRegistry& registry);
 absl::Status RegisterReferenceEltwise(KernelRegistry& registry);
 absl::Status RegisterReferenceEmbed(KernelRegistry& registry);      // Embed, EmbedGradient
 absl::Status RegisterReferenceTile(KernelRegistry& registry);       // Tile, TileGradient
+absl::Status RegisterReferenceChannelShuffle(KernelRegistry& registry);  // ChannelShuffle
 absl::Status RegisterReferenceReduction(KernelRegistry& registry);  // and ReductionGradient
 absl::Status RegisterReferenceArgMax(KernelRegistry& registry);
 absl::Status RegisterReferenceLstmUnit(KernelRegistry& registry);  // and LSTMUnitGradient

@@ -95,6 +95,19 @@ absl::StatusOr<Grads> TileGradient(GraphBuilder& b, const GradientRequest& r) {
   return g;
 }
 
+// ChannelShuffle: the inverse shuffle, C / group groups, of dy.
+absl::StatusOr<Grads> ChannelShuffleGradient(GraphBuilder& b, const GradientRequest& r) {
+  const Node& n = *r.node;
+  KILN_ASSIGN_OR_RETURN(Value dy, SingleOutputGradient(r));
+  Grads g(1);
+  if (r.needs_grad[0]) {
+    const int64_t inverse = n.input(0).type().dim(1) / n.GetInt("group");
+    KILN_ASSIGN_OR_RETURN(g[0], AddGradientNode(b, n, "grad_x", "ChannelShuffle", {dy},
+                                                {{"group", AttrValue(inverse)}}));
+  }
+  return g;
+}
+
 absl::StatusOr<Grads> SplitGradient(GraphBuilder& b, const GradientRequest& r) {
   const Node& n = *r.node;
   Grads g(1);
@@ -157,6 +170,7 @@ absl::Status RegisterTensorGradients(OpRegistry& registry) {
   KILN_RETURN_IF_ERROR(registry.SetGradient("Slice", SliceGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Split", SplitGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Tile", TileGradient));
+  KILN_RETURN_IF_ERROR(registry.SetGradient("ChannelShuffle", ChannelShuffleGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Reduction", ReductionGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Flatten", ReshapeGradient));
   KILN_RETURN_IF_ERROR(registry.SetGradient("Reshape", ReshapeGradient));

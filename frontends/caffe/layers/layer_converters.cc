@@ -13,6 +13,7 @@
 #include "frontends/caffe/layers/layer_builder.h"
 #include "frontends/caffe/layers/recurrent_converters.h"
 #include "frontends/caffe/layers/sequence_unit_converters.h"
+#include "frontends/caffe/layers/shuffle_channel_converter.h"
 
 namespace kiln {
 
@@ -88,6 +89,8 @@ absl::Status Convolution(LayerBuilder& b) {
   KILN_RETURN_IF_ERROR(NeedTops(b, 1, 1));
   const caffe::ConvolutionParameter& p = b.layer().convolution_param();
   const bool deconv = b.layer().type() == "Deconvolution";
+  // The forks' ConvolutionDepthwise: a Convolution with one group per input channel.
+  const bool depthwise = b.layer().type() == "ConvolutionDepthwise";
   if (p.axis() != 1) return b.Unsupported("convolution_param.axis other than 1");
   if (!p.has_num_output() || p.num_output() == 0) {
     return b.Invalid("convolution_param.num_output missing or 0");
@@ -115,8 +118,12 @@ absl::Status Convolution(LayerBuilder& b) {
     if (stride[d] <= 0) return b.Invalid("stride must be > 0");
     if (dilation[d] <= 0) return b.Invalid("dilation must be > 0");
   }
-  const int64_t group = p.group();
   const int64_t channels = x.dim(1);
+  if (depthwise && p.has_group() && p.group() != channels) {
+    return b.Invalid(absl::StrCat("group ", p.group(), " of a depthwise convolution over ",
+                                  channels, " channels (it is one group per channel)"));
+  }
+  const int64_t group = depthwise ? channels : p.group();
   const int64_t outputs = p.num_output();
   if (group <= 0 || channels % group != 0 || outputs % group != 0) {
     return b.Invalid(absl::StrCat("group ", group, " must divide the input channels (", channels,
@@ -715,6 +722,7 @@ const std::map<std::string, ConverterEntry>& Converters() {
       {"Concat", {Concat, false}},
       {"ContrastiveLoss", {ContrastiveLoss, true}},
       {"Convolution", {Convolution, false}},
+      {"ConvolutionDepthwise", {Convolution, false}},
       {"Crop", {Crop, false}},
       {"Data", {Data, false}},
       {"Deconvolution", {Convolution, false}},
@@ -742,6 +750,7 @@ const std::map<std::string, ConverterEntry>& Converters() {
       {"Scale", {Scale, false}},
       {"Sigmoid", {Sigmoid, false}},
       {"SigmoidCrossEntropyLoss", {SigmoidCrossEntropyLoss, true}},
+      {"ShuffleChannel", {ConvertShuffleChannel, false}},
       {"Silence", {Silence, false}},
       {"Slice", {Slice, false}},
       {"Softmax", {Softmax, false}},

@@ -48,6 +48,13 @@ std::vector<GraphKernelCase> TensorGraphCases() {
        "Convert",
        {Data({2, 3, 5, 7})},
        {{"dtype", std::string("f16")}, {"layout", std::string("row_major")}}},
+      // ChannelShuffle, NCHW and (its strided copy) channels-last alike.
+      {"ChannelShuffle", "ChannelShuffle", {Data({2, 12, 5, 7})}, {{"group", int64_t{3}}}},
+      {"ChannelShuffle2d",
+       "ChannelShuffle",
+       {Data({3, 8})},
+       {{"group", int64_t{2}}},
+       /*nhwc=*/false},
       // Tile (packed tensors only: no channels-last variant).
       {"TileAxis1", "Tile", {Data({3, 4, 5})}, {{"tiles", int64_t{3}}}, /*nhwc=*/false},
       {"TileAxis0",

@@ -23,6 +23,8 @@ std::vector<GradientCase> TensorGradientCases() {
   out.push_back(crop);
   out.push_back(Case("tile", "Tile", {{2, 3, 2}}, {{"tiles", I(3)}}));
   out.push_back(Case("tile_last_axis", "Tile", {{3, 4}}, {{"axis", I(-1)}, {"tiles", I(2)}}));
+  // Its gradient is the inverse shuffle (C / group groups).
+  out.push_back(Case("channel_shuffle", "ChannelShuffle", {{2, 6, 2, 3}}, {{"group", I(3)}}));
   out.push_back(
       Case("reduction_sum", "Reduction", {{2, 3, 4}}, {{"axis", I(1)}, {"coeff", F(0.5)}}));
   out.push_back(
