@@ -14,15 +14,12 @@
 #include "ops/all_ops.h"
 #include "runtime/compiler.h"
 #include "runtime/executor.h"
+#include "tests/util/caffe_net_runner.h"
 
 namespace kiln {
 namespace {
 
-absl::StatusOr<CaffeModel> Import(const std::string& text) {
-  caffe::NetParameter net;
-  if (absl::Status s = ParseTextMessage(text, "net", net); !s.ok()) return s;
-  return ImportCaffeNet(net, CaffeImportOptions(), DefaultOpRegistry());
-}
+absl::StatusOr<CaffeModel> Import(const std::string& text) { return testing::ImportNetText(text); }
 
 // T = 3, N = 2, C = 3 scores, labels [2, 2], and the two lengths, then the layer under test.
 std::string Net(const std::string& ctc_layer) {
@@ -67,27 +64,12 @@ std::string CtcLayer(const std::string& param) {
 absl::StatusOr<float> RunLoss(const CaffeModel& model, const std::vector<float>& labels,
                               const std::vector<float>& input_lengths,
                               const std::vector<float>& label_lengths) {
-  CompileOptions options;
-  options.backend = BackendChoice::kReference;
-  auto plan = Compile(*model.graph, DefaultKernelRegistry(), options);
-  if (!plan.ok()) return plan.status();
-  auto context = ExecutionContext::Create(**plan, {/*poison_buffers=*/true});
-  if (!context.ok()) return context.status();
-  const std::map<std::string, std::vector<float>> values = {
-      {"scores", std::vector<float>(18, 0.0f)},
-      {"labels", labels},
-      {"input_lengths", input_lengths},
-      {"label_lengths", label_lengths}};
-  std::map<std::string, HostTensor> bindings;
-  for (const CaffeInput& input : model.inputs) {
-    auto t =
-        HostTensor::FromF32(*TensorType::Create(DataType::kF32, input.dims), values.at(input.name));
-    if (!t.ok()) return t.status();
-    bindings[input.node] = *t;
-  }
-  auto out = (*context)->Run(bindings);
+  auto out = testing::RunNet(model, {{"scores", std::vector<float>(18, 0.0f)},
+                                     {"labels", labels},
+                                     {"input_lengths", input_lengths},
+                                     {"label_lengths", label_lengths}});
   if (!out.ok()) return out.status();
-  return out->at("loss").GetFloat(0);
+  return out->at("loss")[0];
 }
 
 // With uniform probabilities p(path) = 3^-3, so p(label) counts the paths that collapse to it.

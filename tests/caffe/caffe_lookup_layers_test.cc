@@ -14,39 +14,21 @@
 #include "ops/all_ops.h"
 #include "runtime/compiler.h"
 #include "runtime/executor.h"
+#include "tests/util/caffe_net_runner.h"
 
 namespace kiln {
 namespace {
 
 absl::StatusOr<CaffeModel> Import(const std::string& text) {
-  caffe::NetParameter net;
-  if (absl::Status s = ParseTextMessage(text, "net", net); !s.ok()) return s;
-  CaffeImportOptions options;
-  options.fill_seed = 5;
-  return ImportCaffeNet(net, options, DefaultOpRegistry());
+  return testing::ImportNetText(text, /*fill_seed=*/5);
 }
 
-// The net's one input "x" bound to `x`; every output by blob name.
+// The net's one input "x" bound to `x` on the reference backend; every output by blob name.
 std::map<std::string, std::vector<float>> RunNet(const CaffeModel& model,
                                                  const std::vector<float>& x) {
-  std::map<std::string, std::vector<float>> result;
-  CompileOptions options;
-  options.backend = BackendChoice::kReference;
-  auto plan = Compile(*model.graph, DefaultKernelRegistry(), options);
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  if (!plan.ok()) return result;
-  auto context = ExecutionContext::Create(**plan, {/*poison_buffers=*/true});
-  EXPECT_TRUE(context.ok()) << context.status();
-  if (!context.ok()) return result;
-  std::map<std::string, HostTensor> bindings;
-  for (const CaffeInput& input : model.inputs) {
-    bindings[input.node] = *HostTensor::FromF32(*TensorType::Create(DataType::kF32, input.dims), x);
-  }
-  auto out = (*context)->Run(bindings);
+  auto out = testing::RunNet(model, {{"x", x}});
   EXPECT_TRUE(out.ok()) << out.status();
-  if (!out.ok()) return result;
-  for (const auto& [name, tensor] : *out) result[name] = tensor.ToF32Vector();
-  return result;
+  return out.ok() ? *out : std::map<std::string, std::vector<float>>();
 }
 
 std::string Net(const std::string& dims, const std::string& layer) {

@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
-#include "ops/all_ops.h"
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/caffe_model.h"
+#include "gtest/gtest.h"
+#include "ops/all_ops.h"
 #include "tests/util/caffe_files.h"
 
 namespace kiln {

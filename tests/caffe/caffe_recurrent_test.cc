@@ -21,6 +21,7 @@
 #include "ops/all_ops.h"
 #include "runtime/compiler.h"
 #include "runtime/executor.h"
+#include "tests/util/caffe_net_runner.h"
 
 namespace kiln {
 namespace {
@@ -197,36 +198,13 @@ caffe::NetParameter WeightsFor(const std::string& name, const std::vector<Dims>&
 }
 
 absl::StatusOr<CaffeModel> Import(const std::string& text, const caffe::NetParameter* weights) {
-  caffe::NetParameter net;
-  absl::Status parsed = ParseTextMessage(text, "net", net);
-  if (!parsed.ok()) return parsed;
-  CaffeImportOptions options;
-  options.weights = weights;
-  return ImportCaffeNet(net, options, DefaultOpRegistry());
+  return testing::ImportNetText(text, /*fill_seed=*/1, weights);
 }
 
 // Runs `model` on `backend` with the blobs in `feeds` bound to its inputs; every output by blob.
 absl::StatusOr<std::map<std::string, Floats>> RunOn(const CaffeModel& model, BackendChoice backend,
                                                     const std::map<std::string, Floats>& feeds) {
-  CompileOptions options;
-  options.backend = backend;
-  auto plan = Compile(*model.graph, DefaultKernelRegistry(), options);
-  if (!plan.ok()) return plan.status();
-  auto context = ExecutionContext::Create(**plan, {/*poison_buffers=*/true});
-  if (!context.ok()) return context.status();
-  std::map<std::string, HostTensor> bindings;
-  for (const CaffeInput& input : model.inputs) {
-    auto type = TensorType::Create(DataType::kF32, input.dims);
-    if (!type.ok()) return type.status();
-    auto tensor = HostTensor::FromF32(*type, feeds.at(input.name));
-    if (!tensor.ok()) return tensor.status();
-    bindings[input.node] = *tensor;
-  }
-  auto out = (*context)->Run(bindings);
-  if (!out.ok()) return out.status();
-  std::map<std::string, Floats> result;
-  for (const auto& [name, tensor] : *out) result[name] = tensor.ToF32Vector();
-  return result;
+  return testing::RunNet(model, feeds, backend);
 }
 
 void ExpectNear(const Floats& got, const std::vector<double>& want, double tol,

@@ -16,40 +16,21 @@
 #include "ops/all_ops.h"
 #include "runtime/compiler.h"
 #include "runtime/executor.h"
+#include "tests/util/caffe_net_runner.h"
 
 namespace kiln {
 namespace {
 
 using Floats = std::vector<float>;
 
-absl::StatusOr<CaffeModel> Import(const std::string& text) {
-  caffe::NetParameter net;
-  if (absl::Status s = ParseTextMessage(text, "net", net); !s.ok()) return s;
-  return ImportCaffeNet(net, CaffeImportOptions(), DefaultOpRegistry());
-}
+absl::StatusOr<CaffeModel> Import(const std::string& text) { return testing::ImportNetText(text); }
 
 // Every input bound by its top name; every output by blob name.
 std::map<std::string, Floats> RunNet(const CaffeModel& model, BackendChoice backend,
                                      const std::map<std::string, Floats>& values) {
-  std::map<std::string, Floats> result;
-  CompileOptions options;
-  options.backend = backend;
-  auto plan = Compile(*model.graph, DefaultKernelRegistry(), options);
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  if (!plan.ok()) return result;
-  auto context = ExecutionContext::Create(**plan, {/*poison_buffers=*/true});
-  EXPECT_TRUE(context.ok()) << context.status();
-  if (!context.ok()) return result;
-  std::map<std::string, HostTensor> bindings;
-  for (const CaffeInput& input : model.inputs) {
-    bindings[input.node] = *HostTensor::FromF32(*TensorType::Create(DataType::kF32, input.dims),
-                                                values.at(input.name));
-  }
-  auto out = (*context)->Run(bindings);
+  auto out = testing::RunNet(model, values, backend);
   EXPECT_TRUE(out.ok()) << out.status();
-  if (!out.ok()) return result;
-  for (const auto& [name, tensor] : *out) result[name] = tensor.ToF32Vector();
-  return result;
+  return out.ok() ? *out : std::map<std::string, Floats>();
 }
 
 std::string Input(const std::string& name, const std::string& dims) {

@@ -4,15 +4,15 @@
 #include <string>
 #include <vector>
 
-#include "runtime/compiler.h"
-#include "runtime/executor.h"
-#include "gtest/gtest.h"
-#include "kernels/all_kernels.h"
-#include "ops/all_ops.h"
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/caffe_model.h"
 #include "frontends/caffe/caffemodel_writer.h"
 #include "frontends/caffe/filler.h"
+#include "gtest/gtest.h"
+#include "kernels/all_kernels.h"
+#include "ops/all_ops.h"
+#include "runtime/compiler.h"
+#include "runtime/executor.h"
 #include "tests/util/caffe_files.h"
 
 namespace kiln {

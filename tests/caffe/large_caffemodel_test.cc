@@ -2,11 +2,11 @@
 // old 64 MB default limit, and loads into its net with every value intact.
 #include <string>
 
-#include "gtest/gtest.h"
-#include "ops/all_ops.h"
 #include "frontends/caffe/caffe_io.h"
 #include "frontends/caffe/caffe_model.h"
 #include "frontends/caffe/caffemodel_writer.h"
+#include "gtest/gtest.h"
+#include "ops/all_ops.h"
 #include "tests/util/scratch_file.h"
 
 namespace kiln {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "frontends/caffe/caffe_io.h"
+#include "gtest/gtest.h"
 #include "tests/util/caffe_files.h"
 
 namespace kiln {

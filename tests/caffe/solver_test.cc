@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "gtest/gtest.h"
 #include "frontends/caffe/caffe_io.h"
+#include "gtest/gtest.h"
 #include "tests/util/caffe_files.h"
 
 namespace kiln {

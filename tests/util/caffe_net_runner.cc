@@ -9,11 +9,13 @@
 namespace kiln {
 namespace testing {
 
-absl::StatusOr<CaffeModel> ImportNetText(const std::string& text, uint64_t fill_seed) {
+absl::StatusOr<CaffeModel> ImportNetText(const std::string& text, uint64_t fill_seed,
+                                         const caffe::NetParameter* weights) {
   caffe::NetParameter net;
   if (absl::Status s = ParseTextMessage(text, "net", net); !s.ok()) return s;
   CaffeImportOptions options;
   options.fill_seed = fill_seed;
+  options.weights = weights;
   return ImportCaffeNet(net, options, DefaultOpRegistry());
 }
 

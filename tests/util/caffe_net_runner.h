@@ -14,8 +14,10 @@
 namespace kiln {
 namespace testing {
 
-// Parses `text` as a NetParameter and imports it (TEST phase, fillers seeded by `fill_seed`).
-absl::StatusOr<CaffeModel> ImportNetText(const std::string& text, uint64_t fill_seed = 5);
+// Parses `text` as a NetParameter and imports it (TEST phase, fillers seeded by `fill_seed`,
+// the blobs of `weights` where it has them).
+absl::StatusOr<CaffeModel> ImportNetText(const std::string& text, uint64_t fill_seed = 1,
+                                         const caffe::NetParameter* weights = nullptr);
 
 // Runs `model` on `backend` with each input blob bound to `inputs[blob]` (f32, the input's
 // dims); every graph output by name.
