@@ -58,6 +58,12 @@ NETS = {
     "lenet": ("lenet_train_test.prototxt", (1, 28, 28)),
     "caffenet": ("caffenet_train_val.prototxt", (3, 227, 227)),
     "resnet18": ("resnet18_train.prototxt", (3, 224, 224)),
+    # The public deploy nets made trainable by deploy_to_train.py (tools/gpu_check_nets.sh
+    # --stage writes them beside the deploy files in .gpu-nets/models).
+    "mobilenet_v2": ("mobilenet_v2_train.prototxt", (3, 224, 224)),
+    "resnet50": ("resnet50_train.prototxt", (3, 224, 224)),
+    "squeezenet_v1.1": ("squeezenet_v1.1_train.prototxt", (3, 227, 227)),
+    "shufflenet_v2": ("shufflenet_v2_train.prototxt", (3, 224, 224)),
 }
 TABLE_HEADER = ("| net | batch | precision | Kiln step ms | PyTorch eager step ms | eager/Kiln "
                 "ratio | Kiln MiB | torch MiB | target met |")

@@ -54,9 +54,39 @@ def check(condition, message):
 # The TRAIN-net builder
 # ------------------------------------------------------------------------------------------------
 
+def test_deploy_to_train(models_dir):
+    """deploy_to_train.py on the shared ResNet-18 deploy file: a Data layer for the image and the
+    label, SoftmaxWithLoss on the scores in place of the Softmax, BatchNorm on batch statistics;
+    the PyTorch side builds it; an existing output is not written over."""
+    import deploy_to_train as dtt
+    with open(os.path.join(models_dir, "resnet18_deploy.prototxt")) as f:
+        text = f.read()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "resnet18_train.prototxt")
+        with open(path, "w") as f:
+            f.write(dtt.convert(text))
+        with open(path) as f:
+            converted = f.read()
+        check("use_global_stats: true" not in converted, "deploy_to_train: global stats kept")
+        netdef = ctt.train_netdef(path, {"data": (2, 3, 224, 224), "label": (2,)})
+        kinds = [layer.type for layer in netdef.layers]
+        check(kinds[-1] == "SoftmaxWithLoss" and "Softmax" not in kinds
+              and "Input" not in kinds, "deploy_to_train: layers %s" % kinds[-3:])
+        model = ctt.CaffeTrainNet(netdef).train()
+        loss = model(torch.zeros(2, 3, 224, 224), torch.zeros(2, dtype=torch.int64))
+        check(bool(torch.isfinite(loss)), "deploy_to_train: loss %s" % loss)
+        again = subprocess.run([sys.executable, os.path.join(HERE, "deploy_to_train.py"),
+                                os.path.join(models_dir, "resnet18_deploy.prototxt"), path],
+                               capture_output=True, text=True)
+        check(again.returncode != 0 and "exists" in again.stderr,
+              "deploy_to_train: refuses to write over %s" % again.stderr.strip())
+    return "resnet18_deploy -> train: %d layers, loss %.3f" % (len(kinds), float(loss))
+
 def test_train_nets(models_dir):
     lines = []
-    for net, (name, chw) in tb.NETS.items():
+    # The shared nets (the public ones are checked through deploy_to_train below).
+    for net in ("lenet", "caffenet", "resnet18"):
+        name, chw = tb.NETS[net]
         start = time.time()
         prototxt = os.path.join(models_dir, name)
         shapes = tb.data_shapes(prototxt, chw, 2)
@@ -556,6 +586,7 @@ def main():
     torch.manual_seed(0)
     start = time.time()
     steps = [("train nets", lambda: test_train_nets(args.models_dir)),
+             ("deploy to train", lambda: test_deploy_to_train(args.models_dir)),
              ("loss semantics", test_loss_semantics),
              ("train step", lambda: test_train_step(args.models_dir)),
              ("report", test_report),

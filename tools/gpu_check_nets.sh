@@ -20,6 +20,11 @@ if [ "${1:-}" = "--stage" ]; then
   bash tools/pack_gpu_binaries.sh .gpu-nets tools/kiln tests/kernels/conv_cuda_test || exit 1
   cp ../shared/models/caffe/{resnet18,densenet121,caffenet}_deploy.prototxt .gpu-nets/models/
   python3 bench/public_models.py --out .gpu-nets/models "$@" || exit 1
+  # Their training prototxts for bench/train_bench.py (--models-dir .gpu-nets/models).
+  for deploy in .gpu-nets/models/*_deploy.prototxt; do
+    python3 bench/deploy_to_train.py "$deploy" "${deploy%_deploy.prototxt}_train.prototxt" \
+      --overwrite >/dev/null || exit 1
+  done
   grep -qx "/.gpu-nets/" .git/info/exclude || echo "/.gpu-nets/" >>.git/info/exclude
   du -sh .gpu-nets
   exit 0
