@@ -26,6 +26,7 @@ namespace kiln {
   X(BiasGradient)                    \
   X(CTCLoss)                         \
   X(CTCLossGradient)                 \
+  X(ChannelShuffle)                  \
   X(ClippedReLU)                     \
   X(Concat)                          \
   X(Constant)                        \
