@@ -22,11 +22,11 @@ absl::Status RegisterRecurrentOps(OpRegistry& registry);  // RNN, RNNGradient
 absl::Status RegisterEmbedOps(OpRegistry& registry);      // Embed, EmbedGradient
 absl::Status RegisterTileOps(OpRegistry& registry);       // Tile, TileGradient
 absl::Status RegisterChannelShuffleOps(OpRegistry& registry);  // ChannelShuffle
-absl::Status RegisterReductionOps(OpRegistry& registry);  // Reduction, ReductionGradient
-absl::Status RegisterArgMaxOps(OpRegistry& registry);     // ArgMax
-absl::Status RegisterLstmUnitOps(OpRegistry& registry);   // LSTMUnit, LSTMUnitGradient
-absl::Status RegisterCtcOps(OpRegistry& registry);        // CTCLoss, CTCLossGradient
-absl::Status RegisterGradientOps(OpRegistry& registry);   // the backward ops (gradient_ops.cc)
+absl::Status RegisterReductionOps(OpRegistry& registry);       // Reduction, ReductionGradient
+absl::Status RegisterArgMaxOps(OpRegistry& registry);          // ArgMax
+absl::Status RegisterLstmUnitOps(OpRegistry& registry);        // LSTMUnit, LSTMUnitGradient
+absl::Status RegisterCtcOps(OpRegistry& registry);             // CTCLoss, CTCLossGradient
+absl::Status RegisterGradientOps(OpRegistry& registry);        // the backward ops (gradient_ops.cc)
 
 // Registers every family above.
 absl::Status RegisterAllOps(OpRegistry& registry);

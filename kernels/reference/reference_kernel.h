@@ -37,10 +37,10 @@ absl::Status RegisterReferenceConvolution(KernelRegistry& registry);
 absl::Status RegisterReferenceCtc(KernelRegistry& registry);  // CTCLoss, CTCLossGradient
 absl::Status RegisterReferenceDropout(KernelRegistry& registry);
 absl::Status RegisterReferenceEltwise(KernelRegistry& registry);
-absl::Status RegisterReferenceEmbed(KernelRegistry& registry);      // Embed, EmbedGradient
-absl::Status RegisterReferenceTile(KernelRegistry& registry);       // Tile, TileGradient
+absl::Status RegisterReferenceEmbed(KernelRegistry& registry);           // Embed, EmbedGradient
+absl::Status RegisterReferenceTile(KernelRegistry& registry);            // Tile, TileGradient
 absl::Status RegisterReferenceChannelShuffle(KernelRegistry& registry);  // ChannelShuffle
-absl::Status RegisterReferenceReduction(KernelRegistry& registry);  // and ReductionGradient
+absl::Status RegisterReferenceReduction(KernelRegistry& registry);       // and ReductionGradient
 absl::Status RegisterReferenceArgMax(KernelRegistry& registry);
 absl::Status RegisterReferenceLstmUnit(KernelRegistry& registry);  // and LSTMUnitGradient
 absl::Status RegisterReferenceInnerProduct(KernelRegistry& registry);
