@@ -25,6 +25,10 @@ def layer_blocks(text):
         m = pattern.search(text, i)
         if m is None:
             return blocks
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if "#" in text[line_start:m.start()]:  # inside a comment
+            i = m.end()
+            continue
         depth, j, quote = 0, m.end() - 1, None
         while j < n:
             c = text[j]
