@@ -130,7 +130,9 @@ def main():
     args = p.parse_args()
     if os.path.exists(args.out) and not args.overwrite:
         sys.exit("deploy_to_train.py: %s exists (--overwrite replaces it)" % args.out)
-    if os.path.abspath(args.out) == os.path.abspath(args.deploy):
+    same = os.path.abspath(args.out) == os.path.abspath(args.deploy) or (
+        os.path.exists(args.out) and os.path.samefile(args.out, args.deploy))
+    if same:  # also through a link: never written over, even with --overwrite
         sys.exit("deploy_to_train.py: the output is the deploy file itself")
     with open(args.deploy) as f:
         text = f.read()
