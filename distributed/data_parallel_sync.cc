@@ -102,6 +102,7 @@ absl::Status DataParallelSync::StartBuckets(Device& device, int end) {
   void* stream = CollectiveStream(device);
   for (; next_bucket_ < end; ++next_bucket_) {
     const GradientBucket& bucket = plan_.buckets[next_bucket_];
+    unwaited_ = true;
     KILN_RETURN_IF_ERROR(comm_->AllReduce(block_ + bucket.offset, bucket.elements, DataType::kF32,
                                           ReduceOp::kSum, stream));
     ++reductions_;
@@ -142,16 +143,21 @@ absl::Status DataParallelSync::ReduceGradients(Device& device) {
   if (block_ == nullptr && plan_.total_bytes > 0) {
     return absl::FailedPreconditionError("data-parallel: gradients reduced before being bound");
   }
-  // The buckets backward did not start (all of them without overlap), then the wait: after it
-  // every bucket is reduced; the join orders the Trainer's later work (clipping, the update)
-  // after the communication stream on the device as well.
+  // The buckets backward did not start (all of them without overlap), then the join, which
+  // orders the Trainer's later work (clipping, the update) after the communication stream on the
+  // device. No host wait here: FinishStep waits once the update is enqueued.
   const int buckets = static_cast<int>(plan_.buckets.size());
   absl::Status started = StartBuckets(device, buckets);
   next_bucket_ = 0;
   last_step_ = -1;
   KILN_RETURN_IF_ERROR(started);
-  KILN_RETURN_IF_ERROR(comm_->Wait(CollectiveStream(device)));
   return JoinTrainerStream(device);
+}
+
+absl::Status DataParallelSync::FinishStep(Device& device) {
+  if (!unwaited_) return absl::OkStatus();
+  unwaited_ = false;
+  return comm_->Wait(CollectiveStream(device));
 }
 
 absl::Status DataParallelSync::ReduceStatistics(Device& device,
@@ -162,10 +168,10 @@ absl::Status DataParallelSync::ReduceStatistics(Device& device,
   KILN_RETURN_IF_ERROR(OrderAfterTrainerStream(device));
   void* stream = CollectiveStream(device);
   for (const DeviceSpan& span : statistics) {
+    unwaited_ = true;
     KILN_RETURN_IF_ERROR(
         comm_->AllReduce(span.data, span.count, DataType::kF32, ReduceOp::kAverage, stream));
   }
-  KILN_RETURN_IF_ERROR(comm_->Wait(stream));
   return JoinTrainerStream(device);
 }
 

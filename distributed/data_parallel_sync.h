@@ -12,16 +12,17 @@
 // stream of the device (the communication stream), ordered after that step by an event, so it
 // runs while backward goes on with the earlier layers. Buckets start strictly in bucket order.
 // ReduceGradients enqueues the buckets not started yet (those holding a gradient no plan step
-// writes, e.g. every accumulator when iter_size > 1: overlap is then off), waits for the
-// communication stream and orders the Trainer's stream after it, so clipping and the update see
-// the fully reduced gradients. With overlap on, every collective of a step (the statistics too)
-// goes on the communication stream, in one order on every rank: NCCL needs the ranks to issue a
-// communicator's collectives in the same order, and two streams could run them in different
-// orders. Off: every collective runs on the Trainer's stream after backward (and the Trainer's
-// plan may replay a CUDA graph, which an observed pass cannot).
+// writes, e.g. every accumulator when iter_size > 1: overlap is then off) and orders the
+// Trainer's stream after the communication stream, so clipping and the update see the fully
+// reduced gradients; the host does not wait there, so the update is enqueued while the last
+// buckets run. FinishStep then waits for the step's collectives. With overlap on, every collective
+// of a step (the statistics too) goes on the communication stream, in one order on every rank: NCCL
+// needs the ranks to issue a communicator's collectives in the same order, and two streams could
+// run them in different orders. Off: every collective runs on the Trainer's stream after backward
+// (and the Trainer's plan may replay a CUDA graph, which an observed pass cannot).
 //
-// Every group of collectives is followed by Communicator::Wait, so a dead peer surfaces here as
-// an error within the communicator's timeout.
+// Every step's collectives are followed by Communicator::Wait (in FinishStep; ShareParameters
+// waits itself), so a dead peer surfaces here as an error within the communicator's timeout.
 #ifndef KILN_DISTRIBUTED_DATA_PARALLEL_SYNC_H_
 #define KILN_DISTRIBUTED_DATA_PARALLEL_SYNC_H_
 
@@ -61,6 +62,7 @@ class DataParallelSync : public GradientSync {
   absl::Status OnStepEnqueued(Device& device, int step) override;
   absl::Status ReduceGradients(Device& device) override;
   absl::Status ReduceStatistics(Device& device, const std::vector<DeviceSpan>& statistics) override;
+  absl::Status FinishStep(Device& device) override;
   int gradient_divisor() const override { return comm_->world_size(); }
 
   // The gradients in production order (names and bytes) and their buckets.
@@ -100,6 +102,7 @@ class DataParallelSync : public GradientSync {
   std::unique_ptr<DeviceEvent> comm_done_;     // recorded on the communication stream
   int next_bucket_ = 0;                        // the first bucket of this step not started yet
   int last_step_ = -1;                         // the last step OnStepEnqueued heard of
+  bool unwaited_ = false;  // collectives enqueued since the last Wait (FinishStep waits for them)
   int64_t reductions_ = 0;
   int64_t reductions_during_backward_ = 0;
 };

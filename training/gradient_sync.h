@@ -73,10 +73,17 @@ class GradientSync {
   // Trainer::Step, after the passes and before clipping and the update: the gradients become
   // their sum over the ranks (including what OnStepEnqueued started), and the work enqueued on
   // device.stream() afterwards sees them; the BatchNorm statistics may be averaged (the sync's
-  // option; called just before ReduceGradients).
+  // option; called just before ReduceGradients). Both may return before the collectives have
+  // run: the device orders the later work after them, and FinishStep waits for them.
   virtual absl::Status ReduceGradients(Device& device) = 0;
   virtual absl::Status ReduceStatistics(Device& device,
                                         const std::vector<DeviceSpan>& statistics) = 0;
+  // Trainer::Step, once the update has been enqueued, and before anything the host reads back
+  // after ReduceGradients (the clipping norm): waits, bounded by the sync's timeout, for the
+  // step's collectives, so a dead peer surfaces as this step's error instead of a hang in a later
+  // host wait. Waiting only here, not in ReduceGradients, lets the update be enqueued while the
+  // last all-reduces run. A second call in the same step returns at once.
+  virtual absl::Status FinishStep(Device& device) { return absl::OkStatus(); }
   // What the summed gradients are divided by (the number of ranks).
   virtual int gradient_divisor() const = 0;
 };

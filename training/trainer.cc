@@ -234,7 +234,8 @@ absl::Status Trainer::Step(bool read_loss) {
     KILN_RETURN_IF_ERROR(sync_->ReduceStatistics(device, stats));
     KILN_RETURN_IF_ERROR(sync_->ReduceGradients(device));
   }
-  return Update();
+  KILN_RETURN_IF_ERROR(Update());
+  return sync_ != nullptr ? sync_->FinishStep(device) : absl::OkStatus();
 }
 
 // accum += grad: an SGD step of rate -1 without momentum or decay adds the gradient to its
@@ -466,6 +467,8 @@ absl::Status Trainer::Update() {
         KILN_RETURN_IF_ERROR(dnn::SumOfSquaresCuda(
             s.count, gradient_of(s), static_cast<double*>(norm_scratch_), device.stream()));
       }
+      // The copy waits for the reduced gradients: bound that wait by the sync's timeout first.
+      if (sync_ != nullptr) KILN_RETURN_IF_ERROR(sync_->FinishStep(device));
       KILN_RETURN_IF_ERROR(device.CopyToHost(&sum, norm_scratch_, sizeof(double)));
     } else {
       for (ParamState& s : state_) sum += dnn::SumOfSquaresHost(s.count, gradient_of(s));

@@ -50,6 +50,9 @@ struct Timeline {
     int at = 0;  // `now` when it was issued
   };
   std::vector<AllReduce> all_reduces;
+  int64_t waits = 0;               // Communicator::Wait calls
+  int64_t all_reduces_waited = 0;  // all_reduces.size() at the last Wait
+  absl::Status wait_result;        // what Wait returns instead of the inner one's, when not OK
 };
 
 // Forwards to a real communicator, noting the all-reduces of the gradient block.
@@ -74,7 +77,12 @@ class RecordingCommunicator : public Communicator {
     return inner_->Broadcast(buffer, count, dtype, root, stream);
   }
   absl::Status Barrier(void* stream) override { return inner_->Barrier(stream); }
-  absl::Status Wait(void* stream) override { return inner_->Wait(stream); }
+  absl::Status Wait(void* stream) override {
+    ++timeline_->waits;
+    timeline_->all_reduces_waited = static_cast<int64_t>(timeline_->all_reduces.size());
+    if (!timeline_->wait_result.ok()) return timeline_->wait_result;
+    return inner_->Wait(stream);
+  }
   void Abort(absl::string_view reason) override { inner_->Abort(reason); }
   absl::Duration timeout() const override { return inner_->timeout(); }
 
@@ -121,6 +129,7 @@ class ObservingSync : public GradientSync {
                                 const std::vector<DeviceSpan>& statistics) override {
     return sync_.ReduceStatistics(device, statistics);
   }
+  absl::Status FinishStep(Device& device) override { return sync_.FinishStep(device); }
   int gradient_divisor() const override { return sync_.gradient_divisor(); }
   const DataParallelSync& sync() const { return sync_; }
 
@@ -397,6 +406,62 @@ TEST(GradientOverlapTest, TheSyncStartsBucketsInOrderAsTheirStepsAreReported) {
   }
   EXPECT_EQ(sync.reductions(), 8);
   EXPECT_EQ(sync.reductions_during_backward(), 6);
+}
+
+// The host waits for a step's collectives once, in FinishStep, not in ReduceGradients (so the
+// update is enqueued while the last buckets run); a second FinishStep, or one with nothing
+// enqueued since, does not wait again.
+TEST(GradientOverlapTest, TheSyncWaitsOnceAStepInFinishStep) {
+  Group g = MakeGroup(1);
+  Timeline t;
+  RecordingCommunicator comm(g.pointers[0], &t);
+  DataParallelOptions options = SmallBuckets(/*overlap=*/true);
+  options.sync_batch_norm_statistics = true;
+  DataParallelSync sync(&comm, options);
+  std::vector<GradientSlot> slots = {{"w0", 64, 5}, {"w1", 64, 2}};
+  absl::StatusOr<GradientLayout> layout = sync.PlanGradients(slots);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  std::unique_ptr<Device> host = CreateHostDevice();
+  std::vector<float> block(layout->total_bytes / sizeof(float), 1.0f);
+  t.block = reinterpret_cast<const char*>(block.data());
+  t.block_bytes = layout->total_bytes;
+  ASSERT_TRUE(sync.BindGradients(*host, block.data()).ok());
+  EXPECT_TRUE(sync.FinishStep(*host).ok());
+  EXPECT_EQ(t.waits, 0) << "nothing was enqueued yet";
+  std::vector<float> statistics(3, 2.0f);
+  for (int step = 1; step <= 2; ++step) {
+    SCOPED_TRACE(absl::StrCat("step ", step));
+    for (int s = 0; s <= 6; ++s) ASSERT_TRUE(sync.OnStepEnqueued(*host, s).ok());
+    ASSERT_TRUE(sync.ReduceStatistics(*host, {{statistics.data(), 3}}).ok());
+    ASSERT_TRUE(sync.ReduceGradients(*host).ok());
+    EXPECT_EQ(t.waits, step - 1) << "ReduceStatistics or ReduceGradients waited";
+    ASSERT_TRUE(sync.FinishStep(*host).ok());
+    EXPECT_EQ(t.waits, step);
+    EXPECT_EQ(t.all_reduces_waited, static_cast<int64_t>(t.all_reduces.size()));
+    ASSERT_TRUE(sync.FinishStep(*host).ok());
+    EXPECT_EQ(t.waits, step) << "a second FinishStep waited again";
+  }
+  EXPECT_EQ(sync.reductions(), 2 * static_cast<int64_t>(sync.buckets().buckets.size()));
+}
+
+// Through the Trainer: every step waits once, after its last all-reduce; a failed wait (a dead
+// peer seen by the communicator's timeout) is that step's error.
+TEST(GradientOverlapTest, EveryStepWaitsForItsCollectivesAndAFailedWaitFailsTheStep) {
+  const int steps = 3;
+  std::unique_ptr<TwoRanks> two = TrainTwoRanks(Solver("ov_wait", 8), SmallBuckets(true), steps);
+  ASSERT_NE(two, nullptr);
+  for (int r = 0; r < 2; ++r) {
+    const Timeline& t = two->ranks[r]->timeline;
+    EXPECT_EQ(t.waits, steps + 1) << "rank " << r << ": the start's broadcast, then each step";
+    EXPECT_EQ(t.all_reduces_waited, static_cast<int64_t>(t.all_reduces.size())) << "rank " << r;
+  }
+  for (int r = 0; r < 2; ++r) {
+    two->ranks[r]->timeline.wait_result = absl::DeadlineExceededError("peer gone (injected)");
+  }
+  absl::Status failed =
+      OnEveryRank(two->group, [&](int r) { return two->ranks[r]->trainer->Step(); });
+  EXPECT_EQ(failed.code(), absl::StatusCode::kDeadlineExceeded) << failed;
+  EXPECT_NE(failed.message().find("peer gone (injected)"), std::string::npos) << failed;
 }
 
 }  // namespace
