@@ -150,16 +150,27 @@ absl::StatusOr<std::vector<Node*>> Graph::TopologicalOrder() const {
   }
   auto by_id = [](const Node* a, const Node* b) { return a->id() > b->id(); };
   std::priority_queue<Node*, std::vector<Node*>, decltype(by_id)> ready(by_id);
+  // Nodes that read something but feed no node (they only write graph outputs: the Converts a
+  // precision or layout pass adds in front of outputs, a training plan's gradients) go as soon
+  // as they are ready. By creation id alone they would all wait for the end of the plan, since a
+  // pass creates them after every other node: then no gradient would be written before backward
+  // ends, and data-parallel training could not start reducing a bucket early. Running them early
+  // also frees their input's buffer sooner.
+  std::priority_queue<Node*, std::vector<Node*>, decltype(by_id)> ready_sinks(by_id);
+  auto make_ready = [&](Node* n) {
+    (!n->inputs_.empty() && users[n].empty() ? ready_sinks : ready).push(n);
+  };
   for (const auto& n : nodes_) {
-    if (pending[n.get()] == 0) ready.push(n.get());
+    if (pending[n.get()] == 0) make_ready(n.get());
   }
   std::vector<Node*> order;
-  while (!ready.empty()) {
-    Node* n = ready.top();
-    ready.pop();
+  while (!ready.empty() || !ready_sinks.empty()) {
+    auto& from = ready_sinks.empty() ? ready : ready_sinks;
+    Node* n = from.top();
+    from.pop();
     order.push_back(n);
     for (Node* u : users[n]) {
-      if (--pending[u] == 0) ready.push(u);
+      if (--pending[u] == 0) make_ready(u);
     }
   }
   if (order.size() != nodes_.size()) {

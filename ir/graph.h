@@ -113,7 +113,8 @@ class Graph {
 
   // Nodes in creation order (use TopologicalOrder() for execution order).
   std::vector<Node*> nodes() const;
-  // Producers before consumers; ties by creation id, so the order is deterministic.
+  // Producers before consumers; a node that feeds no node (it writes only graph outputs) as soon
+  // as its inputs are ready; other ties by creation id, so the order is deterministic.
   // InvalidArgument naming a node on the cycle if there is one.
   absl::StatusOr<std::vector<Node*>> TopologicalOrder() const;
   const std::vector<GraphOutput>& outputs() const { return outputs_; }

@@ -252,6 +252,26 @@ TEST(GraphTest, TopologicalOrderIsDeterministic) {
   EXPECT_EQ(order->back()->name(), "prob");
 }
 
+// A node that feeds no other node (it only writes a graph output) runs as soon as its input is
+// ready, even when it was created last: a pass's output Convert, a training plan's gradient.
+// By creation id alone it would run at the very end.
+TEST(GraphTest, ANodeFeedingOnlyAnOutputRunsRightAfterItsInput) {
+  GraphBuilder b(Registry());
+  Value x = *b.Input("data", F32({2, 3}));
+  Value first = *b.Relu(x, 0, "first");
+  Value second = *b.Relu(first, 0, "second");
+  Value third = *b.Relu(second, 0, "third");
+  ASSERT_TRUE(b.Output("out", third).ok());
+  Value early = *b.Relu(first, 0, "early_sink");  // created last, reads `first`
+  ASSERT_TRUE(b.Output("early", early).ok());
+  auto g = b.Finish();
+  auto order = g->TopologicalOrder();
+  ASSERT_TRUE(order.ok()) << order.status();
+  std::vector<std::string> names;
+  for (const Node* n : *order) names.push_back(n->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"data", "first", "early_sink", "second", "third"}));
+}
+
 TEST(GraphTest, CloneIsIndependentAndEqual) {
   auto g = SmallGraph();
   auto copy = g->Clone();
