@@ -110,6 +110,14 @@ absl::Status DataParallelSync::StartBuckets(Device& device, int end) {
   return absl::OkStatus();
 }
 
+std::vector<int> DataParallelSync::ObservedSteps() const {
+  std::vector<int> steps;
+  for (int s : start_step_) {
+    if (s >= 0 && (steps.empty() || s > steps.back())) steps.push_back(s);
+  }
+  return steps;  // ascending: buckets start in order, so their steps never decrease
+}
+
 absl::Status DataParallelSync::OnStepEnqueued(Device& device, int step) {
   if (block_ == nullptr && plan_.total_bytes > 0) {
     return absl::FailedPreconditionError("data-parallel: gradients reduced before being bound");

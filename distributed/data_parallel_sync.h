@@ -60,6 +60,9 @@ class DataParallelSync : public GradientSync {
                                const std::vector<DeviceSpan>& statistics) override;
   bool ActsDuringBackward() const override;
   absl::Status OnStepEnqueued(Device& device, int step) override;
+  // The steps after which a bucket starts: the plan runs the stretches between them from CUDA
+  // graphs.
+  std::vector<int> ObservedSteps() const override;
   absl::Status ReduceGradients(Device& device) override;
   absl::Status ReduceStatistics(Device& device, const std::vector<DeviceSpan>& statistics) override;
   absl::Status FinishStep(Device& device) override;

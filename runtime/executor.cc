@@ -87,6 +87,7 @@ ExecutionContext::~ExecutionContext() {
   device_->MakeCurrent().IgnoreError();
   device_->Synchronize().IgnoreError();  // nothing may still use what is freed below
   DropGraph();
+  DropStretchGraphs();
   caller_ready_.reset();
   run_done_.reset();
   for (auto& [buffer, p] : staging_) device_->FreeStaging(p);
@@ -139,6 +140,13 @@ void ExecutionContext::DropGraph() {
   graph_bindings_.clear();
 }
 
+void ExecutionContext::DropStretchGraphs() {
+  for (void* g : stretch_graphs_) device_->DestroyGraph(g);
+  stretch_graphs_.clear();
+  stretch_stops_.clear();
+  stretch_bindings_.clear();
+}
+
 void* ExecutionContext::Address(int buffer) const {
   const int root = plan_.RootBuffer(buffer);
   const int64_t within = plan_.OffsetInRoot(buffer);
@@ -149,10 +157,39 @@ void* ExecutionContext::Address(int buffer) const {
   return base + b.offset + within;
 }
 
+namespace {
+
+// Whether `observer` wants to hear of `step`.
+bool Wants(const StepObserver& observer, int step) {
+  return observer.call_after.empty() ||
+         std::binary_search(observer.call_after.begin(), observer.call_after.end(), step);
+}
+
+}  // namespace
+
+absl::Status ExecutionContext::EnqueueSteps(size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i) KILN_RETURN_IF_ERROR(RunStepsEagerlyOne(i));
+  return absl::OkStatus();
+}
+
 absl::Status ExecutionContext::RunStepsEagerly(DeviceTimer* timer, const StepObserver* observer) {
   const std::vector<PlanStep>& steps = plan_.steps();
   if (timer != nullptr) KILN_RETURN_IF_ERROR(timer->Record(0));
   for (size_t i = 0; i < steps.size(); ++i) {
+    KILN_RETURN_IF_ERROR(RunStepsEagerlyOne(i));
+    if (timer != nullptr) KILN_RETURN_IF_ERROR(timer->Record(static_cast<int>(i) + 1));
+    if (observer != nullptr && Wants(*observer, static_cast<int>(i))) {
+      KILN_RETURN_IF_ERROR(
+          Annotate(observer->after_step(static_cast<int>(i), device_->stream()),
+                   absl::StrCat("run: after step ", i, " (node '", steps[i].node->name(), "')")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExecutionContext::RunStepsEagerlyOne(size_t i) {
+  const std::vector<PlanStep>& steps = plan_.steps();
+  {
     const PlanStep& step = steps[i];
     if (!step.is_view) {
       KernelArgs args;
@@ -172,12 +209,57 @@ absl::Status ExecutionContext::RunStepsEagerly(DeviceTimer* timer, const StepObs
           Annotate(step.kernel->Run(args),
                    absl::StrCat("run: node '", step.node->name(), "' (", step.kernel_name, ")")));
     }
-    if (timer != nullptr) KILN_RETURN_IF_ERROR(timer->Record(static_cast<int>(i) + 1));
-    if (observer != nullptr) {
-      KILN_RETURN_IF_ERROR(
-          Annotate(observer->after_step(static_cast<int>(i), device_->stream()),
-                   absl::StrCat("run: after step ", i, " (node '", step.node->name(), "')")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExecutionContext::RunStretches(const StepObserver& observer) {
+  const std::vector<int>& stops = observer.call_after;
+  const int n = static_cast<int>(plan_.steps().size());
+  // The first run with these stops and bindings goes step by step (kernels make their
+  // per-context resources then, which capture would not allow); the next captures.
+  if (stretch_stops_ != stops || stretch_bindings_ != external_) {
+    DropStretchGraphs();
+    stretch_stops_ = stops;
+    stretch_bindings_ = external_;
+    return RunStepsEagerly(nullptr, &observer);
+  }
+  int begin = 0;
+  for (size_t k = 0; k <= stops.size(); ++k) {
+    const int end = k < stops.size() ? stops[k] + 1 : n;  // this stretch: steps [begin, end)
+    if (end > begin) {
+      if (k < stretch_graphs_.size()) {
+        KILN_RETURN_IF_ERROR(
+            Annotate(device_->Replay(stretch_graphs_[k]), "run: replaying a stretch's graph"));
+        replayed_graph_ = true;
+      } else if (capture_failed_) {
+        KILN_RETURN_IF_ERROR(EnqueueSteps(begin, end));
+      } else {
+        KILN_RETURN_IF_ERROR(device_->BeginCapture());
+        absl::Status recorded = EnqueueSteps(begin, end);
+        absl::StatusOr<void*> graph = device_->EndCapture();
+        if (!recorded.ok() || !graph.ok()) {
+          // Nothing of this stretch ran: note why, and run it (and every later one) step by step.
+          capture_failed_ = true;
+          capture_problem_ = std::string((recorded.ok() ? graph.status() : recorded).message());
+          if (graph.ok()) device_->DestroyGraph(*graph);
+          KILN_RETURN_IF_ERROR(EnqueueSteps(begin, end));
+        } else {
+          stretch_graphs_.push_back(*graph);
+          KILN_RETURN_IF_ERROR(
+              Annotate(device_->Replay(*graph), "run: replaying a stretch's graph"));
+          replayed_graph_ = true;
+        }
+      }
+    } else if (k >= stretch_graphs_.size() && !capture_failed_) {
+      stretch_graphs_.push_back(nullptr);  // an empty stretch (a stop on the last step)
     }
+    if (k < stops.size()) {
+      KILN_RETURN_IF_ERROR(Annotate(observer.after_step(stops[k], device_->stream()),
+                                    absl::StrCat("run: after step ", stops[k], " (node '",
+                                                 plan_.steps()[stops[k]].node->name(), "')")));
+    }
+    begin = end;
   }
   return absl::OkStatus();
 }
@@ -211,18 +293,22 @@ absl::Status ExecutionContext::RunSteps(const StepObserver* observer) {
     // Step by step, the caller's observer first, then the check.
     StepObserver checked;
     checked.after_step = [&](int step, void* stream) -> absl::Status {
-      if (observer != nullptr && observer->after_step) {
+      if (observer != nullptr && observer->after_step && Wants(*observer, step)) {
         KILN_RETURN_IF_ERROR(observer->after_step(step, stream));
       }
       return CheckFinite(step);
     };
     return RunStepsEagerly(nullptr, &checked);
   }
-  // An observed run goes step by step (StepObserver says why) and leaves the graph and its
-  // bookkeeping alone, so the next unobserved run replays or captures as it would have.
-  if (observer != nullptr && observer->after_step) return RunStepsEagerly(nullptr, observer);
   const bool graphs = options_.use_cuda_graphs && !options_.poison_buffers &&
                       device_->kind() == DeviceKind::kCuda && !capture_failed_;
+  // An observed run leaves the plain graph and its bookkeeping alone, so the next unobserved run
+  // replays or captures as it would have. It goes step by step, or by stretches when it names
+  // its stops (StepObserver says why).
+  if (observer != nullptr && observer->after_step) {
+    if (graphs && !observer->call_after.empty()) return RunStretches(*observer);
+    return RunStepsEagerly(nullptr, observer);
+  }
   if (graphs && graph_ != nullptr && graph_bindings_ == external_) {
     KILN_RETURN_IF_ERROR(Annotate(device_->Replay(graph_), "run: replaying the CUDA graph"));
     replayed_graph_ = true;
@@ -350,6 +436,17 @@ absl::Status ExecutionContext::RunOnDevice(const std::map<std::string, const voi
     for (const auto& [name, buffer] : *ports) {
       if (!bound.count(plan_.RootBuffer(buffer))) {
         return absl::InvalidArgumentError(absl::StrCat("run: '", name, "' is not bound"));
+      }
+    }
+  }
+  if (observer != nullptr) {
+    const std::vector<int>& stops = observer->call_after;
+    for (size_t k = 0; k < stops.size(); ++k) {
+      if (stops[k] < 0 || stops[k] >= static_cast<int>(plan_.steps().size()) ||
+          (k > 0 && stops[k] <= stops[k - 1])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("run: the observer's call_after must be ascending steps of the plan's ",
+                         plan_.steps().size(), "; entry ", k, " is ", stops[k]));
       }
     }
   }

@@ -46,18 +46,22 @@ struct ContextOptions {
 // enqueued, while the rest of the plan goes on. General on purpose: the executor knows nothing of
 // what the caller does.
 //
-// A run with an observer enqueues its steps one by one, never capturing or replaying a CUDA
-// graph: a replayed graph enqueues every step at once, so there would be no host moment between
-// two steps to call back in (and work the observer enqueues on other streams would have to be
-// captured into the graph too, which collectives with timeouts and error polling cannot be). The
-// cost is the launch time of each step; runs without an observer keep their graph, which is left
-// as it was.
+// A replayed graph enqueues every step at once, so there is no host moment between two steps to
+// call back in (and the work the observer enqueues on other streams is never captured: collectives
+// with timeouts and error polling cannot be). So an observer that wants every step makes the run
+// enqueue its steps one by one. One that names the few steps it needs (call_after) gets a CUDA
+// graph per stretch of steps between them instead: captured on the second such run, replayed
+// while the stops and the bound addresses stay the same, with the callback between two stretches.
+// Runs without an observer keep their own graph, which observed runs leave as it was.
 struct StepObserver {
   // Called in step order for every plan step (an index into plan().steps(), views included),
   // right after the step's work has been enqueued on `stream` (the context's stream,
   // device().stream()): work enqueued on `stream` from then on runs after it, and on the host
   // device the step has run. A non-OK status stops the run; it is returned naming the step.
   std::function<absl::Status(int step, void* stream)> after_step;
+  // The steps after_step is called after (strictly ascending plan step indices); empty: every
+  // step. A list lets the steps between two of them run from a captured graph (see above).
+  std::vector<int> call_after;
 };
 
 // Per-step device times of one instrumented run.
@@ -153,7 +157,14 @@ class ExecutionContext {
   // capturing one after the first ordinary run; step by step when there is an observer.
   absl::Status RunSteps(const StepObserver* observer = nullptr);
   absl::Status RunStepsEagerly(DeviceTimer* timer, const StepObserver* observer = nullptr);
+  // Enqueues step i, or steps [begin, end), on the context's stream.
+  absl::Status RunStepsEagerlyOne(size_t i);
+  absl::Status EnqueueSteps(size_t begin, size_t end);
+  // An observed run with call_after: stretch by stretch, replaying or capturing each stretch's
+  // graph, the observer called between them.
+  absl::Status RunStretches(const StepObserver& observer);
   void DropGraph();
+  void DropStretchGraphs();
   // check_finite's test of one step's outputs (it waits for the device).
   absl::Status CheckFinite(int step);
   // Copies the last Run's inputs from staging into the arena again (not those bound by the
@@ -178,6 +189,11 @@ class ExecutionContext {
   void* graph_ = nullptr;
   std::map<int, void*> graph_bindings_;
   int eager_runs_ = 0;
+  // Observed runs with call_after: one graph per stretch of steps (captured so far), and the
+  // stops and bindings of the last such run.
+  std::vector<void*> stretch_graphs_;
+  std::vector<int> stretch_stops_;
+  std::map<int, void*> stretch_bindings_;
   bool capture_failed_ = false;
   bool replayed_graph_ = false;
   std::string capture_problem_;

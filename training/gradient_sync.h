@@ -70,6 +70,10 @@ class GradientSync {
   // leave device.stream() ordered after that work again by the end of ReduceGradients. An error
   // stops the step.
   virtual absl::Status OnStepEnqueued(Device& device, int step) { return absl::OkStatus(); }
+  // The steps OnStepEnqueued must hear of (ascending); empty: every step. Naming them lets the
+  // plan run the stretches between them from captured CUDA graphs (StepObserver::call_after)
+  // instead of launching every step from the host.
+  virtual std::vector<int> ObservedSteps() const { return {}; }
   // Trainer::Step, after the passes and before clipping and the update: the gradients become
   // their sum over the ranks (including what OnStepEnqueued started), and the work enqueued on
   // device.stream() afterwards sees them; the BatchNorm statistics may be averaged (the sync's

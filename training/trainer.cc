@@ -192,6 +192,7 @@ absl::Status Trainer::Step(bool read_loss) {
   StepObserver observer;
   if (sync_ != nullptr && sync_->ActsDuringBackward()) {
     observer.after_step = [&](int step, void*) { return sync_->OnStepEnqueued(device, step); };
+    observer.call_after = sync_->ObservedSteps();
   }
   double loss = 0;
   for (int k = 0; k < iter_size; ++k) {

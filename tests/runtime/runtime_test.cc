@@ -329,6 +329,45 @@ TEST(ExecutorTest, AStepObserverHearsEveryStepInOrderOnceItIsEnqueued) {
   EXPECT_EQ(y2, y);
 }
 
+// An observer naming its stops (call_after) hears only those, in order, and the run computes the
+// same bytes; stops that are not ascending steps of the plan are refused before anything runs.
+TEST(ExecutorTest, AnObserverWithStopsHearsOnlyThem) {
+  TwoOutputs p = TwoOutputPlan();
+  ASSERT_GE(p.writes_a, 0);
+  const int steps = static_cast<int>(p.plan->steps().size());
+  ASSERT_LT(p.writes_a, steps - 1);
+  auto ctx = *ExecutionContext::Create(*p.plan);
+  HostTensor x = RandomTensor(F32({4, 8}), 7);
+  std::vector<int> heard;
+  StepObserver observer;
+  observer.after_step = [&](int step, void*) -> absl::Status {
+    heard.push_back(step);
+    return absl::OkStatus();
+  };
+  observer.call_after = {p.writes_a, steps - 1};
+  std::vector<float> a(32), y(32), a2(32), y2(32);
+  for (int run = 0; run < 3; ++run) {  // first run, then the runs that capture/replay on a GPU
+    heard.clear();
+    ASSERT_TRUE(
+        ctx->RunOnDevice({{"x", x.data()}}, {{"a", a.data()}, {"y", y.data()}}, &observer).ok());
+    EXPECT_EQ(heard, observer.call_after) << "run " << run;
+  }
+  ASSERT_TRUE(ctx->RunOnDevice({{"x", x.data()}}, {{"a", a2.data()}, {"y", y2.data()}}).ok());
+  EXPECT_EQ(a2, a);
+  EXPECT_EQ(y2, y);
+  for (const std::vector<int>& bad :
+       {std::vector<int>{steps - 1, p.writes_a}, std::vector<int>{p.writes_a, p.writes_a},
+        std::vector<int>{steps}, std::vector<int>{-1}}) {
+    observer.call_after = bad;
+    heard.clear();
+    const absl::Status status =
+        ctx->RunOnDevice({{"x", x.data()}}, {{"a", a.data()}, {"y", y.data()}}, &observer);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_NE(status.message().find("call_after"), std::string::npos) << status;
+    EXPECT_TRUE(heard.empty());
+  }
+}
+
 TEST(ExecutorTest, AnObserverErrorStopsTheRunAndNamesTheStep) {
   TwoOutputs p = TwoOutputPlan();
   ASSERT_GE(p.writes_a, 0);
