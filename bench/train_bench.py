@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""One training step (forward, backward, SGD momentum update): Kiln against PyTorch eager, on the
-same GPU in the same run (issue 17).
+"""One training step (forward, backward, SGD momentum update): Kiln against PyTorch eager and
+torch.compile, on the same GPU in the same run (issues 17 and 37).
 
 Run on the GPU machine (needs numpy, torch with CUDA, and a built `kiln` binary):
 
     python3 bench/train_bench.py --kiln bazel-bin/tools/kiln --models-dir ../shared/models/caffe \
         --out /tmp/train_bench [--rows lenet:64,caffenet:128,resnet18:64] \
-        [--precisions fp32,fp16] [--iterations 30] \
+        [--precisions fp32,fp16] [--iterations 30] [--compile-mode default|none|...] \
         [--kiln-args "--algo measure --tuning-file /tmp/train_bench/tuning.txt"] \
         [--perf-md docs/PERF.md]
 
@@ -23,14 +23,23 @@ For every (net, batch, precision) row:
    autocast + GradScaler with f32 weights and channels_last; cudnn.benchmark on; 10 warm-up steps,
    then the median of --iterations CUDA-event-timed steps; peak memory = max_memory_allocated()
    over the timed steps (stats reset after the warm-up, everything of the previous row freed).
-3. Both sides use synthetic data: N(0,1) images and integer labels in [0, 10); the data layers'
+3. PyTorch compiled (train_bench_torch.compiled_train_row, unless --compile-mode none): the same
+   step, fresh net and optimizer, with the module under torch.compile(net[, mode=--compile-mode])
+   (forward and backward compiled; zero_grad, GradScaler and the SGD step eager as above). The
+   steps that compile are warm-up: it goes on until max(--warmup, 3) steps in a row compiled
+   nothing new, and their wall time is reported apart (compiled_compile_s, compiled_first_step_s);
+   then the median of --iterations CUDA-event-timed steps and max_memory_allocated() as for eager.
+4. All sides use synthetic data: N(0,1) images and integer labels in [0, 10); the data layers'
    databases need not exist, their shapes come from NETS below and the row's batch.
 
-The target: Kiln's step <= 0.8 x eager's time, with Kiln's memory no higher than PyTorch's peak.
+The target: Kiln's step <= 0.8 x eager's time, with Kiln's memory no higher than PyTorch's peak,
+and, where the compiled side ran, Kiln's step <= compiled's (columns "compiled step ms" and
+"compiled/Kiln ratio"; they appear when --compile-mode is not none).
 OUT/train_bench.json is rewritten after every row (a run cut short keeps what it finished); the
 table goes to OUT/train_bench.md, into --perf-md between the train-bench markers, and to stdout.
-A failure of one side in one row (kiln exits non-zero, PyTorch raises) is recorded in the row with
-its stderr tail or traceback, and the run goes on. Progress lines with an ETA go to stderr.
+A failure of one side in one row (kiln exits non-zero, PyTorch raises, torch.compile raises or is
+missing as in PyTorch 1.x: compiled_error, "n/a" in the table) is recorded in the row with its
+stderr tail or traceback, and the run goes on. Progress lines with an ETA go to stderr.
 """
 
 import argparse
@@ -52,6 +61,11 @@ from graph_bench_report import Progress, clock, fmt, geomean, ratio  # noqa: E40
 BEGIN_MARK = "<!-- train-bench:begin -->"
 END_MARK = "<!-- train-bench:end -->"
 TARGET_STEP_RATIO = 0.8  # Kiln step ms <= 0.8 x PyTorch eager step ms
+TARGET_COMPILED_RATIO = 1.0  # Kiln step ms <= 1.0 x torch.compile's step ms (issue 37)
+# torch.compile modes; "none" skips the compiled side. max-autotune-no-cudagraphs autotunes
+# kernels without reduce-overhead's CUDA graphs; max-autotune does both.
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune",
+                 "none")
 DEFAULT_ROWS = "lenet:64,caffenet:128,resnet18:64"
 # net -> (train prototxt in --models-dir, C, H, W of the image top of its data layer)
 NETS = {
@@ -68,6 +82,11 @@ NETS = {
 TABLE_HEADER = ("| net | batch | precision | Kiln step ms | PyTorch eager step ms | eager/Kiln "
                 "ratio | Kiln MiB | torch MiB | target met |")
 TABLE_RULE = "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |"
+# The table when the compiled side ran (some row has compiled_mode): two columns more.
+COMPILED_TABLE_HEADER = ("| net | batch | precision | Kiln step ms | PyTorch eager step ms | "
+                         "eager/Kiln ratio | compiled step ms | compiled/Kiln ratio | Kiln MiB | "
+                         "torch MiB | target met |")
+COMPILED_TABLE_RULE = "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 
 _START = time.time()
 
@@ -217,13 +236,44 @@ def torch_part(row, prototxt, shapes, args):
             torch.cuda.empty_cache()
 
 
+def compiled_part(row, prototxt, shapes, args):
+    """torch.compile's side of the row (args.compile_mode); a failure, or a PyTorch without
+    torch.compile, is compiled_error and the row's other numbers stay."""
+    import torch
+    row["compiled_mode"] = args.compile_mode
+    if row.get("torch_error"):
+        # The same net and step: they would fail the same way, slower.
+        row["compiled_error"] = "not run (PyTorch eager failed)"
+        return
+    try:
+        import train_bench_torch as tbt
+        row.update(tbt.compiled_train_row(prototxt, shapes, row["precision"], args.iterations,
+                                          args.warmup, args.torch_device, args.compile_mode))
+    except Exception as e:  # noqa: BLE001  (compiled_train_row catches its own; this is a bug)
+        row["compiled_error"] = "%s: %s" % (type(e).__name__, str(e).strip().splitlines()[0]
+                                            if str(e).strip() else "")
+        row["compiled_traceback"] = traceback.format_exc()[-20000:]
+    finally:
+        gc.collect()
+        if args.torch_device == "cuda":
+            torch.cuda.empty_cache()
+
+
+def compile_mode_of(args):
+    """The torch.compile mode to run, or None for none (and for callers' argument objects that
+    predate --compile-mode)."""
+    mode = getattr(args, "compile_mode", None)
+    return None if mode in (None, "", "none") else mode
+
+
 # ------------------------------------------------------------------------------------------------
 # Tables and the PERF.md section
 # ------------------------------------------------------------------------------------------------
 
 def row_verdict(row):
     """(eager/Kiln ratio or None, target: True, False or None when a number is missing, the
-    reasons it was missed)."""
+    reasons it was missed: "time" (eager), "memory", "compiled" (where the compiled side ran;
+    one that failed leaves the verdict to eager and memory, its n/a is in the table))."""
     speed = ratio(row.get("torch_step_ms"), row.get("kiln_step_ms"))
     kiln_bytes, torch_bytes = row.get("kiln_total_bytes"), row.get("torch_peak_bytes")
     if speed is None or not kiln_bytes or not torch_bytes:
@@ -233,7 +283,25 @@ def row_verdict(row):
         missed.append("time")
     if kiln_bytes > torch_bytes:
         missed.append("memory")
+    if compiled_ratio(row) is not None \
+            and row["kiln_step_ms"] > TARGET_COMPILED_RATIO * row["compiled_step_ms"]:
+        missed.append("compiled")
     return speed, not missed, missed
+
+
+def compiled_ratio(row):
+    """compiled/Kiln step time, or None (no compiled side, or a number missing)."""
+    if row.get("compiled_error"):
+        return None
+    return ratio(row.get("compiled_step_ms"), row.get("kiln_step_ms"))
+
+
+def has_compiled(rows):
+    return any(r.get("compiled_mode") for r in rows)
+
+
+def compiled_modes(rows):
+    return ", ".join(sorted({str(r["compiled_mode"]) for r in rows if r.get("compiled_mode")}))
 
 
 def _ms(value):
@@ -247,7 +315,9 @@ def _mib(value):
 
 
 def markdown_table(rows):
-    lines = [TABLE_HEADER, TABLE_RULE]
+    compiled = has_compiled(rows)
+    lines = [COMPILED_TABLE_HEADER, COMPILED_TABLE_RULE] if compiled else [TABLE_HEADER,
+                                                                           TABLE_RULE]
     for r in rows:
         speed, met, missed = row_verdict(r)
         kiln_failed = r.get("kiln_error") or r.get("error")
@@ -258,6 +328,14 @@ def markdown_table(rows):
             "FAIL" if kiln_failed else _ms(r.get("kiln_step_ms")),
             "FAIL" if torch_failed else _ms(r.get("torch_step_ms")),
             fmt(speed, "%.2f"),
+        ]
+        if compiled:
+            cells += [
+                "n/a" if r.get("compiled_error") else ("FAIL" if r.get("error")
+                                                       else _ms(r.get("compiled_step_ms"))),
+                fmt(compiled_ratio(r), "%.2f"),
+            ]
+        cells += [
             "FAIL" if kiln_failed else fmt(kiln_mib, "%.1f" if (kiln_mib or 0) < 10 else "%.0f"),
             "FAIL" if torch_failed else fmt(torch_mib,
                                             "%.1f" if (torch_mib or 0) < 10 else "%.0f"),
@@ -272,11 +350,33 @@ def summary_line(rows):
     met = sum(1 for _, m, _ in verdicts if m)
     judged = sum(1 for _, m, _ in verdicts if m is not None)
     mean = geomean([s for s, _, _ in verdicts])
-    return ("Target (Kiln step <= %.1fx PyTorch eager, Kiln memory <= PyTorch peak): met on %d "
-            "of %d rows%s; geometric mean of eager/Kiln %s (target >= %.2f on every row)."
-            % (TARGET_STEP_RATIO, met, len(rows),
+    compiled = ""
+    if has_compiled(rows):
+        compiled = (", Kiln step <= %.1fx torch.compile's (mode %s) where it ran"
+                    % (TARGET_COMPILED_RATIO, compiled_modes(rows)))
+    text = ("Target (Kiln step <= %.1fx PyTorch eager, Kiln memory <= PyTorch peak%s): met on %d "
+            "of %d rows%s; geometric mean of eager/Kiln %s (target >= %.2f on every row)"
+            % (TARGET_STEP_RATIO, compiled, met, len(rows),
                "" if judged == len(rows) else " (%d without both numbers)" % (len(rows) - judged),
                fmt(mean, "%.2f"), 1.0 / TARGET_STEP_RATIO))
+    if has_compiled(rows):
+        ratios = [compiled_ratio(r) for r in rows]
+        ran = sum(1 for q in ratios if q is not None)
+        text += ("; geometric mean of compiled/Kiln %s (target >= %.2f where it ran; %d of %d "
+                 "rows with both numbers)"
+                 % (fmt(geomean(ratios), "%.2f"), TARGET_COMPILED_RATIO, ran, len(rows)))
+    return text + "."
+
+
+def compile_times_line(rows):
+    """How long torch.compile took per row (the warm-up steps that compiled), or None."""
+    parts = ["%s b%d %s %.1f s" % (r["net"], r["batch"], r["precision"], r["compiled_compile_s"])
+             for r in rows if r.get("compiled_compile_s") is not None
+             and not r.get("compiled_error")]
+    if not parts:
+        return None
+    return ("torch.compile (mode %s) compilation, the wall time of the warm-up steps that "
+            "compiled (not in the step times): %s." % (compiled_modes(rows), ", ".join(parts)))
 
 
 def row_notes(rows):
@@ -302,12 +402,24 @@ def row_notes(rows):
         if r.get("torch_leftover_bytes"):
             notes.append("- %s: %.1f MiB of an earlier row were still allocated (not subtracted)"
                          % (label, r["torch_leftover_bytes"] / 2.0 ** 20))
+        if r.get("compiled_error"):
+            notes.append("- %s: torch.compile (mode %s) n/a: %s"
+                         % (label, r.get("compiled_mode"), r["compiled_error"]))
+        if r.get("compiled_note"):
+            notes.append("- %s: torch.compile: %s" % (label, r["compiled_note"]))
+        before, after = r.get("compiled_amp_scale_before"), r.get("compiled_amp_scale_after")
+        if before and after and after < before:
+            notes.append("- %s: compiled side's GradScaler scale fell from %g to %g during the "
+                         "timed steps (some steps skipped the update)" % (label, before, after))
     return notes
 
 
 def report_text(rows):
     """The table, the summary and the notes, as markdown lines."""
     text = [markdown_table(rows), "", "- " + summary_line(rows)]
+    compile_times = compile_times_line(rows)
+    if compile_times:
+        text.append("- " + compile_times)
     notes = row_notes(rows)
     if notes:
         text += ["", "Failures and notes:", ""] + notes
@@ -316,11 +428,15 @@ def report_text(rows):
 
 def perf_section(env, argv, settings, rows):
     """The text between the train-bench markers of docs/PERF.md, markers included."""
+    compiled = ""
+    if settings.get("compile_mode") not in (None, "none"):
+        compiled = (" (torch.compile mode %s: after the steps that compiled and at least %d more)"
+                    % (settings["compile_mode"], settings.get("compiled_warmup_min", 3)))
     run = ("Run %s UTC on %s (driver %s), PyTorch %s, CUDA %s, cuDNN %s, kiln %s; median of %d "
-           "timed steps after %d warm-up steps. Command: `%s`."
+           "timed steps after %d warm-up steps%s. Command: `%s`."
            % (env.get("date_utc"), env.get("gpu"), env.get("driver", "?"), env.get("torch"),
               env.get("cuda"), env.get("cudnn"), env.get("kiln_version", "?"),
-              settings.get("iterations"), settings.get("warmup"),
+              settings.get("iterations"), settings.get("warmup"), compiled,
               " ".join(shlex.quote(a) for a in argv)))
     return "\n".join([BEGIN_MARK, run, "", report_text(rows), END_MARK]) + "\n"
 
@@ -378,9 +494,20 @@ def run_row(row, args, kiln, extra, progress):
     torch_part(row, prototxt, shapes, args)
     if row.get("torch_error"):
         progress.note("PyTorch failed: %s" % row["torch_error"])
+    compiled = ""
+    if compile_mode_of(args):
+        progress.step("torch.compile (mode %s) train step" % args.compile_mode)
+        compiled_part(row, prototxt, shapes, args)
+        if row.get("compiled_error"):
+            progress.note("torch.compile n/a: %s" % row["compiled_error"])
+        compiled = ", compiled %s ms%s, compiled/Kiln %s" % (
+            "n/a" if row.get("compiled_error") else _ms(row.get("compiled_step_ms")),
+            " (compiled in %.1f s)" % row["compiled_compile_s"]
+            if row.get("compiled_compile_s") and not row.get("compiled_error") else "",
+            fmt(compiled_ratio(row), "%.2f"))
     speed, met, missed = row_verdict(row)
-    progress.note("kiln %s ms, eager %s ms, eager/Kiln %s, MiB kiln %s / torch %s%s" % (
-        _ms(row.get("kiln_step_ms")), _ms(row.get("torch_step_ms")), fmt(speed, "%.2f"),
+    progress.note("kiln %s ms, eager %s ms, eager/Kiln %s%s, MiB kiln %s / torch %s%s" % (
+        _ms(row.get("kiln_step_ms")), _ms(row.get("torch_step_ms")), fmt(speed, "%.2f"), compiled,
         fmt(_mib(row.get("kiln_total_bytes")), "%.0f"),
         fmt(_mib(row.get("torch_peak_bytes")), "%.0f"),
         "" if met is None else ("; target met" if met else "; target missed: " + ", ".join(
@@ -398,8 +525,13 @@ def main():
                         help="NET:BATCH,... with NET in %s (default %%(default)s)"
                              % ", ".join(NETS))
     parser.add_argument("--precisions", default="fp32,fp16")
-    parser.add_argument("--iterations", type=int, default=30, help="timed steps, both sides")
-    parser.add_argument("--warmup", type=int, default=10, help="PyTorch warm-up steps")
+    parser.add_argument("--iterations", type=int, default=30, help="timed steps, every side")
+    parser.add_argument("--warmup", type=int, default=10,
+                        help="PyTorch warm-up steps (compiled: at least max(WARMUP, 3) after the "
+                             "steps that compile)")
+    parser.add_argument("--compile-mode", default="default", choices=COMPILE_MODES,
+                        help="torch.compile mode of the compiled side; none skips it (default "
+                             "%(default)s; compiling adds its time to every row)")
     parser.add_argument("--kiln-args", default="",
                         help="extra flags for kiln time, one shell-quoted string, e.g. "
                              "\"--algo measure --tuning-file T\"")
@@ -441,12 +573,16 @@ def main():
     kiln = os.path.abspath(args.kiln)
     extra = shlex.split(args.kiln_args)
     env = environment(kiln, args.torch_device)
+    import train_bench_torch as tbt
     settings = {"iterations": args.iterations, "warmup": args.warmup, "kiln_args": extra,
+                "compile_mode": args.compile_mode,
+                "compiled_warmup_min": max(args.warmup, tbt.MIN_COMPILED_WARMUP),
                 "solver": "SGD lr 0.01, momentum 0.9, weight_decay 5e-4",
                 "data": "N(0,1) images, integer labels in [0, 10)"}
     sink = StderrLines()
-    sink.append("GPU %s, PyTorch %s, kiln %s; %d rows (%s)" % (
-        env.get("gpu"), env.get("torch"), env["kiln_version"], len(plan),
+    sink.append("GPU %s, PyTorch %s, kiln %s, torch.compile %s; %d rows (%s)" % (
+        env.get("gpu"), env.get("torch"), env["kiln_version"],
+        "mode " + args.compile_mode if compile_mode_of(args) else "skipped", len(plan),
         ", ".join("%s b%d %s" % r for r in plan)))
     json_path = os.path.join(args.out, "train_bench.json")
     rows = []

@@ -11,13 +11,20 @@ It checks, without a GPU (needs numpy and torch, e.g. Debian's python3-torch):
 * the training step: one step is exactly Caffe's SGD update (momentum, weight decay) of the
   gradient at the old weights, the loss falls over steps on the fixed batch, fp32 and the mixed
   precision path (bfloat16 autocast on the CPU);
+* the compiled step (train_bench_torch.compiled_train_row) through a stand-in torch.compile:
+  warm-up until max(warmup, 3) steps compile nothing, compilation time apart, the same first loss
+  as eager, the mode passed on; a compiler error and a PyTorch without torch.compile recorded;
 * the report: kiln's JSON among log lines, the kiln command, the verdict (time, memory, both,
-  missing numbers), the table's cells (FAIL, '-'), the summary, the notes (kiln's stderr tail,
-  GradScaler, leftover memory), the section put between the markers of a copy of docs/PERF.md;
+  missing numbers; compiled/Kiln where the compiled side ran), the table's cells (FAIL, '-', n/a;
+  9 columns, 11 with the compiled side), the summary, the notes (kiln's stderr tail, GradScaler,
+  leftover memory, torch.compile n/a), the section put between the markers of a copy of
+  docs/PERF.md;
 * train_bench.py end to end on the CPU (--torch-device cpu) against a stand-in `kiln` that checks
   the exact command-line interface: rows, JSON rewritten after every row, progress lines with ETA
   on stderr, a kiln that fails and one that hangs recorded with their stderr, a PyTorch failure
-  recorded, --report-only; with --kiln PATH, also a real kiln (`--kiln-args "--device cpu"`).
+  recorded, --report-only, the compiled side with a stand-in torch.compile put into the script's
+  process, then with this torch's own (1.x: n/a in the row and the table, the run goes on), and
+  --compile-mode none; with --kiln PATH, also a real kiln (`--kiln-args "--device cpu"`).
 Exits non-zero on the first failure.
 """
 
@@ -284,6 +291,92 @@ def test_train_step(models_dir):
                 results["fp16"]["torch_loss_first"], results["fp16"]["torch_loss_last"]))
 
 
+class FakeCompiler:
+    """torch.compile's stand-in for the training step (PyTorch 1.x has none, and a real one on
+    the CPU takes minutes): the first call of a compiled module 'compiles' (sleeps), calls listed
+    in recompile_at compile again, fail raises there; the module's loss and its autograd graph
+    pass through untouched. graph_count() counts compilations, as Dynamo's unique_graphs does."""
+
+    def __init__(self, delay=0.05, recompile_at=(), fail=None):
+        self.delay, self.recompile_at, self.fail = delay, recompile_at, fail
+        self.modes, self.calls, self.graphs = [], 0, 0
+
+    def __call__(self, module, mode=None):
+        self.modes.append(mode)
+
+        def compiled(*inputs):
+            self.calls += 1
+            if self.calls == 1 or self.calls in self.recompile_at:
+                if self.fail:
+                    raise RuntimeError(self.fail)
+                time.sleep(self.delay)
+                self.graphs += 1
+            return module(*inputs)
+        return compiled
+
+    def graph_count(self):
+        return self.graphs
+
+
+def test_compiled_step(models_dir):
+    prototxt = os.path.join(models_dir, "lenet_train_test.prototxt")
+    shapes = tb.data_shapes(prototxt, (1, 28, 28), 4)
+    eager = tbt.torch_train_row(prototxt, shapes, "fp32", 3, 2, "cpu")
+    fake = FakeCompiler(delay=0.2, recompile_at=(2,))
+    r = tbt.compiled_train_row(prototxt, shapes, "fp32", 3, 2, "cpu", "default",
+                               compile_fn=fake, graph_count=fake.graph_count)
+    check("compiled_error" not in r, "fake compile failed: %s" % r.get("compiled_traceback"))
+    check(fake.modes == [None] and r["compiled_mode"] == "default",
+          "mode default is torch.compile's default: %s" % fake.modes)
+    # Step 1 compiles, step 2 compiles again, then max(warmup 2, 3) = 3 quiet steps.
+    check(r["compiled_compiling_steps"] == 2 and r["compiled_warmup_steps"] == 5
+          and r["compiled_settled"] and r["compiled_compile_s"] >= 0.4
+          and 0.2 <= r["compiled_first_step_s"] <= r["compiled_compile_s"],
+          "warm-up until 3 steps compiled nothing, compilation time apart: %s" % r)
+    check(0 < r["compiled_step_ms"] < 200 and r["compiled_min_ms"] <= r["compiled_step_ms"]
+          and r["compiled_images_per_s"] == 4000.0 / r["compiled_step_ms"]
+          and fake.calls == 5 + 3, "timed steps exclude compilation: %s" % r)
+    check(r["compiled_loss_first"] == eager["torch_loss_first"]
+          and r["compiled_loss_last"] < r["compiled_loss_first"],
+          "same net, weights and batch as eager; the loss falls: %s" % r)
+    check("compiled_note" not in r and "compiled_graphs" not in r,
+          "no Dynamo counters read with a stand-in compiler")
+
+    fake = FakeCompiler()
+    r16 = tbt.compiled_train_row(prototxt, shapes, "fp16", 3, 1, "cpu", "reduce-overhead",
+                                 compile_fn=fake, graph_count=fake.graph_count)
+    check("compiled_error" not in r16 and fake.modes == ["reduce-overhead"]
+          and r16["compiled_warmup_steps"] == 4 and r16["compiled_step_ms"] > 0,
+          "fp16 path (bfloat16 autocast on the CPU), mode passed on: %s %s" % (fake.modes, r16))
+
+    fake = FakeCompiler(fail="BackendCompilerFailed: backend='inductor' raised:\n"
+                             "RuntimeError: Cannot find a working triton installation.")
+    bad = tbt.compiled_train_row(prototxt, shapes, "fp32", 3, 2, "cpu",
+                                 "max-autotune-no-cudagraphs", compile_fn=fake)
+    check(bad["compiled_error"] == "RuntimeError: BackendCompilerFailed: backend='inductor' "
+          "raised: RuntimeError: Cannot find a working triton installation."
+          and "Traceback" in bad["compiled_traceback"] and "compiled_step_ms" not in bad
+          and bad["compiled_mode"] == "max-autotune-no-cudagraphs",
+          "compiler error recorded, not raised: %s" % bad)
+
+    saved = getattr(torch, "compile", None)
+    torch.compile = None  # PyTorch 1.x has none; this machine may have either
+    try:
+        missing = tbt.compiled_train_row(prototxt, shapes, "fp32", 3, 2, "cpu")
+    finally:
+        if saved is None:
+            del torch.compile
+        else:
+            torch.compile = saved
+    check(missing == {"compiled_mode": "default", "compiled_error": "torch.compile unavailable "
+                      "(PyTorch %s)" % torch.__version__}, "no torch.compile: %s" % missing)
+    return ("compiled step (stand-in compiler): warm-up until max(warmup, 3) steps compile "
+            "nothing (5 steps, 2 compiling, %.1fs apart), same first loss as eager (%.3f), fp16 "
+            "path, mode passed on; compiler error and missing torch.compile recorded (torch %s "
+            "has torch.compile: %s)" % (r["compiled_compile_s"], r["compiled_loss_first"],
+                                        torch.__version__, saved is not None))
+
+
 # ------------------------------------------------------------------------------------------------
 # The report
 # ------------------------------------------------------------------------------------------------
@@ -402,6 +495,83 @@ def test_report():
             "replaced twice between its markers")
 
 
+def test_report_compiled():
+    """The report with a compiled side: two columns more, its n/a, its verdict and notes."""
+    ok = {"kiln_total_bytes": 100 * MIB, "torch_peak_bytes": 200 * MIB}
+    rows = [
+        _row("a", "fp32", kiln_step_ms=8.0, torch_step_ms=10.0, compiled_mode="default",
+             compiled_step_ms=9.0, compiled_compile_s=42.0, **ok),       # met
+        _row("a", "fp16", kiln_step_ms=8.0, torch_step_ms=10.0, compiled_mode="default",
+             compiled_step_ms=6.0, compiled_compile_s=61.0,
+             compiled_note="3 graphs, 2 graph breaks", compiled_amp_scale_before=65536.0,
+             compiled_amp_scale_after=32768.0, **ok),                    # compiled missed
+        _row("b", "fp32", kiln_step_ms=8.0, torch_step_ms=10.0, compiled_mode="default",
+             compiled_error="torch.compile unavailable (PyTorch 1.13.0)", **ok),  # eager only
+        _row("b", "fp16", kiln_step_ms=9.0, torch_step_ms=10.0, kiln_total_bytes=300 * MIB,
+             torch_peak_bytes=200 * MIB, compiled_mode="default", compiled_step_ms=8.0),
+        _row("c", "fp32", kiln_error="rc 1", torch_step_ms=4.0, torch_peak_bytes=50 * MIB,
+             compiled_mode="default", compiled_step_ms=3.0),
+        _row("c", "fp16", kiln_step_ms=1.0, kiln_total_bytes=MIB, torch_error="RuntimeError: x",
+             compiled_mode="default", compiled_error="not run (PyTorch eager failed)"),
+        _row("d", "fp32", error="ValueError: no data layer"),
+        _row("e", "fp32", kiln_step_ms=0.5, torch_step_ms=1.0, **ok),  # a row without the side
+    ]
+    verdicts = [tb.row_verdict(r) for r in rows]
+    check(verdicts[0] == (1.25, True, []) and verdicts[1] == (1.25, False, ["compiled"])
+          and verdicts[2] == (1.25, True, []) and verdicts[3][1:] == (False, ["time", "memory",
+                                                                              "compiled"])
+          and all(v[1] is None for v in verdicts[4:7]) and verdicts[7] == (2.0, True, []),
+          "compiled/Kiln >= 1.0 required where it ran: %s" % verdicts)
+    check(tb.compiled_ratio(rows[0]) == 9.0 / 8.0 and tb.compiled_ratio(rows[2]) is None
+          and tb.compiled_ratio(rows[4]) is None, "compiled/Kiln ratio")
+    table = tb.markdown_table(rows).splitlines()
+    check(table[0] == tb.COMPILED_TABLE_HEADER and table[1] == tb.COMPILED_TABLE_RULE
+          and len(table) == 10 and all(line.count("|") == 12 for line in table),
+          "11 columns:\n" + "\n".join(table))
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in table[2:]]
+    check(cells[0][3:] == ["8.00", "10.00", "1.25", "9.00", "1.12", "100", "200", "**yes**"],
+          "met with compiled: %s" % cells[0])
+    check(cells[1][6:] == ["6.00", "0.75", "100", "200", "no (compiled)"], "compiled missed %s"
+          % cells[1])
+    check(cells[2][6:] == ["n/a", "-", "100", "200", "**yes**"], "compile n/a %s" % cells[2])
+    check(cells[3][10] == "no (time, memory, compiled)", "all missed %s" % cells[3])
+    check(cells[4][3:] == ["FAIL", "4.00", "-", "3.00", "-", "FAIL", "50", "-"]
+          and cells[5][6:8] == ["n/a", "-"] and cells[6][3:] == ["FAIL"] * 2 + ["-", "FAIL", "-"]
+          + ["FAIL"] * 2 + ["-"] and cells[7][6:] == ["-", "-", "100", "200", "**yes**"],
+          "failures and a row without a compiled side: %s" % cells[4:])
+    summary = tb.summary_line(rows)
+    check(summary == "Target (Kiln step <= 0.8x PyTorch eager, Kiln memory <= PyTorch peak, "
+          "Kiln step <= 1.0x torch.compile's (mode default) where it ran): met on 3 of 8 rows "
+          "(3 without both numbers); geometric mean of eager/Kiln 1.34 (target >= 1.25 on every "
+          "row); geometric mean of compiled/Kiln 0.91 (target >= 1.00 where it ran; 3 of 8 rows "
+          "with both numbers).", summary)
+    check(tb.compile_times_line(rows) == "torch.compile (mode default) compilation, the wall "
+          "time of the warm-up steps that compiled (not in the step times): a b64 fp32 42.0 s, "
+          "a b64 fp16 61.0 s." and tb.compile_times_line(rows[2:]) is None, "compile times")
+    notes = tb.row_notes(rows)
+    check(len(notes) == 7 and notes[0] == "- a b64 fp16: torch.compile: 3 graphs, 2 graph breaks"
+          and "compiled side's GradScaler scale fell from 65536 to 32768" in notes[1]
+          and notes[2] == "- b b64 fp32: torch.compile (mode default) n/a: torch.compile "
+          "unavailable (PyTorch 1.13.0)" and notes[5] == "- c b64 fp16: torch.compile (mode "
+          "default) n/a: not run (PyTorch eager failed)", "notes:\n" + "\n".join(notes))
+    text = tb.report_text(rows)
+    check(text.splitlines()[12].startswith("- torch.compile (mode default) compilation"),
+          "compile times under the summary:\n" + text)
+    env = {"date_utc": "2026-01-02 03:04", "gpu": "H100", "torch": "2.x", "kiln_version": "k"}
+    section = tb.perf_section(env, ["train_bench.py"], {"iterations": 30, "warmup": 10,
+                                                        "compile_mode": "reduce-overhead",
+                                                        "compiled_warmup_min": 10}, rows)
+    check("median of 30 timed steps after 10 warm-up steps (torch.compile mode reduce-overhead: "
+          "after the steps that compiled and at least 10 more). Command" in section
+          and tb.COMPILED_TABLE_HEADER in section, "section with the compiled side")
+    section = tb.perf_section(env, ["train_bench.py"], {"iterations": 30, "warmup": 10,
+                                                        "compile_mode": "none"}, rows[7:])
+    check("after 10 warm-up steps. Command" in section and tb.TABLE_HEADER in section,
+          "--compile-mode none: the section and table as before")
+    return ("report with torch.compile: 11-column table (n/a, FAIL, '-'), compiled/Kiln >= 1.0 in "
+            "the verdict where it ran, summary, compile times, 4 compiled notes, PERF.md run line")
+
+
 # ------------------------------------------------------------------------------------------------
 # train_bench.py end to end, CPU, with a stand-in kiln
 # ------------------------------------------------------------------------------------------------
@@ -456,8 +626,34 @@ print("kiln time: done")
 '''
 
 
-def _run(args, env=None, timeout=600):
-    return subprocess.run([sys.executable, os.path.join(HERE, "train_bench.py")] + args,
+FAKE_COMPILE_RUNNER = r'''
+# train_bench.py with a stand-in torch.compile put into its process (torch 1.x has none; a real
+# one on the CPU takes minutes): it logs each compile's mode, and the first step of a compiled
+# module 'compiles' (sleeps); the loss and its autograd graph pass through.
+import os, runpy, sys, time
+import torch
+
+def fake_compile(module, mode=None):
+    with open(os.environ["FAKE_COMPILE_LOG"], "a") as f:
+        f.write("%%s\n" %% mode)
+    state = {"calls": 0}
+    def compiled(*inputs):
+        state["calls"] += 1
+        if state["calls"] == 1:
+            time.sleep(0.05)
+        return module(*inputs)
+    return compiled
+
+torch.compile = fake_compile
+sys.argv = [%(script)r] + sys.argv[1:]
+runpy.run_path(%(script)r, run_name="__main__")
+'''
+
+
+def _run(args, env=None, timeout=600, runner=None):
+    """train_bench.py ARGS in a new process; through `runner` (FAKE_COMPILE_RUNNER) if given."""
+    script = runner or os.path.join(HERE, "train_bench.py")
+    return subprocess.run([sys.executable, script] + args,
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -467,19 +663,24 @@ def test_driver(models_dir):
         with open(kiln, "w") as f:
             f.write(FAKE_KILN % {"python": sys.executable})
         os.chmod(kiln, 0o755)
+        runner = os.path.join(tmp, "run_with_fake_compile.py")
+        with open(runner, "w") as f:
+            f.write(FAKE_COMPILE_RUNNER % {"script": os.path.join(HERE, "train_bench.py")})
+        compile_log = os.path.join(tmp, "compiles.txt")
         out, log = os.path.join(tmp, "out"), os.path.join(tmp, "kiln_calls.txt")
         perf = os.path.join(tmp, "PERF.md")
         with open(perf, "w") as f:
             f.write("# Perf\n\nbefore\n\n%s\nNot run yet.\n%s\n\nafter\n"
                     % (tb.BEGIN_MARK, tb.END_MARK))
-        env = dict(os.environ, FAKE_KILN_OUT=out, FAKE_KILN_LOG=log)
+        env = dict(os.environ, FAKE_KILN_OUT=out, FAKE_KILN_LOG=log,
+                   FAKE_COMPILE_LOG=compile_log)
         args = ["--kiln", kiln, "--models-dir", models_dir, "--out", out,
                 "--rows", "lenet:4,caffenet:2", "--precisions", "fp32,fp16",
                 "--iterations", "3", "--warmup", "2", "--torch-device", "cpu",
                 "--kiln-args", "--algo measure --tuning-file '%s'" % os.path.join(tmp, "t t.txt"),
                 "--timeout", "3", "--heartbeat", "0", "--perf-md", perf]
         start = time.time()
-        p = _run(args, env)
+        p = _run(args + ["--compile-mode", "reduce-overhead"], env, runner=runner)
         seconds = time.time() - start
         check(p.returncode == 0, "train_bench dry run failed:\n%s\n%s" % (p.stdout, p.stderr))
         calls = open(log).read().split("\n")[:-1]
@@ -502,6 +703,18 @@ def test_driver(models_dir):
                   and "torch_error" not in r, "PyTorch step: %s" % r)
             check(r["inputs"] == {"data": [4, 1, 28, 28], "label": [4]}, "inputs %s"
                   % r["inputs"])
+        for r in rows:
+            # No graph counter (1.x) or Dynamo's that a stand-in never moves: the first step
+            # compiles, then max(--warmup 2, 3) steps.
+            check(r["compiled_mode"] == "reduce-overhead" and r["compiled_step_ms"] > 0
+                  and r["compiled_compile_s"] >= 0.05 and r["compiled_warmup_steps"] == 4
+                  and r["compiled_loss_last"] < r["compiled_loss_first"]
+                  and "compiled_error" not in r, "compiled side: %s" % {
+                      k: v for k, v in r.items() if k.startswith("compiled")})
+        with open(compile_log) as f:
+            check(f.read().split() == ["reduce-overhead"] * 4, "one compile per row, mode passed")
+        check(data["settings"]["compile_mode"] == "reduce-overhead"
+              and data["settings"]["compiled_warmup_min"] == 3, "settings %s" % data["settings"])
         check(rows[2]["kiln_error"] == "rc 3" and "out of memory" in rows[2]["kiln_stderr_tail"]
               and rows[2]["torch_step_ms"] > 0, "failing kiln recorded, PyTorch still ran")
         check(rows[3]["kiln_error"] == "rc 124" and "measuring algorithms" in
@@ -515,16 +728,21 @@ def test_driver(models_dir):
         check("row 2/4 lenet b4 fp16 (1/4 rows done): kiln time --train --precision fp16 [ETA "
               in err and "row 1/4 lenet b4 fp32 (0/4 rows done): kiln time --train --precision "
               "fp32 [ETA ?]" in err and "4/4 rows done in" in err
-              and "kiln failed (rc 3): kiln time: train: CUDA error: out of memory" in err,
+              and "kiln failed (rc 3): kiln time: train: CUDA error: out of memory" in err
+              and "row 1/4 lenet b4 fp32 (0/4 rows done): torch.compile (mode reduce-overhead) "
+              "train step [ETA" in err and "torch.compile mode reduce-overhead; 4 rows" in err,
               "progress lines on stderr:\n" + err)
-        check(tb.TABLE_HEADER in p.stdout and "[ETA" not in p.stdout, "table on stdout only")
+        check(tb.COMPILED_TABLE_HEADER in p.stdout and "[ETA" not in p.stdout,
+              "table on stdout only")
         md = open(os.path.join(out, "train_bench.md")).read()
         text = open(perf).read()
         check(md.strip() in text and text.startswith("# Perf\n\nbefore\n\n" + tb.BEGIN_MARK)
               and text.endswith(tb.END_MARK + "\n\nafter\n") and "Not run yet" not in text,
               "--perf-md section replaced:\n" + text)
         check("| caffenet | 2 | fp32 | FAIL |" in md and "| lenet | 4 | fp16 | 0.250 |" in md
-              and "timed out after 3" in md, "markdown:\n" + md)
+              and "timed out after 3" in md and "- torch.compile (mode reduce-overhead) "
+              "compilation" in md and "(torch.compile mode reduce-overhead: after the steps "
+              "that compiled and at least 3 more)" in text, "markdown:\n" + md)
 
         # --report-only: the same section again from train_bench.json.
         perf2 = os.path.join(tmp, "PERF2.md")
@@ -557,9 +775,52 @@ def test_driver(models_dir):
         check("'SPP' is not supported" in row.get("torch_error", "")
               and "Traceback" in row["torch_traceback"] and row["kiln_step_ms"] == 0.5,
               "PyTorch failure recorded: %s" % row.get("torch_error"))
+        check(row["compiled_mode"] == "default"
+              and row["compiled_error"] == "not run (PyTorch eager failed)",
+              "compiled side not run after eager failed: %s" % row.get("compiled_error"))
         check("PyTorch failed: NotImplementedError" in p3.stdout, "failure under the table")
-    return "train_bench.py dry run (CPU, stand-in kiln, %.0fs):\n  %s" % (
-        seconds, "\n  ".join(md.strip().splitlines()))
+
+        # This process's own torch (1.x: no torch.compile; 2.x: a real compile on the CPU, which
+        # may work or fail): recorded, never fatal, eager and kiln kept.
+        out4 = os.path.join(tmp, "out4")
+        env["FAKE_KILN_OUT"] = out4
+        args4 = args[:args.index("--perf-md")]
+        for flag, value in (("--out", out4), ("--rows", "lenet:4"), ("--precisions", "fp32")):
+            args4[args4.index(flag) + 1] = value
+        p4 = _run(args4, env)
+        check(p4.returncode == 0, "run with this torch's torch.compile crashed:\n" + p4.stderr)
+        with open(os.path.join(out4, "train_bench.json")) as f:
+            row = json.load(f)["rows"][0]
+        check(row["compiled_mode"] == "default" and row["torch_step_ms"] > 0
+              and row["kiln_step_ms"] == 0.5, "default mode, other sides kept: %s" % row)
+        if getattr(torch, "compile", None) is None:
+            check(row["compiled_error"] == "torch.compile unavailable (PyTorch %s)"
+                  % torch.__version__ and "compiled_step_ms" not in row
+                  and "| lenet | 4 | fp32 | 0.500 |" in p4.stdout and " | n/a | - | " in p4.stdout
+                  and "torch.compile (mode default) n/a: torch.compile unavailable" in p4.stdout
+                  and "torch.compile n/a: torch.compile unavailable" in p4.stderr,
+                  "no torch.compile: n/a in the row, the table and the notes:\n" + p4.stdout)
+            verdict = "n/a (torch %s has no torch.compile)" % torch.__version__
+        else:
+            check("compiled_step_ms" in row or "compiled_error" in row, "real torch.compile")
+            verdict = "real torch.compile: %s" % (row.get("compiled_error") or "%.2f ms"
+                                                  % row["compiled_step_ms"])
+
+        # --compile-mode none: no compiled side, the 9-column table as before.
+        p5 = _run(args4 + ["--compile-mode", "none"], env)
+        check(p5.returncode == 0, "--compile-mode none failed:\n" + p5.stderr)
+        with open(os.path.join(out4, "train_bench.json")) as f:
+            data5 = json.load(f)
+        check(not [k for k in data5["rows"][0] if k.startswith("compiled")]
+              and data5["settings"]["compile_mode"] == "none"
+              and tb.TABLE_HEADER in p5.stdout and "compiled" not in p5.stdout
+              and "torch.compile skipped" in p5.stderr, "--compile-mode none:\n" + p5.stdout)
+        bad = _run(args4 + ["--compile-mode", "fast"], env)
+        check(bad.returncode == 2 and "invalid choice: 'fast'" in bad.stderr,
+              "unknown --compile-mode refused: %s" % bad.stderr)
+    return ("train_bench.py dry runs (CPU, stand-in kiln and torch.compile %.0fs; this torch's "
+            "torch.compile: %s; --compile-mode none):\n  %s" % (
+                seconds, verdict, "\n  ".join(md.strip().splitlines())))
 
 
 def test_real_kiln(models_dir, kiln):
@@ -589,7 +850,9 @@ def main():
              ("deploy to train", lambda: test_deploy_to_train(args.models_dir)),
              ("loss semantics", test_loss_semantics),
              ("train step", lambda: test_train_step(args.models_dir)),
+             ("compiled step", lambda: test_compiled_step(args.models_dir)),
              ("report", test_report),
+             ("report with torch.compile", test_report_compiled),
              ("driver", lambda: test_driver(args.models_dir))]
     if args.kiln:
         steps.append(("real kiln", lambda: test_real_kiln(args.models_dir,
