@@ -168,7 +168,7 @@ bool Wants(const StepObserver& observer, int step) {
 }  // namespace
 
 absl::Status ExecutionContext::EnqueueSteps(size_t begin, size_t end) {
-  for (size_t i = begin; i < end; ++i) KILN_RETURN_IF_ERROR(RunStepsEagerlyOne(i));
+  for (size_t i = begin; i < end; ++i) KILN_RETURN_IF_ERROR(EnqueueStep(i));
   return absl::OkStatus();
 }
 
@@ -176,7 +176,7 @@ absl::Status ExecutionContext::RunStepsEagerly(DeviceTimer* timer, const StepObs
   const std::vector<PlanStep>& steps = plan_.steps();
   if (timer != nullptr) KILN_RETURN_IF_ERROR(timer->Record(0));
   for (size_t i = 0; i < steps.size(); ++i) {
-    KILN_RETURN_IF_ERROR(RunStepsEagerlyOne(i));
+    KILN_RETURN_IF_ERROR(EnqueueStep(i));
     if (timer != nullptr) KILN_RETURN_IF_ERROR(timer->Record(static_cast<int>(i) + 1));
     if (observer != nullptr && Wants(*observer, static_cast<int>(i))) {
       KILN_RETURN_IF_ERROR(
@@ -187,28 +187,25 @@ absl::Status ExecutionContext::RunStepsEagerly(DeviceTimer* timer, const StepObs
   return absl::OkStatus();
 }
 
-absl::Status ExecutionContext::RunStepsEagerlyOne(size_t i) {
-  const std::vector<PlanStep>& steps = plan_.steps();
-  {
-    const PlanStep& step = steps[i];
-    if (!step.is_view) {
-      KernelArgs args;
-      for (int b : step.inputs) args.inputs.push_back({Address(b), plan_.buffers()[b].type});
-      for (int b : step.outputs) args.outputs.push_back({Address(b), plan_.buffers()[b].type});
-      if (step.workspace_offset >= 0) {
-        args.workspace = static_cast<char*>(activations_) + step.workspace_offset;
-        args.workspace_bytes = step.workspace_bytes;
-      } else {
-        args.workspace = workspace_;
-        args.workspace_bytes = static_cast<size_t>(plan_.workspace_bytes());
-      }
-      args.stream = device_->stream();
-      args.blas_handle = device_->blas_handle();
-      args.resources = &resources_;
-      KILN_RETURN_IF_ERROR(
-          Annotate(step.kernel->Run(args),
-                   absl::StrCat("run: node '", step.node->name(), "' (", step.kernel_name, ")")));
+absl::Status ExecutionContext::EnqueueStep(size_t i) {
+  const PlanStep& step = plan_.steps()[i];
+  if (!step.is_view) {
+    KernelArgs args;
+    for (int b : step.inputs) args.inputs.push_back({Address(b), plan_.buffers()[b].type});
+    for (int b : step.outputs) args.outputs.push_back({Address(b), plan_.buffers()[b].type});
+    if (step.workspace_offset >= 0) {
+      args.workspace = static_cast<char*>(activations_) + step.workspace_offset;
+      args.workspace_bytes = step.workspace_bytes;
+    } else {
+      args.workspace = workspace_;
+      args.workspace_bytes = static_cast<size_t>(plan_.workspace_bytes());
     }
+    args.stream = device_->stream();
+    args.blas_handle = device_->blas_handle();
+    args.resources = &resources_;
+    KILN_RETURN_IF_ERROR(
+        Annotate(step.kernel->Run(args),
+                 absl::StrCat("run: node '", step.node->name(), "' (", step.kernel_name, ")")));
   }
   return absl::OkStatus();
 }

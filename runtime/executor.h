@@ -158,7 +158,7 @@ class ExecutionContext {
   absl::Status RunSteps(const StepObserver* observer = nullptr);
   absl::Status RunStepsEagerly(DeviceTimer* timer, const StepObserver* observer = nullptr);
   // Enqueues step i, or steps [begin, end), on the context's stream.
-  absl::Status RunStepsEagerlyOne(size_t i);
+  absl::Status EnqueueStep(size_t i);
   absl::Status EnqueueSteps(size_t begin, size_t end);
   // An observed run with call_after: stretch by stretch, replaying or capturing each stretch's
   // graph, the observer called between them.

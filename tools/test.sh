@@ -20,12 +20,17 @@ status=0
 # source file over 800 lines, no function in runtime/ over 120. Each check counts as one test.
 structure_passed=0
 structure_failed=0
+structure_report=""  # what a failed check printed, repeated at the end with the other failures
 for check in tools/layers/check_layers.py tools/layers/check_sizes.py; do
-  if python3 "$check" .; then
+  if output=$(python3 "$check" . 2>&1); then
     structure_passed=$((structure_passed + 1))
+    echo "$output"
   else
     structure_failed=$((structure_failed + 1))
     status=1
+    echo "$output"
+    structure_report+="--- ${check}: the end of its output"$'\n'"$(echo "$output" | tail -n 25)"$'\n'
+    structure_report+="failed: ${check}"$'\n'
   fi
 done
 
@@ -93,6 +98,7 @@ asan_tails=$(log_tails "$asan_failures")
 if [ -n "$asan_failures" ]; then failed=$((failed + $(echo "$asan_failures" | wc -l))); fi
 
 # What failed comes last, where a reader of the output's tail sees it.
+if [ -n "$structure_report" ]; then printf '%s' "$structure_report"; fi
 if [ -n "$plain_failures" ]; then echo "$plain_tails"; echo "failed in the plain run:"; echo "$plain_failures"; fi
 if [ "$python_status" -ne 0 ]; then
   echo "--- the end of tools/test_python.sh's output"; tail -n 25 /tmp/kiln-test-python.log

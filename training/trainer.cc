@@ -10,26 +10,13 @@
 #include "dnn/solver_update.h"
 #include "runtime/executor.h"
 #include "training/gradient_sync.h"
+#include "training/producing_step.h"
 
 namespace kiln {
 
 namespace {
 
 int64_t BytesOf(const TensorType& t) { return t.span_bytes(); }
-
-// The last plan step that writes graph output `output` (-1: none, or no such output).
-int ProducingStep(const ExecutionPlan& plan, const std::string& output) {
-  auto it = plan.outputs().find(output);
-  if (output.empty() || it == plan.outputs().end()) return -1;
-  const int root = plan.RootBuffer(it->second);
-  int last = -1;
-  for (size_t i = 0; i < plan.steps().size(); ++i) {
-    for (int o : plan.steps()[i].outputs) {
-      if (plan.RootBuffer(o) == root) last = static_cast<int>(i);
-    }
-  }
-  return last;
-}
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include "runtime/compiler.h"
 #include "runtime/device.h"
 #include "training/memory_batch_source.h"
+#include "training/producing_step.h"
 #include "training/trainable_graph.h"
 #include "training/trainer.h"
 
@@ -110,20 +111,6 @@ TEST(TrainerTest, ABatchOfTheWrongSizeIsAnErrorNotAnOverflow) {
   EXPECT_NE(step.message().find("15 values for input 'data'"), std::string::npos) << step;
 }
 
-// The last plan step writing graph output `name`'s buffer (-1: none).
-int LastWriter(const ExecutionPlan& plan, const std::string& name) {
-  auto it = plan.outputs().find(name);
-  if (it == plan.outputs().end()) return -1;
-  const int root = plan.RootBuffer(it->second);
-  int last = -1;
-  for (size_t i = 0; i < plan.steps().size(); ++i) {
-    for (int o : plan.steps()[i].outputs) {
-      if (plan.RootBuffer(o) == root) last = static_cast<int>(i);
-    }
-  }
-  return last;
-}
-
 // In an fp16 NHWC plan every gradient output (f32, the parameters' order) is written by a
 // Convert the precision pass adds after all other nodes. Those must run right after their
 // layer's backward, not all at the end of the plan: data-parallel training starts reducing a
@@ -172,7 +159,7 @@ TEST(TrainingPlanTest, GradientsAreWrittenAsBackwardReachesTheirLayerInAnFp16Pla
     auto param = std::find_if(tg->params.begin(), tg->params.end(),
                               [&](const TrainableParam& p) { return p.node == layer + ".weight"; });
     ASSERT_NE(param, tg->params.end()) << layer;
-    written.push_back(LastWriter(**plan, param->gradient));
+    written.push_back(ProducingStep(**plan, param->gradient));
     ASSERT_GE(written.back(), 0) << layer << "'s gradient '" << param->gradient << "'";
   }
   std::string steps;
