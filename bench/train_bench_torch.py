@@ -145,22 +145,29 @@ def torch_train_row(prototxt, shapes, precision, iterations, warmup, device="cud
     result["torch_loss_first"] = float(keep["loss"])
     for _ in range(max(0, warmup - 1)):
         step()
+    time_steps(result, "torch_", step, iterations, cuda, scaler, keep, shapes[0][1][0])
+    return result
+
+
+def time_steps(result, prefix, step, iterations, cuda, scaler, keep, batch):
+    """The timed part, after the warm-up, for either side (`prefix` "torch_" or "compiled_"):
+    the median step, peak and resident memory, the last loss, the GradScaler's scale before and
+    after, images/s."""
     if scaler is not None and scaler.is_enabled():
-        result["torch_amp_scale_before"] = float(scaler.get_scale())
+        result[prefix + "amp_scale_before"] = float(scaler.get_scale())
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-        result["torch_resident_bytes"] = torch.cuda.memory_allocated()
-        result["torch_step_ms"], result["torch_min_ms"] = cuda_median_ms(step, iterations)
-        result["torch_peak_bytes"] = torch.cuda.max_memory_allocated()
+        result[prefix + "resident_bytes"] = torch.cuda.memory_allocated()
+        result[prefix + "step_ms"], result[prefix + "min_ms"] = cuda_median_ms(step, iterations)
+        result[prefix + "peak_bytes"] = torch.cuda.max_memory_allocated()
     else:
-        result["torch_step_ms"], result["torch_min_ms"] = cpu_median_ms(step, iterations)
-    result["torch_loss_last"] = float(keep["loss"])
+        result[prefix + "step_ms"], result[prefix + "min_ms"] = cpu_median_ms(step, iterations)
+    result[prefix + "loss_last"] = float(keep["loss"])
     if scaler is not None and scaler.is_enabled():
         # A scale that fell during the timed steps means some of them skipped the update.
-        result["torch_amp_scale_after"] = float(scaler.get_scale())
-    result["torch_images_per_s"] = shapes[0][1][0] * 1000.0 / result["torch_step_ms"]
-    return result
+        result[prefix + "amp_scale_after"] = float(scaler.get_scale())
+    result[prefix + "images_per_s"] = batch * 1000.0 / result[prefix + "step_ms"]
 
 
 def compiled_train_row(prototxt, shapes, precision, iterations, warmup, device="cuda",
@@ -260,17 +267,4 @@ def _time_compiled(result, fn, graph_count, prototxt, shapes, precision, iterati
                    "compiled_warmup_steps": warm["compile_warmup_calls"],
                    "compiled_compiling_steps": warm["compile_compiling_calls"],
                    "compiled_settled": warm["compile_settled"]})
-    if scaler is not None and scaler.is_enabled():
-        result["compiled_amp_scale_before"] = float(scaler.get_scale())
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        result["compiled_resident_bytes"] = torch.cuda.memory_allocated()
-        result["compiled_step_ms"], result["compiled_min_ms"] = cuda_median_ms(step, iterations)
-        result["compiled_peak_bytes"] = torch.cuda.max_memory_allocated()
-    else:
-        result["compiled_step_ms"], result["compiled_min_ms"] = cpu_median_ms(step, iterations)
-    result["compiled_loss_last"] = float(keep["loss"])
-    if scaler is not None and scaler.is_enabled():
-        result["compiled_amp_scale_after"] = float(scaler.get_scale())
-    result["compiled_images_per_s"] = shapes[0][1][0] * 1000.0 / result["compiled_step_ms"]
+    time_steps(result, "compiled_", step, iterations, cuda, scaler, keep, shapes[0][1][0])
